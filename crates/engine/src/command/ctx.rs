@@ -1,0 +1,156 @@
+//! What a command handler works with: [`Ctx`] = the keyspace as seen by this
+//! command ([`KeyspaceView`]), the reply writer, and the calling client.
+//!
+//! Every key lookup goes through [`KeyspaceView`], so lazy expiry, hit/miss
+//! statistics and LRU/LFU updates happen in one place, as in Redis's
+//! `lookupKey*`; every change goes through [`KeyspaceView::changed`], the
+//! write funnel.
+
+use crate::funnel::NotifyClass;
+use crate::keyspace::{Db, Entry, Keyspace, Value};
+use crate::shard::ShardState;
+use ringdb_protocol::{ReplyWriter, Resp};
+
+/// The calling client, as far as a shard needs to know it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ClientInfo {
+    pub id: u64,
+    pub db: usize,
+    pub resp: Resp,
+    /// CLIENT NO-TOUCH: reads do not update LRU/LFU.
+    pub no_touch: bool,
+}
+
+/// Everything a handler gets.
+pub struct Ctx<'a> {
+    pub ks: KeyspaceView<'a>,
+    pub out: ReplyWriter<'a>,
+    pub client: ClientInfo,
+}
+
+/// The keyspace as one command sees it: its selected database, a fixed
+/// "now" (Redis also freezes the clock for the duration of a command), and
+/// the shard state that reacts to lookups and changes.
+pub struct KeyspaceView<'a> {
+    pub keyspace: &'a mut Keyspace,
+    pub state: &'a mut ShardState,
+    pub db: usize,
+    pub now_ms: u64,
+    pub no_touch: bool,
+}
+
+impl<'a> KeyspaceView<'a> {
+    pub fn current_db(&self) -> &Db {
+        self.keyspace.db(self.db)
+    }
+
+    pub fn db_mut(&mut self) -> &mut Db {
+        self.keyspace.db_mut(self.db)
+    }
+
+    /// Deletes `key` if it has expired, firing the funnel. Returns whether it
+    /// did.
+    fn expire_if_needed(&mut self, key: &[u8]) -> bool {
+        let db = self.keyspace.db_mut(self.db);
+        let expired = db.get(key).is_some_and(|e| e.is_expired(self.now_ms));
+        if expired {
+            db.remove(key);
+            self.state.stats.expired_keys += 1;
+            self.state.funnel.key_changed(self.db, key, NotifyClass::Expired, "expired");
+        }
+        expired
+    }
+
+    /// Looks `key` up for reading (Redis's `lookupKeyRead`): expires it if
+    /// due, counts a hit or a miss, and updates its access time.
+    pub fn read(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        self.expire_if_needed(key);
+        let touch = !self.no_touch;
+        let found = self.keyspace.db_mut(self.db).get_mut(key);
+        match found {
+            Some(e) => {
+                self.state.stats.keyspace_hits += 1;
+                if touch {
+                    self.state.touch(e, self.now_ms);
+                }
+                Some(e)
+            }
+            None => {
+                self.state.stats.keyspace_misses += 1;
+                None
+            }
+        }
+    }
+
+    /// Looks `key` up for writing (Redis's `lookupKeyWrite`): expires it if
+    /// due and updates its access time; no hit/miss statistics.
+    pub fn write(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        self.expire_if_needed(key);
+        let e = self.keyspace.db_mut(self.db).get_mut(key)?;
+        if !self.no_touch {
+            self.state.touch(e, self.now_ms);
+        }
+        Some(e)
+    }
+
+    /// The entry without any side effect other than honouring expiry
+    /// (an expired key looks absent but is not deleted).
+    pub fn peek(&self, key: &[u8]) -> Option<&Entry> {
+        self.keyspace.db(self.db).get(key).filter(|e| !e.is_expired(self.now_ms))
+    }
+
+    /// Whether `key` exists (expiring it if due).
+    pub fn exists(&mut self, key: &[u8]) -> bool {
+        self.expire_if_needed(key);
+        self.keyspace.db(self.db).get(key).is_some()
+    }
+
+    /// Stores `value` under `key`, replacing any previous value; the TTL is
+    /// kept only with `keep_ttl` (Redis's `setKey`). Does not fire the
+    /// funnel: the caller does, with its own event name.
+    pub fn set(&mut self, key: &[u8], value: Value, keep_ttl: bool) -> &mut Entry {
+        let clock = self.state.new_access(self.now_ms);
+        let db = self.keyspace.db_mut(self.db);
+        let mut ttl = None;
+        if keep_ttl {
+            ttl = db.get(key).filter(|e| !e.is_expired(self.now_ms)).and_then(Entry::expire_at);
+        }
+        let mut entry = Entry::new(key, value).with_expire(ttl);
+        entry.access = clock;
+        db.put(Box::new(entry))
+    }
+
+    /// Deletes `key`; returns whether it existed (and had not expired).
+    /// Does not fire the funnel.
+    pub fn delete(&mut self, key: &[u8]) -> bool {
+        let now = self.now_ms;
+        match self.keyspace.db_mut(self.db).remove(key) {
+            Some(e) => !e.is_expired(now),
+            None => false,
+        }
+    }
+
+    /// Sets or clears the expiry of an existing key.
+    pub fn set_expire(&mut self, key: &[u8], at: Option<u64>) -> bool {
+        self.keyspace.db_mut(self.db).set_expire(key, at)
+    }
+
+    /// The write funnel: `key` changed. Every write goes through here.
+    pub fn changed(&mut self, key: &[u8], class: NotifyClass, event: &'static str) {
+        self.state.funnel.key_changed(self.db, key, class, event);
+    }
+
+    /// Same, for a key in another database (MOVE, COPY … DB).
+    pub fn changed_in(&mut self, db: usize, key: &[u8], class: NotifyClass, event: &'static str) {
+        self.state.funnel.key_changed(db, key, class, event);
+    }
+
+    /// Runs `f` with another database selected (MOVE, COPY … DB).
+    pub fn with_db<R>(&mut self, db: usize, f: impl FnOnce(&mut Self) -> R) -> R {
+        let saved = self.db;
+        self.db = db;
+        let r = f(self);
+        self.db = saved;
+        r
+    }
+}

@@ -1,0 +1,641 @@
+//! One row of the command table: everything ringdb knows about a command.
+//!
+//! The router reads a row to check arity and find the keys (and so the owning
+//! shard) before anything runs; `COMMAND INFO/DOCS/COUNT/LIST/GETKEYS` print
+//! rows; the shard calls the row's handler. Rows mirror Redis 7's command JSON
+//! (arity, flags, key specs, ACL categories) and a test checks them against it.
+
+use super::ctx::Ctx;
+use super::error::CmdResult;
+use bytes::Bytes;
+
+/// A shard-side command implementation: reads its arguments, works on the
+/// keyspace in `ctx`, writes its reply to `ctx.out` (or returns an error that
+/// the caller writes).
+pub type Handler = fn(&mut Ctx, &[Bytes]) -> CmdResult;
+
+/// Command flags, as Redis names them in COMMAND INFO.
+pub mod flags {
+    pub const WRITE: u32 = 1 << 0;
+    pub const READONLY: u32 = 1 << 1;
+    pub const DENYOOM: u32 = 1 << 2;
+    pub const ADMIN: u32 = 1 << 3;
+    pub const PUBSUB: u32 = 1 << 4;
+    pub const NOSCRIPT: u32 = 1 << 5;
+    pub const BLOCKING: u32 = 1 << 6;
+    pub const LOADING: u32 = 1 << 7;
+    pub const STALE: u32 = 1 << 8;
+    pub const SKIP_MONITOR: u32 = 1 << 9;
+    pub const SKIP_SLOWLOG: u32 = 1 << 10;
+    pub const ASKING: u32 = 1 << 11;
+    pub const FAST: u32 = 1 << 12;
+    pub const NO_AUTH: u32 = 1 << 13;
+    pub const MAY_REPLICATE: u32 = 1 << 14;
+    pub const SENTINEL: u32 = 1 << 15;
+    pub const ONLY_SENTINEL: u32 = 1 << 16;
+    pub const NO_MANDATORY_KEYS: u32 = 1 << 17;
+    pub const PROTECTED: u32 = 1 << 18;
+    pub const NO_ASYNC_LOADING: u32 = 1 << 19;
+    pub const NO_MULTI: u32 = 1 << 20;
+    pub const ALLOW_BUSY: u32 = 1 << 21;
+    /// ringdb: the command can be subscribed to as `<NAME>.WATCH`.
+    pub const WATCHABLE: u32 = 1 << 22;
+
+    /// Names COMMAND INFO prints, in Redis's order (hidden flags omitted).
+    pub const NAMES: &[(u32, &str)] = &[
+        (WRITE, "write"),
+        (READONLY, "readonly"),
+        (DENYOOM, "denyoom"),
+        (ADMIN, "admin"),
+        (PUBSUB, "pubsub"),
+        (NOSCRIPT, "noscript"),
+        (BLOCKING, "blocking"),
+        (LOADING, "loading"),
+        (STALE, "stale"),
+        (SKIP_MONITOR, "skip_monitor"),
+        (SKIP_SLOWLOG, "skip_slowlog"),
+        (ASKING, "asking"),
+        (FAST, "fast"),
+        (NO_AUTH, "no_auth"),
+        (NO_MANDATORY_KEYS, "no_mandatory_keys"),
+        (NO_ASYNC_LOADING, "no_async_loading"),
+        (NO_MULTI, "no_multi"),
+        (ALLOW_BUSY, "allow_busy"),
+    ];
+
+    /// Names as written in Redis's command JSON (`command_flags`), for the
+    /// conformance test.
+    pub const JSON_NAMES: &[(u32, &str)] = &[
+        (WRITE, "WRITE"),
+        (READONLY, "READONLY"),
+        (DENYOOM, "DENYOOM"),
+        (ADMIN, "ADMIN"),
+        (PUBSUB, "PUBSUB"),
+        (NOSCRIPT, "NOSCRIPT"),
+        (BLOCKING, "BLOCKING"),
+        (LOADING, "LOADING"),
+        (STALE, "STALE"),
+        (SKIP_MONITOR, "SKIP_MONITOR"),
+        (SKIP_SLOWLOG, "SKIP_SLOWLOG"),
+        (ASKING, "ASKING"),
+        (FAST, "FAST"),
+        (NO_AUTH, "NO_AUTH"),
+        (MAY_REPLICATE, "MAY_REPLICATE"),
+        (SENTINEL, "SENTINEL"),
+        (ONLY_SENTINEL, "ONLY_SENTINEL"),
+        (NO_MANDATORY_KEYS, "NO_MANDATORY_KEYS"),
+        (PROTECTED, "PROTECTED"),
+        (NO_ASYNC_LOADING, "NO_ASYNC_LOADING"),
+        (NO_MULTI, "NO_MULTI"),
+        (ALLOW_BUSY, "ALLOW_BUSY"),
+    ];
+}
+
+/// ACL categories (`@string`, `@keyspace`, …).
+pub mod acl {
+    pub const KEYSPACE: u32 = 1 << 0;
+    pub const READ: u32 = 1 << 1;
+    pub const WRITE: u32 = 1 << 2;
+    pub const SET: u32 = 1 << 3;
+    pub const SORTEDSET: u32 = 1 << 4;
+    pub const LIST: u32 = 1 << 5;
+    pub const HASH: u32 = 1 << 6;
+    pub const STRING: u32 = 1 << 7;
+    pub const BITMAP: u32 = 1 << 8;
+    pub const HYPERLOGLOG: u32 = 1 << 9;
+    pub const GEO: u32 = 1 << 10;
+    pub const STREAM: u32 = 1 << 11;
+    pub const PUBSUB: u32 = 1 << 12;
+    pub const ADMIN: u32 = 1 << 13;
+    pub const FAST: u32 = 1 << 14;
+    pub const SLOW: u32 = 1 << 15;
+    pub const BLOCKING: u32 = 1 << 16;
+    pub const DANGEROUS: u32 = 1 << 17;
+    pub const CONNECTION: u32 = 1 << 18;
+    pub const TRANSACTION: u32 = 1 << 19;
+    pub const SCRIPTING: u32 = 1 << 20;
+
+    pub const NAMES: &[(u32, &str)] = &[
+        (KEYSPACE, "keyspace"),
+        (READ, "read"),
+        (WRITE, "write"),
+        (SET, "set"),
+        (SORTEDSET, "sortedset"),
+        (LIST, "list"),
+        (HASH, "hash"),
+        (STRING, "string"),
+        (BITMAP, "bitmap"),
+        (HYPERLOGLOG, "hyperloglog"),
+        (GEO, "geo"),
+        (STREAM, "stream"),
+        (PUBSUB, "pubsub"),
+        (ADMIN, "admin"),
+        (FAST, "fast"),
+        (SLOW, "slow"),
+        (BLOCKING, "blocking"),
+        (DANGEROUS, "dangerous"),
+        (CONNECTION, "connection"),
+        (TRANSACTION, "transaction"),
+        (SCRIPTING, "scripting"),
+    ];
+}
+
+/// Key-spec flags (how a command uses the keys a spec finds).
+pub mod keyflags {
+    pub const RO: u32 = 1 << 0;
+    pub const RW: u32 = 1 << 1;
+    pub const OW: u32 = 1 << 2;
+    pub const RM: u32 = 1 << 3;
+    pub const ACCESS: u32 = 1 << 4;
+    pub const UPDATE: u32 = 1 << 5;
+    pub const INSERT: u32 = 1 << 6;
+    pub const DELETE: u32 = 1 << 7;
+    pub const NOT_KEY: u32 = 1 << 8;
+    pub const INCOMPLETE: u32 = 1 << 9;
+    pub const VARIABLE_FLAGS: u32 = 1 << 10;
+
+    pub const NAMES: &[(u32, &str)] = &[
+        (RO, "RO"),
+        (RW, "RW"),
+        (OW, "OW"),
+        (RM, "RM"),
+        (ACCESS, "access"),
+        (UPDATE, "update"),
+        (INSERT, "insert"),
+        (DELETE, "delete"),
+        (NOT_KEY, "not_key"),
+        (INCOMPLETE, "incomplete"),
+        (VARIABLE_FLAGS, "variable_flags"),
+    ];
+}
+
+/// Where the search for a spec's keys begins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BeginSearch {
+    /// At this argument index.
+    Index(i32),
+    /// After the first argument equal to `keyword`, searching from
+    /// `startfrom` (negative: from the end, backwards).
+    Keyword { keyword: &'static str, startfrom: i32 },
+}
+
+/// How the keys continue from where the search began.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FindKeys {
+    /// Up to `lastkey` (relative to the first key; negative counts from the
+    /// end of the arguments), every `step`-th argument; `limit` > 1 means
+    /// "only 1/limit of the remaining arguments".
+    Range { lastkey: i32, step: i32, limit: i32 },
+    /// The number of keys is the argument at `keynumidx` (relative to the
+    /// begin index); keys start `firstkey` after it, every `step`-th.
+    Keynum { keynumidx: i32, firstkey: i32, step: i32 },
+}
+
+/// One key spec: where a group of key arguments is and how it is used.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeySpec {
+    pub flags: u32,
+    pub begin: BeginSearch,
+    pub find: FindKeys,
+    pub notes: Option<&'static str>,
+}
+
+impl KeySpec {
+    /// Keys at `pos`, through `lastkey` (relative), every `step`-th.
+    pub const fn range(pos: i32, lastkey: i32, step: i32, flags: u32) -> Self {
+        KeySpec {
+            flags,
+            begin: BeginSearch::Index(pos),
+            find: FindKeys::Range { lastkey, step, limit: 0 },
+            notes: None,
+        }
+    }
+
+    /// The single key at `pos`.
+    pub const fn one(pos: i32, flags: u32) -> Self {
+        Self::range(pos, 0, 1, flags)
+    }
+
+    /// `numkeys key [key ...]` with the count at `pos`.
+    pub const fn keynum(pos: i32, flags: u32) -> Self {
+        KeySpec {
+            flags,
+            begin: BeginSearch::Index(pos),
+            find: FindKeys::Keynum { keynumidx: 0, firstkey: 1, step: 1 },
+            notes: None,
+        }
+    }
+
+    /// Keys after `keyword`.
+    pub const fn keyword(keyword: &'static str, startfrom: i32, find: FindKeys, flags: u32) -> Self {
+        KeySpec { flags, begin: BeginSearch::Keyword { keyword, startfrom }, find, notes: None }
+    }
+
+    pub const fn notes(mut self, notes: &'static str) -> Self {
+        self.notes = Some(notes);
+        self
+    }
+}
+
+/// How a command runs.
+#[derive(Clone, Copy)]
+pub enum Exec {
+    /// Runs against one keyspace that holds all of its keys: on the shard
+    /// that owns them, on the connection's own shard when it has none, or,
+    /// when its keys live on several shards, on a scratch copy gathered from
+    /// their owners under the cross-shard transaction scheme.
+    Shard(Handler),
+    /// Splits its keys by shard, runs on each shard with that shard's keys
+    /// (and the arguments that follow each key), and merges the replies.
+    /// `atomic`: under the cross-shard transaction scheme, so that no client
+    /// sees some shards' part done and others not (MGET, MSET).
+    Split { handler: Handler, merge: Merge, atomic: bool },
+    /// Runs on the connection's core: connection state, administration, and
+    /// commands that visit every shard (DBSIZE, KEYS, SCAN, FLUSHALL, INFO).
+    Node(NodeCommand),
+    /// A container command (CLIENT, CONFIG, …): its subcommands are rows of
+    /// their own.
+    Container,
+}
+
+/// How the per-shard replies of a split command are combined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Merge {
+    /// Each shard replies with an array, one element per key it was given;
+    /// the result is one array in the original key order (MGET).
+    Array,
+    /// Each shard replies with an integer; the result is their sum (DEL).
+    Sum,
+    /// Each shard replies `+OK`; the result is `+OK` (MSET).
+    Ok,
+}
+
+/// Commands the connection's core runs itself. The server implements each;
+/// the table only names them, so that there is still one table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NodeCommand {
+    Ping,
+    Echo,
+    Hello,
+    Auth,
+    Select,
+    Quit,
+    Reset,
+    SwapDb,
+    DbSize,
+    FlushDb,
+    FlushAll,
+    Keys,
+    Scan,
+    RandomKey,
+    Info,
+    Time,
+    LastSave,
+    Shutdown,
+    Debug,
+    Monitor,
+    FunctionFlush,
+    ClientId,
+    ClientSetName,
+    ClientGetName,
+    ClientSetInfo,
+    ClientList,
+    ClientInfo,
+    ClientKill,
+    ClientReply,
+    ClientNoEvict,
+    ClientNoTouch,
+    ClientPause,
+    ClientUnpause,
+    ClientHelp,
+    Command,
+    CommandCount,
+    CommandInfo,
+    CommandDocs,
+    CommandList,
+    CommandGetKeys,
+    CommandGetKeysAndFlags,
+    CommandHelp,
+    ConfigGet,
+    ConfigSet,
+    ConfigResetStat,
+    ConfigRewrite,
+    ConfigHelp,
+}
+
+/// Documentation (COMMAND DOCS, the README's command list, `redis-cli` hints).
+#[derive(Clone, Copy, Debug)]
+pub struct Doc {
+    pub summary: &'static str,
+    pub since: &'static str,
+    pub group: &'static str,
+    pub complexity: &'static str,
+    /// The argument syntax as Redis's documentation writes it
+    /// (`key value [NX | XX] [GET] [EX seconds | PX milliseconds]`);
+    /// COMMAND DOCS derives its argument tree from it.
+    pub syntax: &'static str,
+    /// `Some((since, replaced_by))` for deprecated commands.
+    pub deprecated: Option<(&'static str, &'static str)>,
+}
+
+/// A row of the command table.
+#[derive(Clone, Copy)]
+pub struct CommandSpec {
+    /// Lower case; a subcommand's name is just its own word (`list`).
+    pub name: &'static str,
+    /// Redis's convention: n = exactly n arguments including the name,
+    /// -n = at least n.
+    pub arity: i32,
+    pub flags: u32,
+    /// ACL categories given explicitly; `@read`, `@write`, `@fast`, `@slow`,
+    /// `@admin`, `@dangerous`, `@pubsub` and `@blocking` are implied by the
+    /// flags, as in Redis.
+    pub acl: u32,
+    pub keys: &'static [KeySpec],
+    pub exec: Exec,
+    pub doc: Doc,
+    /// Command tips (`nondeterministic_output`, `request_policy:all_shards`, …).
+    pub tips: &'static [&'static str],
+    pub subcommands: &'static [CommandSpec],
+}
+
+impl CommandSpec {
+    pub const fn new(name: &'static str, arity: i32, flags: u32, exec: Exec) -> Self {
+        CommandSpec {
+            name,
+            arity,
+            flags,
+            acl: 0,
+            keys: &[],
+            exec,
+            doc: Doc {
+                summary: "",
+                since: "1.0.0",
+                group: "generic",
+                complexity: "",
+                syntax: "",
+                deprecated: None,
+            },
+            tips: &[],
+            subcommands: &[],
+        }
+    }
+
+    /// A container command whose subcommands are `subs`.
+    pub const fn container(name: &'static str, subs: &'static [CommandSpec]) -> Self {
+        let mut spec = Self::new(name, -2, 0, Exec::Container);
+        spec.subcommands = subs;
+        spec
+    }
+
+    pub const fn keys(mut self, keys: &'static [KeySpec]) -> Self {
+        self.keys = keys;
+        self
+    }
+
+    pub const fn acl(mut self, acl: u32) -> Self {
+        self.acl = acl;
+        self
+    }
+
+    pub const fn tips(mut self, tips: &'static [&'static str]) -> Self {
+        self.tips = tips;
+        self
+    }
+
+    /// Group, version it appeared in, summary, complexity and syntax.
+    pub const fn doc(
+        mut self,
+        group: &'static str,
+        since: &'static str,
+        summary: &'static str,
+        complexity: &'static str,
+        syntax: &'static str,
+    ) -> Self {
+        self.doc.group = group;
+        self.doc.since = since;
+        self.doc.summary = summary;
+        self.doc.complexity = complexity;
+        self.doc.syntax = syntax;
+        self
+    }
+
+    pub const fn deprecated(mut self, since: &'static str, replaced_by: &'static str) -> Self {
+        self.doc.deprecated = Some((since, replaced_by));
+        self
+    }
+
+    pub fn has(&self, flag: u32) -> bool {
+        self.flags & flag != 0
+    }
+
+    pub fn is_write(&self) -> bool {
+        self.has(flags::WRITE)
+    }
+
+    /// ACL categories including those Redis implies from the flags
+    /// (`setImplicitACLCategories`).
+    pub fn acl_categories(&self) -> u32 {
+        let mut cats = self.acl;
+        if self.has(flags::WRITE) {
+            cats |= acl::WRITE;
+        }
+        // Redis: read-only commands are @read unless they are @scripting.
+        if self.has(flags::READONLY) && cats & acl::SCRIPTING == 0 {
+            cats |= acl::READ;
+        }
+        if self.has(flags::ADMIN) {
+            cats |= acl::ADMIN | acl::DANGEROUS;
+        }
+        if self.has(flags::PUBSUB) {
+            cats |= acl::PUBSUB;
+        }
+        if self.has(flags::FAST) {
+            cats |= acl::FAST;
+        }
+        if self.has(flags::BLOCKING) {
+            cats |= acl::BLOCKING;
+        }
+        if cats & acl::FAST == 0 {
+            cats |= acl::SLOW;
+        }
+        cats
+    }
+
+    /// Whether the keys cannot be found from a plain index range (Redis's
+    /// `movablekeys`), computed as Redis's `populateCommandLegacyRangeSpec`.
+    pub fn movable_keys(&self) -> bool {
+        self.legacy_range().1
+    }
+
+    /// The legacy `(first, last, step)` key positions of COMMAND INFO, and
+    /// whether the keys are movable.
+    pub fn legacy_range(&self) -> ((i32, i32, i32), bool) {
+        let specs = self.keys;
+        if specs.is_empty() {
+            return ((0, 0, 0), false);
+        }
+        if let [KeySpec { flags, begin: BeginSearch::Index(pos), find: FindKeys::Range { lastkey, step, .. }, .. }] =
+            specs
+        {
+            let last = if *lastkey < 0 { *lastkey } else { pos + lastkey };
+            return ((*pos, last, *step), flags & keyflags::INCOMPLETE != 0);
+        }
+        let mut movable = false;
+        let mut first = i32::MAX;
+        let mut last: u32 = 0;
+        let mut prev_last: u32 = 0;
+        for spec in specs {
+            let (BeginSearch::Index(pos), FindKeys::Range { lastkey, step, .. }) = (spec.begin, spec.find)
+            else {
+                movable = true;
+                continue;
+            };
+            if step != 1 || (prev_last != 0 && prev_last != (pos - 1) as u32) {
+                movable = true;
+                continue;
+            }
+            if spec.flags & keyflags::INCOMPLETE != 0 {
+                movable = true;
+            }
+            first = first.min(pos);
+            let abs = if lastkey >= 0 { lastkey + pos } else { lastkey };
+            last = last.max(abs as u32);
+            prev_last = last;
+        }
+        if first == i32::MAX {
+            return ((0, 0, 0), true);
+        }
+        ((first, last as i32, 1), movable)
+    }
+
+    /// Positions of the key arguments in `args` (Redis's
+    /// `getKeysUsingKeySpecs`). `None` when the arguments do not hold the keys
+    /// the specs promise (a bad `numkeys`, too few arguments): the command
+    /// then runs on the connection's own shard and reports its own error.
+    pub fn key_positions(&self, args: &[Bytes]) -> Option<Vec<usize>> {
+        let mut out = Vec::new();
+        for spec in self.keys {
+            if spec.flags & keyflags::NOT_KEY != 0 {
+                continue;
+            }
+            find_spec_keys(spec, args, &mut out)?;
+        }
+        Some(out)
+    }
+}
+
+fn find_spec_keys(spec: &KeySpec, args: &[Bytes], out: &mut Vec<usize>) -> Option<()> {
+    let argc = args.len() as i64;
+    let first: i64 = match spec.begin {
+        BeginSearch::Index(pos) => {
+            if pos as i64 >= argc {
+                return Some(());
+            }
+            pos as i64
+        }
+        BeginSearch::Keyword { keyword, startfrom } => {
+            let (mut i, end, incr) = if startfrom >= 0 {
+                (startfrom as i64, argc - 1, 1)
+            } else {
+                (argc + startfrom as i64, 0, -1)
+            };
+            let mut found = None;
+            while i >= 0 && i < argc && (if incr > 0 { i <= end } else { i >= end }) {
+                if args[i as usize].eq_ignore_ascii_case(keyword.as_bytes()) {
+                    found = Some(i + 1);
+                    break;
+                }
+                i += incr;
+            }
+            match found {
+                Some(f) => f,
+                None => return Some(()),
+            }
+        }
+    };
+    let (last, step) = match spec.find {
+        FindKeys::Range { lastkey, step, limit } => {
+            let last = if lastkey >= 0 {
+                first + lastkey as i64
+            } else if limit <= 1 {
+                argc + lastkey as i64
+            } else {
+                first + ((argc - first) / limit as i64 + lastkey as i64)
+            };
+            (last, step as i64)
+        }
+        FindKeys::Keynum { keynumidx, firstkey, step } => {
+            let idx = first + keynumidx as i64;
+            if idx >= argc {
+                return None;
+            }
+            let numkeys = ringdb_types::number::parse_i64(&args[idx as usize])?;
+            if numkeys < 0 {
+                return None;
+            }
+            let start = first + firstkey as i64;
+            let last = start + (numkeys - 1) * step as i64;
+            if numkeys == 0 {
+                return Some(());
+            }
+            let mut i = start;
+            while i <= last {
+                if i >= argc {
+                    return None;
+                }
+                out.push(i as usize);
+                i += step as i64;
+            }
+            return Some(());
+        }
+    };
+    if step <= 0 {
+        return Some(());
+    }
+    let mut i = first;
+    while i <= last {
+        if i >= argc || i < 0 {
+            return None;
+        }
+        out.push(i as usize);
+        i += step;
+    }
+    Some(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<Bytes> {
+        s.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()
+    }
+
+    fn noop(_: &mut Ctx, _: &[Bytes]) -> CmdResult {
+        Ok(())
+    }
+
+    #[test]
+    fn key_positions_follow_specs() {
+        static MSET: &[KeySpec] = &[KeySpec::range(1, -1, 2, keyflags::OW)];
+        let mset = CommandSpec::new("mset", -3, flags::WRITE, Exec::Shard(noop)).keys(MSET);
+        assert_eq!(mset.key_positions(&args("MSET a 1 b 2")), Some(vec![1, 3]));
+        assert_eq!(mset.legacy_range(), ((1, -1, 2), false));
+
+        static ZUNION: &[KeySpec] = &[KeySpec::one(1, keyflags::OW), KeySpec::keynum(2, keyflags::RO)];
+        let z = CommandSpec::new("zunionstore", -4, flags::WRITE, Exec::Shard(noop)).keys(ZUNION);
+        assert_eq!(z.key_positions(&args("ZUNIONSTORE d 2 a b WEIGHTS 1 2")), Some(vec![1, 3, 4]));
+        assert_eq!(z.key_positions(&args("ZUNIONSTORE d x a")), None);
+        assert!(z.movable_keys());
+
+        static XREAD: &[KeySpec] = &[KeySpec::keyword(
+            "STREAMS",
+            1,
+            FindKeys::Range { lastkey: -1, step: 1, limit: 2 },
+            keyflags::RO,
+        )];
+        let x = CommandSpec::new("xread", -4, flags::READONLY, Exec::Shard(noop)).keys(XREAD);
+        assert_eq!(x.key_positions(&args("XREAD COUNT 2 STREAMS a b 0 0")), Some(vec![4, 5]));
+    }
+}

@@ -1,0 +1,183 @@
+//! The registry: every family's rows, looked up by name.
+//!
+//! Built once per process from [`crate::families::ALL`] and shared read-only
+//! by every shard. Duplicate names are refused at start-up. Lookup is
+//! case-insensitive and resolves container commands (CLIENT, CONFIG, …) to
+//! their subcommand rows, with Redis's errors for unknown names and wrong
+//! arities.
+
+use super::error::CmdError;
+use super::spec::{CommandSpec, Exec};
+use bytes::Bytes;
+use hashbrown::HashMap;
+use std::sync::OnceLock;
+
+/// A row as registered: its id (for statistics) and full name.
+pub struct Registered {
+    pub id: usize,
+    pub spec: &'static CommandSpec,
+    /// `get`, or `client|list` for a subcommand.
+    pub full_name: String,
+    pub parent: Option<&'static CommandSpec>,
+    subcommands: HashMap<&'static str, Registered>,
+}
+
+impl Registered {
+    /// Subcommands in table order.
+    pub fn subcommands(&self) -> impl Iterator<Item = &Registered> {
+        let mut subs: Vec<&Registered> = self.subcommands.values().collect();
+        subs.sort_by_key(|r| r.id);
+        subs.into_iter()
+    }
+}
+
+pub struct CommandTable {
+    by_name: HashMap<&'static str, Registered>,
+    count: usize,
+}
+
+static TABLE: OnceLock<CommandTable> = OnceLock::new();
+
+/// The process-wide command table.
+pub fn table() -> &'static CommandTable {
+    TABLE.get_or_init(|| CommandTable::build(crate::families::ALL))
+}
+
+impl CommandTable {
+    /// Builds the table from families of rows. Panics on a duplicate name:
+    /// that is a programming error caught by the first test run.
+    pub fn build(families: &[&'static [CommandSpec]]) -> Self {
+        let mut by_name = HashMap::new();
+        let mut next_id = 0;
+        for family in families {
+            for spec in family.iter() {
+                let reg = register(spec, None, &mut next_id);
+                assert!(
+                    by_name.insert(spec.name, reg).is_none(),
+                    "command {} registered twice",
+                    spec.name
+                );
+            }
+        }
+        CommandTable { by_name, count: next_id }
+    }
+
+    /// Number of ids handed out (rows including subcommands).
+    pub fn id_count(&self) -> usize {
+        self.count
+    }
+
+    /// Top-level commands (COMMAND COUNT counts these).
+    pub fn len(&self) -> usize {
+        self.by_name.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_name.is_empty()
+    }
+
+    /// Top-level rows in id order.
+    pub fn iter(&self) -> impl Iterator<Item = &Registered> {
+        let mut all: Vec<&Registered> = self.by_name.values().collect();
+        all.sort_by_key(|r| r.id);
+        all.into_iter()
+    }
+
+    /// Every row including subcommands, in id order.
+    pub fn all_rows(&self) -> Vec<&Registered> {
+        let mut all = Vec::new();
+        for r in self.iter() {
+            all.push(r);
+            all.extend(r.subcommands());
+        }
+        all
+    }
+
+    /// A top-level command by name (any case).
+    pub fn get(&self, name: &[u8]) -> Option<&Registered> {
+        let mut lower = [0u8; 64];
+        if name.len() > lower.len() {
+            return None;
+        }
+        for (d, s) in lower.iter_mut().zip(name) {
+            *d = s.to_ascii_lowercase();
+        }
+        let name = std::str::from_utf8(&lower[..name.len()]).ok()?;
+        self.by_name.get(name)
+    }
+
+    /// A row by `name` or `container|sub` (COMMAND INFO, COMMAND DOCS).
+    pub fn get_full(&self, full: &[u8]) -> Option<&Registered> {
+        match full.iter().position(|&c| c == b'|') {
+            None => self.get(full),
+            Some(bar) => {
+                let parent = self.get(&full[..bar])?;
+                let sub = String::from_utf8_lossy(&full[bar + 1..]).to_ascii_lowercase();
+                parent.subcommands.get(sub.as_str())
+            }
+        }
+    }
+
+    /// Finds the row for a request and checks its arity, with Redis's errors
+    /// (`unknown command`, `unknown subcommand`, `wrong number of arguments`).
+    pub fn resolve(&self, args: &[Bytes]) -> Result<&Registered, CmdError> {
+        let Some(name) = args.first() else {
+            return Err(CmdError::new("ERR empty command"));
+        };
+        let Some(reg) = self.get(name) else {
+            return Err(unknown_command(args));
+        };
+        let reg = if matches!(reg.spec.exec, Exec::Container) {
+            if args.len() < 2 {
+                return Err(CmdError::wrong_args(&reg.full_name));
+            }
+            let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
+            match reg.subcommands.get(sub.as_str()) {
+                Some(s) => s,
+                None => return Err(CmdError::unknown_subcommand(&args[1], reg.spec.name)),
+            }
+        } else {
+            reg
+        };
+        let arity = reg.spec.arity;
+        let argc = args.len() as i32;
+        if (arity > 0 && argc != arity) || (arity < 0 && argc < -arity) {
+            return Err(CmdError::wrong_args(&reg.full_name));
+        }
+        Ok(reg)
+    }
+}
+
+fn register(spec: &'static CommandSpec, parent: Option<&'static CommandSpec>, next_id: &mut usize) -> Registered {
+    let id = *next_id;
+    *next_id += 1;
+    let full_name = match parent {
+        Some(p) => format!("{}|{}", p.name, spec.name),
+        None => spec.name.to_string(),
+    };
+    let mut subcommands = HashMap::new();
+    for sub in spec.subcommands {
+        let reg = register(sub, Some(spec), next_id);
+        assert!(subcommands.insert(sub.name, reg).is_none(), "subcommand {} twice", sub.name);
+    }
+    Registered { id, spec, full_name, parent, subcommands }
+}
+
+/// `ERR unknown command 'foo', with args beginning with: 'a' 'b' `, built as
+/// Redis builds it (arguments quoted and followed by a space, at most about
+/// 128 bytes of them).
+pub fn unknown_command(args: &[Bytes]) -> CmdError {
+    let name = String::from_utf8_lossy(&args[0][..args[0].len().min(128)]).into_owned();
+    let mut shown = String::new();
+    for arg in &args[1..] {
+        if shown.len() >= 128 {
+            break;
+        }
+        let room = 128 - shown.len();
+        let text = String::from_utf8_lossy(&arg[..arg.len().min(room)]).into_owned();
+        shown.push('\'');
+        shown.push_str(&text);
+        shown.push_str("' ");
+    }
+    CmdError::owned(format!("ERR unknown command '{name}', with args beginning with: {shown}"))
+}

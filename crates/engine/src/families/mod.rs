@@ -1,0 +1,16 @@
+//! The command families: one module per family, each exporting its rows of
+//! the command table (`COMMANDS`) and the shard-side handlers behind them.
+//!
+//! Commands that run on the connection's core (`Exec::Node`) have their rows
+//! here too, so that there is one table; the server crate implements them.
+
+pub mod connection;
+pub mod keys;
+pub mod server;
+pub mod string;
+
+use crate::command::CommandSpec;
+
+/// Every family's rows, in the order COMMAND lists them.
+pub static ALL: &[&[CommandSpec]] =
+    &[string::COMMANDS, keys::COMMANDS, connection::COMMANDS, server::COMMANDS];

@@ -1,0 +1,585 @@
+//! Strings and counters: GET, SET and its variants, MGET/MSET/MSETNX, APPEND,
+//! STRLEN, INCR/DECR/INCRBY/DECRBY/INCRBYFLOAT, GETRANGE/SUBSTR, SETRANGE,
+//! LCS. Semantics and error texts follow Redis's `t_string.c`.
+
+use crate::command::args::{self, is};
+use crate::command::error::{CmdError, CmdResult, NOT_FLOAT, NOT_INTEGER, SYNTAX, WRONG_TYPE};
+use crate::command::spec::{acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec, Merge};
+use crate::command::{Ctx, KeyspaceView};
+use crate::funnel::NotifyClass;
+use crate::keyspace::{StrValue, Value};
+use bytes::Bytes;
+use ringdb_types::number::{format_human_f64, parse_f64, parse_i64};
+
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("get", 2, READONLY | FAST | WATCHABLE, Exec::Shard(get))
+        .keys(&[KeySpec::one(1, kf::RO | kf::ACCESS)])
+        .acl(acl::STRING)
+        .doc("string", "1.0.0", "Returns the string value of a key.", "O(1)", "key"),
+    CommandSpec::new("set", -3, WRITE | DENYOOM, Exec::Shard(set))
+        .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE | kf::VARIABLE_FLAGS)
+            .notes("RW and ACCESS due to the optional `GET` argument")])
+        .acl(acl::STRING)
+        .doc(
+            "string",
+            "1.0.0",
+            "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
+            "O(1)",
+            "key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]",
+        ),
+    CommandSpec::new("setnx", 3, WRITE | DENYOOM | FAST, Exec::Shard(setnx))
+        .keys(&[KeySpec::one(1, kf::OW | kf::INSERT)])
+        .acl(acl::STRING)
+        .doc("string", "1.0.0", "Set the string value of a key only when the key doesn't exist.", "O(1)", "key value")
+        .deprecated("2.6.12", "`SET` with the `NX` argument"),
+    CommandSpec::new("setex", 4, WRITE | DENYOOM, Exec::Shard(setex))
+        .keys(&[KeySpec::one(1, kf::OW | kf::UPDATE)])
+        .acl(acl::STRING)
+        .doc("string", "2.0.0", "Sets the string value and expiration time of a key. Creates the key if it doesn't exist.", "O(1)", "key seconds value")
+        .deprecated("2.6.12", "`SET` with the `EX` argument"),
+    CommandSpec::new("psetex", 4, WRITE | DENYOOM, Exec::Shard(psetex))
+        .keys(&[KeySpec::one(1, kf::OW | kf::UPDATE)])
+        .acl(acl::STRING)
+        .doc("string", "2.6.0", "Sets both string value and expiration time in milliseconds of a key. The key is created if it doesn't exist.", "O(1)", "key milliseconds value")
+        .deprecated("2.6.12", "`SET` with the `PX` argument"),
+    CommandSpec::new("getset", 3, WRITE | DENYOOM | FAST, Exec::Shard(getset))
+        .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)])
+        .acl(acl::STRING)
+        .doc("string", "1.0.0", "Returns the previous string value of a key after setting it to a new value.", "O(1)", "key value")
+        .deprecated("6.2.0", "`SET` with the `!GET` argument"),
+    CommandSpec::new("getex", -2, WRITE | FAST, Exec::Shard(getex))
+        .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)
+            .notes("RW and UPDATE because it changes the TTL")])
+        .acl(acl::STRING)
+        .doc(
+            "string",
+            "6.2.0",
+            "Returns the string value of a key after setting its expiration time.",
+            "O(1)",
+            "key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST]",
+        ),
+    CommandSpec::new("getdel", 2, WRITE | FAST, Exec::Shard(getdel))
+        .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::DELETE)])
+        .acl(acl::STRING)
+        .doc("string", "6.2.0", "Returns the string value of a key after deleting the key.", "O(1)", "key"),
+    CommandSpec::new("mget", -2, READONLY | FAST, Exec::Split { handler: mget, merge: Merge::Array, atomic: true })
+        .keys(&[KeySpec::range(1, -1, 1, kf::RO | kf::ACCESS)])
+        .acl(acl::STRING)
+        .tips(&["request_policy:multi_shard"])
+        .doc("string", "1.0.0", "Atomically returns the string values of one or more keys.", "O(N) where N is the number of keys to retrieve.", "key [key ...]"),
+    CommandSpec::new("mset", -3, WRITE | DENYOOM, Exec::Split { handler: mset, merge: Merge::Ok, atomic: true })
+        .keys(&[KeySpec::range(1, -1, 2, kf::OW | kf::UPDATE)])
+        .acl(acl::STRING)
+        .tips(&["request_policy:multi_shard", "response_policy:all_succeeded"])
+        .doc("string", "1.0.1", "Atomically creates or modifies the string values of one or more keys.", "O(N) where N is the number of keys to set.", "key value [key value ...]"),
+    CommandSpec::new("msetnx", -3, WRITE | DENYOOM, Exec::Shard(msetnx))
+        .keys(&[KeySpec::range(1, -1, 2, kf::OW | kf::INSERT)])
+        .acl(acl::STRING)
+        .tips(&["request_policy:multi_shard", "response_policy:agg_min"])
+        .doc("string", "1.0.1", "Atomically modifies the string values of one or more keys only when all keys don't exist.", "O(N) where N is the number of keys to set.", "key value [key value ...]"),
+    CommandSpec::new("append", 3, WRITE | DENYOOM | FAST, Exec::Shard(append))
+        .keys(&[KeySpec::one(1, kf::RW | kf::INSERT)])
+        .acl(acl::STRING)
+        .doc("string", "2.0.0", "Appends a string to the value of a key. Creates the key if it doesn't exist.", "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation.", "key value"),
+    CommandSpec::new("strlen", 2, READONLY | FAST | WATCHABLE, Exec::Shard(strlen))
+        .keys(&[KeySpec::one(1, kf::RO)])
+        .acl(acl::STRING)
+        .doc("string", "2.2.0", "Returns the length of a string value.", "O(1)", "key"),
+    CommandSpec::new("incr", 2, WRITE | DENYOOM | FAST, Exec::Shard(incr))
+        .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)])
+        .acl(acl::STRING)
+        .doc("string", "1.0.0", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "O(1)", "key"),
+    CommandSpec::new("decr", 2, WRITE | DENYOOM | FAST, Exec::Shard(decr))
+        .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)])
+        .acl(acl::STRING)
+        .doc("string", "1.0.0", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "O(1)", "key"),
+    CommandSpec::new("incrby", 3, WRITE | DENYOOM | FAST, Exec::Shard(incrby))
+        .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)])
+        .acl(acl::STRING)
+        .doc("string", "1.0.0", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "O(1)", "key increment"),
+    CommandSpec::new("decrby", 3, WRITE | DENYOOM | FAST, Exec::Shard(decrby))
+        .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)])
+        .acl(acl::STRING)
+        .doc("string", "1.0.0", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", "O(1)", "key decrement"),
+    CommandSpec::new("incrbyfloat", 3, WRITE | DENYOOM | FAST, Exec::Shard(incrbyfloat))
+        .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)])
+        .acl(acl::STRING)
+        .doc("string", "2.6.0", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "O(1)", "key increment"),
+    CommandSpec::new("getrange", 4, READONLY, Exec::Shard(getrange))
+        .keys(&[KeySpec::one(1, kf::RO | kf::ACCESS)])
+        .acl(acl::STRING)
+        .doc("string", "2.4.0", "Returns a substring of the string stored at a key.", "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.", "key start end"),
+    CommandSpec::new("substr", 4, READONLY, Exec::Shard(getrange))
+        .keys(&[KeySpec::one(1, kf::RO | kf::ACCESS)])
+        .acl(acl::STRING)
+        .doc("string", "1.0.0", "Returns a substring from a string value.", "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.", "key start end")
+        .deprecated("2.0.0", "`GETRANGE`"),
+    CommandSpec::new("setrange", 4, WRITE | DENYOOM, Exec::Shard(setrange))
+        .keys(&[KeySpec::one(1, kf::RW | kf::UPDATE)])
+        .acl(acl::STRING)
+        .doc("string", "2.2.0", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.", "key offset value"),
+];
+
+/// The string at `key` for reading: `Ok(None)` when missing, WRONGTYPE when
+/// the key holds another type.
+pub fn read_str<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Result<Option<&'a StrValue>, CmdError> {
+    match ks.read(key) {
+        None => Ok(None),
+        Some(e) => match &e.value {
+            Value::Str(s) => Ok(Some(s)),
+            #[allow(unreachable_patterns)]
+            _ => Err(WRONG_TYPE),
+        },
+    }
+}
+
+/// The string at `key` for writing.
+pub fn write_str<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Result<Option<&'a mut StrValue>, CmdError> {
+    match ks.write(key) {
+        None => Ok(None),
+        Some(e) => match &mut e.value {
+            Value::Str(s) => Ok(Some(s)),
+            #[allow(unreachable_patterns)]
+            _ => Err(WRONG_TYPE),
+        },
+    }
+}
+
+fn reply_str(ctx_out: &mut ringdb_protocol::ReplyWriter, s: Option<&StrValue>) {
+    match s {
+        Some(s) => {
+            let mut tmp = [0u8; 20];
+            ctx_out.bulk(s.as_bytes(&mut tmp));
+        }
+        None => ctx_out.null(),
+    }
+}
+
+fn get(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    let s = read_str(&mut ctx.ks, &args[1])?;
+    reply_str(&mut ctx.out, s);
+    Ok(())
+}
+
+/// The expiry options of SET and GETEX.
+#[derive(Default, Clone, Copy, PartialEq, Eq)]
+enum Expiry {
+    #[default]
+    None,
+    Ex,
+    Px,
+    ExAt,
+    PxAt,
+    KeepTtl,
+    Persist,
+}
+
+#[derive(Default)]
+struct SetOptions<'a> {
+    nx: bool,
+    xx: bool,
+    get: bool,
+    expiry: Expiry,
+    expire_arg: Option<&'a Bytes>,
+}
+
+/// Redis's `parseExtendedStringArgumentsOrReply`: the options after
+/// `SET key value` (`for_set`) or `GETEX key`.
+fn parse_set_options(args: &[Bytes], for_set: bool) -> Result<SetOptions<'_>, CmdError> {
+    let mut o = SetOptions::default();
+    let mut j = if for_set { 3 } else { 2 };
+    while j < args.len() {
+        let opt = &args[j];
+        let next = args.get(j + 1);
+        let no_expiry = o.expiry == Expiry::None;
+        if for_set && is(opt, "NX") && !o.xx {
+            o.nx = true;
+        } else if for_set && is(opt, "XX") && !o.nx {
+            o.xx = true;
+        } else if for_set && is(opt, "GET") {
+            o.get = true;
+        } else if for_set && is(opt, "KEEPTTL") && (no_expiry || o.expiry == Expiry::KeepTtl) {
+            o.expiry = Expiry::KeepTtl;
+        } else if !for_set && is(opt, "PERSIST") && (no_expiry || o.expiry == Expiry::Persist) {
+            o.expiry = Expiry::Persist;
+        } else if let Some(kind) = [("EX", Expiry::Ex), ("PX", Expiry::Px), ("EXAT", Expiry::ExAt), ("PXAT", Expiry::PxAt)]
+            .iter()
+            .find(|(w, _)| is(opt, w))
+            .map(|(_, k)| *k)
+            .filter(|k| (no_expiry || o.expiry == *k) && next.is_some())
+        {
+            o.expiry = kind;
+            o.expire_arg = next;
+            j += 1;
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 1;
+    }
+    Ok(o)
+}
+
+/// Redis's `getExpireMillisecondsOrReply`: the absolute expiry in ms.
+fn expire_at_ms(arg: &[u8], expiry: Expiry, now_ms: u64, command: &str) -> Result<u64, CmdError> {
+    let invalid = || CmdError::owned(format!("ERR invalid expire time in '{command}' command"));
+    let mut ms = args::int(arg)?;
+    let seconds = matches!(expiry, Expiry::Ex | Expiry::ExAt);
+    if ms <= 0 || (seconds && ms > i64::MAX / 1000) {
+        return Err(invalid());
+    }
+    if seconds {
+        ms *= 1000;
+    }
+    if matches!(expiry, Expiry::Ex | Expiry::Px) {
+        ms = ms.checked_add(now_ms as i64).ok_or_else(invalid)?;
+    }
+    Ok(ms as u64)
+}
+
+/// Redis's `setGenericCommand`.
+#[allow(clippy::too_many_arguments)]
+fn set_generic(
+    ctx: &mut Ctx,
+    command: &str,
+    key: &[u8],
+    value: &[u8],
+    opts: &SetOptions,
+    ok_reply: Option<i64>,
+    abort_reply: Option<i64>,
+) -> CmdResult {
+    let expire = match opts.expire_arg {
+        Some(arg) => Some(expire_at_ms(arg, opts.expiry, ctx.ks.now_ms, command)?),
+        None => None,
+    };
+    if opts.get {
+        let old = read_str(&mut ctx.ks, key)?;
+        reply_str(&mut ctx.out, old);
+    }
+    let found = ctx.ks.write(key).is_some();
+    if (opts.nx && found) || (opts.xx && !found) {
+        if !opts.get {
+            match abort_reply {
+                Some(n) => ctx.out.int(n),
+                None => ctx.out.null(),
+            }
+        }
+        return Ok(());
+    }
+    ctx.ks.set(key, Value::Str(StrValue::from_bytes(value)), opts.expiry == Expiry::KeepTtl);
+    ctx.ks.changed(key, NotifyClass::String, "set");
+    if let Some(at) = expire {
+        ctx.ks.set_expire(key, Some(at));
+        ctx.ks.changed(key, NotifyClass::Generic, "expire");
+    }
+    if !opts.get {
+        match ok_reply {
+            Some(n) => ctx.out.int(n),
+            None => ctx.out.ok(),
+        }
+    }
+    Ok(())
+}
+
+fn set(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    let opts = parse_set_options(args, true)?;
+    set_generic(ctx, "set", &args[1], &args[2], &opts, None, None)
+}
+
+fn setnx(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    let opts = SetOptions { nx: true, ..Default::default() };
+    set_generic(ctx, "setnx", &args[1], &args[2], &opts, Some(1), Some(0))
+}
+
+fn setex(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    let opts = SetOptions { expiry: Expiry::Ex, expire_arg: Some(&args[2]), ..Default::default() };
+    set_generic(ctx, "setex", &args[1], &args[3], &opts, None, None)
+}
+
+fn psetex(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    let opts = SetOptions { expiry: Expiry::Px, expire_arg: Some(&args[2]), ..Default::default() };
+    set_generic(ctx, "psetex", &args[1], &args[3], &opts, None, None)
+}
+
+fn getset(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    let old = read_str(&mut ctx.ks, &args[1])?;
+    reply_str(&mut ctx.out, old);
+    ctx.ks.set(&args[1], Value::Str(StrValue::from_bytes(&args[2])), false);
+    ctx.ks.changed(&args[1], NotifyClass::String, "set");
+    Ok(())
+}
+
+fn getex(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    let opts = parse_set_options(args, false)?;
+    let key = &args[1];
+    let Some(s) = read_str(&mut ctx.ks, key)? else {
+        ctx.out.null();
+        return Ok(());
+    };
+    let mut tmp = [0u8; 20];
+    let value = s.as_bytes(&mut tmp).to_vec();
+    let expire = match opts.expire_arg {
+        Some(arg) => Some(expire_at_ms(arg, opts.expiry, ctx.ks.now_ms, "getex")?),
+        None => None,
+    };
+    ctx.out.bulk(&value);
+    match expire {
+        Some(at) if matches!(opts.expiry, Expiry::ExAt | Expiry::PxAt) && at <= ctx.ks.now_ms => {
+            ctx.ks.delete(key);
+            ctx.ks.changed(key, NotifyClass::Generic, "del");
+        }
+        Some(at) => {
+            ctx.ks.set_expire(key, Some(at));
+            ctx.ks.changed(key, NotifyClass::Generic, "expire");
+        }
+        None if opts.expiry == Expiry::Persist => {
+            if ctx.ks.peek(key).and_then(|e| e.expire_at()).is_some() {
+                ctx.ks.set_expire(key, None);
+                ctx.ks.changed(key, NotifyClass::Generic, "persist");
+            }
+        }
+        None => {}
+    }
+    Ok(())
+}
+
+fn getdel(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let old = read_str(&mut ctx.ks, key)?;
+    let found = old.is_some();
+    reply_str(&mut ctx.out, old);
+    if found && ctx.ks.delete(key) {
+        ctx.ks.changed(key, NotifyClass::Generic, "del");
+    }
+    Ok(())
+}
+
+fn mget(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    ctx.out.array(args.len() - 1);
+    for key in &args[1..] {
+        // A key of another type is a null, not an error.
+        match read_str(&mut ctx.ks, key) {
+            Ok(s) => reply_str(&mut ctx.out, s),
+            Err(_) => ctx.out.null(),
+        }
+    }
+    Ok(())
+}
+
+fn mset(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    if args.len() % 2 == 0 {
+        return Err(CmdError::wrong_args("mset"));
+    }
+    for pair in args[1..].chunks(2) {
+        ctx.ks.set(&pair[0], Value::Str(StrValue::from_bytes(&pair[1])), false);
+        ctx.ks.changed(&pair[0], NotifyClass::String, "set");
+    }
+    ctx.out.ok();
+    Ok(())
+}
+
+fn msetnx(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    if args.len() % 2 == 0 {
+        return Err(CmdError::wrong_args("msetnx"));
+    }
+    if args[1..].chunks(2).any(|pair| ctx.ks.write(&pair[0]).is_some()) {
+        ctx.out.int(0);
+        return Ok(());
+    }
+    for pair in args[1..].chunks(2) {
+        ctx.ks.set(&pair[0], Value::Str(StrValue::from_bytes(&pair[1])), false);
+        ctx.ks.changed(&pair[0], NotifyClass::String, "set");
+    }
+    ctx.out.int(1);
+    Ok(())
+}
+
+/// Fails unless a string of `len` + `append` bytes is within
+/// `proto-max-bulk-len` (Redis's `checkStringLength`).
+pub fn check_string_length(ks: &KeyspaceView, len: u64, append: u64) -> CmdResult {
+    match len.checked_add(append) {
+        Some(total) if total <= ks.state.settings.max_bulk_len => Ok(()),
+        _ => Err(crate::command::error::STRING_TOO_LONG),
+    }
+}
+
+fn append(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    let (key, tail) = (&args[1], &args[2]);
+    let current_len = match write_str(&mut ctx.ks, key)? {
+        Some(s) => Some(s.len()),
+        None => None,
+    };
+    let new_len = match current_len {
+        None => {
+            ctx.ks.set(key, Value::Str(StrValue::from_bytes(tail)), false);
+            tail.len()
+        }
+        Some(len) => {
+            check_string_length(&ctx.ks, len as u64, tail.len() as u64)?;
+            let Some(s) = write_str(&mut ctx.ks, key)? else { return Ok(()) };
+            let raw = s.make_raw();
+            raw.extend_from_slice(tail);
+            raw.len()
+        }
+    };
+    ctx.ks.changed(key, NotifyClass::String, "append");
+    ctx.out.int(new_len as i64);
+    Ok(())
+}
+
+fn strlen(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    let len = read_str(&mut ctx.ks, &args[1])?.map_or(0, |s| s.len());
+    ctx.out.int(len as i64);
+    Ok(())
+}
+
+/// Redis's `incrDecrCommand`: the TTL is kept.
+fn incr_by(ctx: &mut Ctx, key: &[u8], by: i64) -> CmdResult {
+    let current = match write_str(&mut ctx.ks, key)? {
+        None => None,
+        Some(StrValue::Int(n)) => Some(*n),
+        Some(s) => {
+            let mut tmp = [0u8; 20];
+            Some(parse_i64(s.as_bytes(&mut tmp)).ok_or(NOT_INTEGER)?)
+        }
+    };
+    let old = current.unwrap_or(0);
+    let value = old.checked_add(by).ok_or(crate::command::error::OVERFLOW)?;
+    match write_str(&mut ctx.ks, key)? {
+        Some(s) => *s = StrValue::Int(value),
+        None => {
+            ctx.ks.set(key, Value::Str(StrValue::Int(value)), false);
+        }
+    }
+    ctx.ks.changed(key, NotifyClass::String, "incrby");
+    ctx.out.int(value);
+    Ok(())
+}
+
+fn incr(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    incr_by(ctx, &args[1], 1)
+}
+
+fn decr(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    incr_by(ctx, &args[1], -1)
+}
+
+fn incrby(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    let by = args::int(&args[2])?;
+    incr_by(ctx, &args[1], by)
+}
+
+fn decrby(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    let by = args::int(&args[2])?;
+    if by == i64::MIN {
+        return Err(CmdError::new("ERR decrement would overflow"));
+    }
+    incr_by(ctx, &args[1], -by)
+}
+
+fn incrbyfloat(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    let key = &args[1];
+    let current = match write_str(&mut ctx.ks, key)? {
+        None => 0.0,
+        Some(s) => {
+            let mut tmp = [0u8; 20];
+            parse_f64(s.as_bytes(&mut tmp)).ok_or(NOT_FLOAT)?
+        }
+    };
+    let by = parse_f64(&args[2]).ok_or(NOT_FLOAT)?;
+    let value = current + by;
+    if value.is_nan() || value.is_infinite() {
+        return Err(CmdError::new("ERR increment would produce NaN or Infinity"));
+    }
+    let text = format_human_f64(value);
+    let new = StrValue::from_bytes(text.as_bytes());
+    match write_str(&mut ctx.ks, key)? {
+        Some(s) => *s = new,
+        None => {
+            ctx.ks.set(key, Value::Str(new), false);
+        }
+    }
+    ctx.ks.changed(key, NotifyClass::String, "incrbyfloat");
+    ctx.out.bulk(text.as_bytes());
+    Ok(())
+}
+
+fn getrange(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    let mut start = args::int(&args[2])?;
+    let mut end = args::int(&args[3])?;
+    let Some(s) = read_str(&mut ctx.ks, &args[1])? else {
+        ctx.out.bulk(b"");
+        return Ok(());
+    };
+    let mut tmp = [0u8; 20];
+    let bytes = s.as_bytes(&mut tmp);
+    let len = bytes.len() as i64;
+    if start < 0 && end < 0 && start > end {
+        ctx.out.bulk(b"");
+        return Ok(());
+    }
+    if start < 0 {
+        start += len;
+    }
+    if end < 0 {
+        end += len;
+    }
+    start = start.max(0);
+    end = end.max(0);
+    if end >= len {
+        end = len - 1;
+    }
+    if start > end || len == 0 {
+        ctx.out.bulk(b"");
+    } else {
+        ctx.out.bulk(&bytes[start as usize..=end as usize]);
+    }
+    Ok(())
+}
+
+fn setrange(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    let (key, value) = (&args[1], &args[3]);
+    let offset = args::int(&args[2])?;
+    if offset < 0 {
+        return Err(CmdError::new("ERR offset is out of range"));
+    }
+    let offset = offset as u64;
+    let existing = write_str(&mut ctx.ks, key)?.map(|s| s.len());
+    match existing {
+        None => {
+            if value.is_empty() {
+                ctx.out.int(0);
+                return Ok(());
+            }
+            check_string_length(&ctx.ks, offset, value.len() as u64)?;
+            let mut buf = vec![0u8; offset as usize + value.len()];
+            buf[offset as usize..].copy_from_slice(value);
+            ctx.ks.set(key, Value::Str(StrValue::Raw(Box::new(buf))), false);
+        }
+        Some(len) => {
+            if value.is_empty() {
+                ctx.out.int(len as i64);
+                return Ok(());
+            }
+            check_string_length(&ctx.ks, offset, value.len() as u64)?;
+            let Some(s) = write_str(&mut ctx.ks, key)? else { return Ok(()) };
+            let raw = s.make_raw();
+            let end = offset as usize + value.len();
+            if raw.len() < end {
+                raw.resize(end, 0);
+            }
+            raw[offset as usize..end].copy_from_slice(value);
+        }
+    }
+    ctx.ks.changed(key, NotifyClass::String, "setrange");
+    let len = read_len(&ctx.ks, key);
+    ctx.out.int(len as i64);
+    Ok(())
+}
+
+fn read_len(ks: &KeyspaceView, key: &[u8]) -> usize {
+    match ks.peek(key).map(|e| &e.value) {
+        Some(Value::Str(s)) => s.len(),
+        #[allow(unreachable_patterns)]
+        _ => 0,
+    }
+}

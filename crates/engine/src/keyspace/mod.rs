@@ -1,0 +1,457 @@
+//! A shard's keyspace: its databases, each split into one small hash table per
+//! hash slot the shard owns.
+//!
+//! Why one table per slot (see ARCHITECTURE.md): a resize only ever moves one
+//! slot's keys, so the keyspace grows without a whole-table rehash pause, and
+//! SCAN's cursor is simply (slot, hash position inside the slot), which stays
+//! valid whatever the tables do in between. Cluster commands that work per
+//! slot (COUNTKEYSINSLOT, GETKEYSINSLOT, migration) come for free later.
+//!
+//! Entries are boxed: a table bucket is then 8 bytes, and the 64-byte entry
+//! lives in one allocation of exactly that size. With hashbrown's load factor
+//! that is far less memory than storing entries in the buckets.
+//!
+//! Nothing here knows about expiry policy, notifications or commands: this is
+//! the storage, and [`crate::command::KeyspaceView`] is how commands reach it.
+
+mod value;
+
+pub use value::{StrValue, Value, EMBSTR_MAX};
+
+use hashbrown::HashTable;
+use ringdb_types::slot::key_slot;
+use ringdb_types::SmallBytes;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Seed for the keyspace hash, set once at start-up from the OS's randomness
+/// so that clients cannot choose keys that collide.
+static HASH_SEED: AtomicU64 = AtomicU64::new(0x5eed_0f_a11_c0de);
+
+pub fn set_hash_seed(seed: u64) {
+    HASH_SEED.store(seed, Ordering::Relaxed);
+}
+
+/// The hash a key is stored under. Its top 32 bits are also the key's SCAN
+/// position inside its slot.
+#[inline]
+pub fn key_hash(key: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(key, HASH_SEED.load(Ordering::Relaxed))
+}
+
+/// A key and everything stored with it.
+#[derive(Clone, Debug)]
+pub struct Entry {
+    key: SmallBytes,
+    pub value: Value,
+    /// Absolute expiry in Unix milliseconds; 0 = no expiry. Private so that
+    /// the per-slot count of keys with a TTL can never go stale.
+    expire_at: u64,
+    /// LRU clock (seconds) or LFU counter, as `maxmemory-policy` asks.
+    pub access: u32,
+}
+
+impl Entry {
+    pub fn new(key: &[u8], value: Value) -> Self {
+        Entry { key: SmallBytes::new(key), value, expire_at: 0, access: 0 }
+    }
+
+    pub fn key(&self) -> &[u8] {
+        &self.key
+    }
+
+    pub fn expire_at(&self) -> Option<u64> {
+        (self.expire_at != 0).then_some(self.expire_at)
+    }
+
+    pub fn is_expired(&self, now_ms: u64) -> bool {
+        self.expire_at != 0 && self.expire_at <= now_ms
+    }
+
+    /// A copy of this entry under another name (RENAME, COPY, MOVE).
+    pub fn renamed(&self, key: &[u8]) -> Entry {
+        Entry {
+            key: SmallBytes::new(key),
+            value: self.value.clone(),
+            expire_at: self.expire_at,
+            access: self.access,
+        }
+    }
+
+    /// The same entry with expiry `at` (for entries built before insertion).
+    pub fn with_expire(mut self, at: Option<u64>) -> Self {
+        self.expire_at = at.unwrap_or(0);
+        self
+    }
+
+    /// Approximate bytes this entry costs (MEMORY USAGE, INFO memory).
+    pub fn memory(&self) -> usize {
+        std::mem::size_of::<Entry>() + 8 + self.key.heap_size() + self.value.heap_size()
+    }
+}
+
+/// The keys of one hash slot.
+#[derive(Default)]
+pub struct SlotTable {
+    table: HashTable<Box<Entry>>,
+    /// How many of these keys have a TTL (the active expiry cycle skips
+    /// slots with none).
+    volatile: u32,
+}
+
+impl SlotTable {
+    pub fn len(&self) -> usize {
+        self.table.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.table.is_empty()
+    }
+
+    pub fn volatile(&self) -> u32 {
+        self.volatile
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Entry> {
+        self.table.iter().map(|b| &**b)
+    }
+
+    fn find(&self, hash: u64, key: &[u8]) -> Option<&Entry> {
+        self.table.find(hash, |e| e.key() == key).map(|b| &**b)
+    }
+
+    fn find_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut Entry> {
+        self.table.find_mut(hash, |e| e.key() == key).map(|b| &mut **b)
+    }
+
+    /// Removes every entry `drop_if` selects, returning them.
+    fn drain_where(&mut self, mut drop_if: impl FnMut(&Entry) -> bool) -> Vec<Box<Entry>> {
+        let out: Vec<Box<Entry>> = self.table.extract_if(|e| drop_if(e)).collect();
+        self.volatile -= out.iter().filter(|e| e.expire_at != 0).count() as u32;
+        out
+    }
+}
+
+/// How a slot number maps to a table inside a [`Db`].
+#[derive(Clone)]
+enum SlotIndex {
+    /// The shard owns slots `first..first + count`.
+    Range { first: u16, count: u16 },
+    /// Any slots, allocated as they are used (the scratch keyspace of a
+    /// cross-shard transaction holds a few keys from anywhere).
+    Sparse(hashbrown::HashMap<u16, usize>),
+}
+
+/// One logical database (SELECT n) of one shard.
+pub struct Db {
+    index: SlotIndex,
+    /// Empty until the first key arrives, so 16 empty databases cost nothing.
+    tables: Vec<SlotTable>,
+    len: usize,
+    volatile: usize,
+}
+
+/// Where in the tables a key lives.
+#[derive(Clone, Copy, Debug)]
+pub struct KeyPos {
+    pub slot: u16,
+    pub hash: u64,
+}
+
+impl KeyPos {
+    pub fn of(key: &[u8]) -> Self {
+        KeyPos { slot: key_slot(key), hash: key_hash(key) }
+    }
+}
+
+impl Db {
+    fn new(index: SlotIndex) -> Self {
+        Db { index, tables: Vec::new(), len: 0, volatile: 0 }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Keys with a TTL.
+    pub fn volatile(&self) -> usize {
+        self.volatile
+    }
+
+    fn table_index(&self, slot: u16) -> Option<usize> {
+        match &self.index {
+            SlotIndex::Range { first, count } => {
+                let i = slot.checked_sub(*first)? as usize;
+                (i < *count as usize && i < self.tables.len()).then_some(i)
+            }
+            SlotIndex::Sparse(map) => map.get(&slot).copied(),
+        }
+    }
+
+    fn table_for_insert(&mut self, slot: u16) -> &mut SlotTable {
+        let i = match &mut self.index {
+            SlotIndex::Range { first, count } => {
+                if self.tables.is_empty() {
+                    self.tables.resize_with(*count as usize, SlotTable::default);
+                }
+                // The router only sends a shard keys of slots it owns; a key
+                // from elsewhere would be a routing bug, so it is kept in the
+                // nearest table rather than taking the core down.
+                (slot.saturating_sub(*first) as usize).min(self.tables.len() - 1)
+            }
+            SlotIndex::Sparse(map) => {
+                let next = self.tables.len();
+                let i = *map.entry(slot).or_insert(next);
+                if i == next {
+                    self.tables.push(SlotTable::default());
+                }
+                i
+            }
+        };
+        &mut self.tables[i]
+    }
+
+    /// The table of `slot`, if it holds anything.
+    pub fn slot_table(&self, slot: u16) -> Option<&SlotTable> {
+        self.table_index(slot).map(|i| &self.tables[i])
+    }
+
+    pub fn slot_table_mut(&mut self, slot: u16) -> Option<&mut SlotTable> {
+        self.table_index(slot).map(move |i| &mut self.tables[i])
+    }
+
+    pub fn get(&self, key: &[u8]) -> Option<&Entry> {
+        self.get_at(KeyPos::of(key), key)
+    }
+
+    pub fn get_at(&self, pos: KeyPos, key: &[u8]) -> Option<&Entry> {
+        self.slot_table(pos.slot)?.find(pos.hash, key)
+    }
+
+    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
+        self.get_mut_at(KeyPos::of(key), key)
+    }
+
+    pub fn get_mut_at(&mut self, pos: KeyPos, key: &[u8]) -> Option<&mut Entry> {
+        self.slot_table_mut(pos.slot)?.find_mut(pos.hash, key)
+    }
+
+    /// Inserts `entry`, replacing (and returning) any entry under its key.
+    pub fn insert(&mut self, entry: Box<Entry>) -> Option<Box<Entry>> {
+        self.insert_inner(entry).0
+    }
+
+    /// Inserts `entry`, dropping any entry under its key, and returns the
+    /// stored entry.
+    pub fn put(&mut self, entry: Box<Entry>) -> &mut Entry {
+        self.insert_inner(entry).1
+    }
+
+    fn insert_inner(&mut self, entry: Box<Entry>) -> (Option<Box<Entry>>, &mut Entry) {
+        let pos = KeyPos::of(entry.key());
+        let volatile = (entry.expire_at != 0) as usize;
+        let table = self.table_for_insert(pos.slot);
+        table.volatile += volatile as u32;
+        let old = match table.table.find_entry(pos.hash, |e| e.key() == entry.key()) {
+            Ok(occupied) => Some(occupied.remove().0),
+            Err(_) => None,
+        };
+        if let Some(old) = &old {
+            table.volatile -= (old.expire_at != 0) as u32;
+        }
+        self.volatile += volatile;
+        match &old {
+            Some(old) => self.volatile -= (old.expire_at != 0) as usize,
+            None => self.len += 1,
+        }
+        let table = self.table_for_insert(pos.slot);
+        let stored = table.table.insert_unique(pos.hash, entry, |e| key_hash(e.key())).into_mut();
+        (old, stored)
+    }
+
+    pub fn remove(&mut self, key: &[u8]) -> Option<Box<Entry>> {
+        let pos = KeyPos::of(key);
+        let i = self.table_index(pos.slot)?;
+        let table = &mut self.tables[i];
+        let removed = table.table.find_entry(pos.hash, |e| e.key() == key).ok()?.remove().0;
+        let volatile = (removed.expire_at != 0) as u32;
+        table.volatile -= volatile;
+        self.volatile -= volatile as usize;
+        self.len -= 1;
+        if table.table.capacity() > 64 && table.table.len() * 8 < table.table.capacity() {
+            table.table.shrink_to(table.table.len() * 2, |e| key_hash(e.key()));
+        }
+        Some(removed)
+    }
+
+    /// Sets (`Some`) or clears (`None`) the expiry of `key`. Returns false when
+    /// the key does not exist.
+    pub fn set_expire(&mut self, key: &[u8], at: Option<u64>) -> bool {
+        let pos = KeyPos::of(key);
+        let Some(i) = self.table_index(pos.slot) else { return false };
+        let table = &mut self.tables[i];
+        let Some(entry) = table.find_mut(pos.hash, key) else { return false };
+        let was = entry.expire_at != 0;
+        entry.expire_at = at.unwrap_or(0);
+        let now = entry.expire_at != 0;
+        match (was, now) {
+            (false, true) => {
+                table.volatile += 1;
+                self.volatile += 1;
+            }
+            (true, false) => {
+                table.volatile -= 1;
+                self.volatile -= 1;
+            }
+            _ => {}
+        }
+        true
+    }
+
+    /// Removes every key whose expiry is at or before `now_ms` in `slot`.
+    pub fn drain_expired(&mut self, slot: u16, now_ms: u64) -> Vec<Box<Entry>> {
+        let Some(i) = self.table_index(slot) else { return Vec::new() };
+        let table = &mut self.tables[i];
+        if table.volatile == 0 {
+            return Vec::new();
+        }
+        let out = table.drain_where(|e| e.is_expired(now_ms));
+        self.len -= out.len();
+        self.volatile -= out.len();
+        out
+    }
+
+    /// Slots that have a table, in ascending order, with their tables.
+    pub fn slots(&self) -> Box<dyn Iterator<Item = (u16, &SlotTable)> + '_> {
+        match &self.index {
+            SlotIndex::Range { first, .. } => {
+                let first = *first;
+                Box::new(self.tables.iter().enumerate().map(move |(i, t)| (first + i as u16, t)))
+            }
+            SlotIndex::Sparse(map) => {
+                let mut slots: Vec<(u16, usize)> = map.iter().map(|(&s, &i)| (s, i)).collect();
+                slots.sort_unstable();
+                Box::new(slots.into_iter().map(move |(s, i)| (s, &self.tables[i])))
+            }
+        }
+    }
+
+    /// Removes everything.
+    pub fn clear(&mut self) {
+        self.tables = Vec::new();
+        if let SlotIndex::Sparse(map) = &mut self.index {
+            map.clear();
+        }
+        self.len = 0;
+        self.volatile = 0;
+    }
+}
+
+/// All databases of one shard (or of a transaction's scratch space).
+pub struct Keyspace {
+    dbs: Vec<Db>,
+}
+
+impl Keyspace {
+    /// The keyspace of a shard owning `first_slot..first_slot + slot_count`.
+    pub fn for_slots(databases: usize, first_slot: u16, slot_count: u16) -> Self {
+        let index = SlotIndex::Range { first: first_slot, count: slot_count };
+        Keyspace { dbs: (0..databases).map(|_| Db::new(index.clone())).collect() }
+    }
+
+    /// An empty keyspace that accepts keys of any slot: the scratch space in
+    /// which a cross-shard command runs on copies of its keys.
+    pub fn scratch(databases: usize) -> Self {
+        let index = SlotIndex::Sparse(hashbrown::HashMap::new());
+        Keyspace { dbs: (0..databases).map(|_| Db::new(index.clone())).collect() }
+    }
+
+    pub fn db_count(&self) -> usize {
+        self.dbs.len()
+    }
+
+    /// Database `i`. Indexes are validated by SELECT/MOVE/COPY before they
+    /// get here; an invalid one falls back to db 0 rather than panicking.
+    pub fn db(&self, i: usize) -> &Db {
+        self.dbs.get(i).unwrap_or(&self.dbs[0])
+    }
+
+    pub fn db_mut(&mut self, i: usize) -> &mut Db {
+        let i = if i < self.dbs.len() { i } else { 0 };
+        &mut self.dbs[i]
+    }
+
+    pub fn swap(&mut self, a: usize, b: usize) {
+        if a < self.dbs.len() && b < self.dbs.len() {
+            self.dbs.swap(a, b);
+        }
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Db> {
+        self.dbs.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(k: &str, v: &str) -> Box<Entry> {
+        Box::new(Entry::new(k.as_bytes(), Value::Str(StrValue::from_bytes(v.as_bytes()))))
+    }
+
+    #[test]
+    fn entry_is_64_bytes() {
+        assert_eq!(std::mem::size_of::<Entry>(), 64);
+    }
+
+    #[test]
+    fn insert_get_remove_and_counts() {
+        let mut ks = Keyspace::for_slots(2, 0, 16384);
+        let db = ks.db_mut(0);
+        assert!(db.insert(entry("a", "1")).is_none());
+        assert!(db.insert(entry("b", "2")).is_none());
+        assert!(db.insert(entry("a", "3")).is_some());
+        assert_eq!(db.len(), 2);
+        assert!(db.set_expire(b"a", Some(100)));
+        assert_eq!(db.volatile(), 1);
+        // Replacing a volatile entry with a persistent one fixes the count.
+        db.insert(entry("a", "4"));
+        assert_eq!(db.volatile(), 0);
+        db.set_expire(b"b", Some(100));
+        assert_eq!(db.drain_expired(key_slot(b"b"), 100).len(), 1);
+        assert_eq!(db.len(), 1);
+        assert_eq!(db.volatile(), 0);
+        assert!(db.remove(b"a").is_some());
+        assert!(db.remove(b"a").is_none());
+        assert!(db.is_empty());
+    }
+
+    #[test]
+    fn scratch_accepts_any_slot() {
+        let mut ks = Keyspace::scratch(1);
+        let db = ks.db_mut(0);
+        for i in 0..100 {
+            db.insert(entry(&format!("k{i}"), "v"));
+        }
+        assert_eq!(db.len(), 100);
+        assert_eq!(db.slots().map(|(_, t)| t.len()).sum::<usize>(), 100);
+        assert!(db.get(b"k42").is_some());
+    }
+
+    #[test]
+    fn many_keys_grow_per_slot() {
+        let mut ks = Keyspace::for_slots(1, 0, 16384);
+        let db = ks.db_mut(0);
+        for i in 0..50_000 {
+            db.insert(entry(&format!("key:{i}"), "v"));
+        }
+        assert_eq!(db.len(), 50_000);
+        for i in (0..50_000).step_by(7) {
+            assert!(db.get(format!("key:{i}").as_bytes()).is_some());
+        }
+    }
+}

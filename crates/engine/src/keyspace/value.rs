@@ -1,0 +1,130 @@
+//! The values a key can hold. Strings keep Redis's three encodings because
+//! `OBJECT ENCODING` reports them and clients (and Redis's tests) rely on
+//! them: `int` for strings that are canonical 64-bit integers, `embstr` for
+//! short strings never modified in place, `raw` for the rest.
+
+use ringdb_types::number::parse_i64;
+use ringdb_types::SmallBytes;
+
+/// Longest string Redis stores as `embstr` (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
+pub const EMBSTR_MAX: usize = 44;
+
+#[derive(Clone, Debug)]
+pub enum Value {
+    Str(StrValue),
+}
+
+#[derive(Clone, Debug)]
+pub enum StrValue {
+    /// A canonical decimal integer (`int`).
+    Int(i64),
+    /// A short string, immutable in place (`embstr`).
+    Emb(SmallBytes),
+    /// A string that was modified in place or is longer than 44 bytes (`raw`).
+    /// Boxed so that a `Value` stays 24 bytes; amortised growth for APPEND.
+    Raw(Box<Vec<u8>>),
+}
+
+impl Value {
+    /// The name TYPE reports.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Value::Str(_) => "string",
+        }
+    }
+
+    /// The name OBJECT ENCODING reports.
+    pub fn encoding(&self) -> &'static str {
+        match self {
+            Value::Str(StrValue::Int(_)) => "int",
+            Value::Str(StrValue::Emb(_)) => "embstr",
+            Value::Str(StrValue::Raw(_)) => "raw",
+        }
+    }
+
+    /// Approximate heap bytes owned by the value (for INFO and MEMORY USAGE).
+    pub fn heap_size(&self) -> usize {
+        match self {
+            Value::Str(StrValue::Int(_)) => 0,
+            Value::Str(StrValue::Emb(s)) => s.heap_size(),
+            Value::Str(StrValue::Raw(v)) => 24 + v.capacity(),
+        }
+    }
+}
+
+impl StrValue {
+    /// Stores `bytes` as Redis would after `tryObjectEncoding`.
+    pub fn from_bytes(bytes: &[u8]) -> Self {
+        if bytes.len() <= 20 {
+            if let Some(n) = parse_i64(bytes) {
+                return StrValue::Int(n);
+            }
+        }
+        if bytes.len() <= EMBSTR_MAX {
+            StrValue::Emb(SmallBytes::new(bytes))
+        } else {
+            StrValue::Raw(Box::new(bytes.to_vec()))
+        }
+    }
+
+    /// The string's bytes; integers are formatted into `tmp`.
+    pub fn as_bytes<'a>(&'a self, tmp: &'a mut [u8; 20]) -> &'a [u8] {
+        match self {
+            StrValue::Int(n) => ringdb_protocol::reply::fmt_i64(tmp, *n),
+            StrValue::Emb(s) => s.as_slice(),
+            StrValue::Raw(v) => v.as_slice(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            StrValue::Int(n) => {
+                let mut tmp = [0u8; 20];
+                ringdb_protocol::reply::fmt_i64(&mut tmp, *n).len()
+            }
+            StrValue::Emb(s) => s.len(),
+            StrValue::Raw(v) => v.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The bytes as a growable buffer for in-place changes (APPEND, SETRANGE,
+    /// SETBIT, BITFIELD); the value becomes `raw`, as in Redis.
+    pub fn make_raw(&mut self) -> &mut Vec<u8> {
+        if !matches!(self, StrValue::Raw(_)) {
+            let mut tmp = [0u8; 20];
+            let bytes = self.as_bytes(&mut tmp).to_vec();
+            *self = StrValue::Raw(Box::new(bytes));
+        }
+        match self {
+            StrValue::Raw(v) => v,
+            _ => unreachable!("converted to raw above"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_stay_small() {
+        assert_eq!(std::mem::size_of::<StrValue>(), 24);
+        assert_eq!(std::mem::size_of::<Value>(), 24);
+    }
+
+    #[test]
+    fn encodings_follow_redis() {
+        assert_eq!(Value::Str(StrValue::from_bytes(b"12345")).encoding(), "int");
+        assert_eq!(Value::Str(StrValue::from_bytes(b"012")).encoding(), "embstr");
+        assert_eq!(Value::Str(StrValue::from_bytes(&[b'a'; 44])).encoding(), "embstr");
+        assert_eq!(Value::Str(StrValue::from_bytes(&[b'a'; 45])).encoding(), "raw");
+        let mut v = StrValue::from_bytes(b"-7");
+        v.make_raw().extend_from_slice(b"0");
+        let mut tmp = [0; 20];
+        assert_eq!(v.as_bytes(&mut tmp), b"-70");
+    }
+}

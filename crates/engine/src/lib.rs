@@ -1,0 +1,27 @@
+//! A ringdb shard: the keyspace a core owns and the commands that run on it.
+//!
+//! Layout:
+//! - [`keyspace`]: databases split into one hash table per slot; entries.
+//! - [`shard`]: the shard itself, its statistics and settings, and command
+//!   execution (single commands, batches, transaction lock steps).
+//! - [`command`]: the command table (rows, registry, key specs) and the
+//!   handler context.
+//! - [`families`]: one module per command family with its rows and handlers.
+//! - [`funnel`]: the write funnel every change goes through.
+//! - [`locks`]: intent locks and the wait queue of cross-shard transactions.
+//! - [`expire`]: the active expiry cycle.
+//! - [`scan`]: SCAN's cursor over slots and shards.
+//!
+//! The rule this crate keeps: no I/O, no threads, no glommio. A shard is plain
+//! data driven by the server; everything here is tested with plain `#[test]`.
+
+pub mod command;
+pub mod expire;
+pub mod families;
+pub mod funnel;
+pub mod keyspace;
+pub mod locks;
+pub mod scan;
+pub mod shard;
+
+pub use shard::{Shard, ShardCommand, ShardId, SlotMap};

@@ -1,0 +1,450 @@
+//! A shard: the keyspace one core owns, and everything that lives with it
+//! (statistics, the write funnel, intent locks, the expiry cycle's cursor).
+//!
+//! A `Shard` is plain data with no I/O and no threads: the server gives each
+//! core one and only that core ever touches it, so nothing here needs a lock
+//! or an atomic. Commands reach it as [`ShardCommand`]s, alone or in batches.
+
+use crate::command::ctx::{ClientInfo, Ctx, KeyspaceView};
+use crate::command::spec::{CommandSpec, Exec, Handler};
+use crate::funnel::Funnel;
+use crate::keyspace::{Entry, Keyspace};
+use crate::locks::{fingerprint, LockMode, LockSet, LockTable};
+use bytes::Bytes;
+use ringdb_protocol::ReplyWriter;
+use ringdb_types::slot::SLOTS;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// A shard's number. Shard = core: shard `i` runs on the i-th CPU it was given.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ShardId(pub u16);
+
+impl ShardId {
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Which shard owns which hash slot: contiguous ranges of equal size, so a
+/// shard's slots are `first..first + count` and SCAN visits shards in order.
+#[derive(Clone, Copy, Debug)]
+pub struct SlotMap {
+    shards: u16,
+}
+
+impl SlotMap {
+    pub fn new(shards: usize) -> Self {
+        SlotMap { shards: shards.clamp(1, SLOTS) as u16 }
+    }
+
+    pub fn shards(&self) -> usize {
+        self.shards as usize
+    }
+
+    #[inline]
+    pub fn shard_of_slot(&self, slot: u16) -> ShardId {
+        ShardId(((slot as u32 * self.shards as u32) / SLOTS as u32) as u16)
+    }
+
+    #[inline]
+    pub fn shard_of_key(&self, key: &[u8]) -> ShardId {
+        if self.shards == 1 {
+            return ShardId(0);
+        }
+        self.shard_of_slot(ringdb_types::slot::key_slot(key))
+    }
+
+    /// The first slot of `shard` and how many it owns.
+    pub fn slots_of(&self, shard: ShardId) -> (u16, u16) {
+        let n = self.shards as u32;
+        let first = |i: u32| (i * SLOTS as u32).div_ceil(n);
+        let start = first(shard.0 as u32);
+        let end = first(shard.0 as u32 + 1).min(SLOTS as u32);
+        (start as u16, (end - start) as u16)
+    }
+}
+
+/// Per-command counters (INFO commandstats).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CommandStats {
+    pub calls: u64,
+    pub usec: u64,
+    pub rejected_calls: u64,
+    pub failed_calls: u64,
+}
+
+/// A shard's statistics; INFO adds them up over all shards.
+#[derive(Clone, Debug, Default)]
+pub struct ShardStats {
+    /// Indexed by command id (the row's position in the table).
+    pub commands: Vec<CommandStats>,
+    /// Error replies by error code (INFO errorstats).
+    pub errors: hashbrown::HashMap<String, u64>,
+    pub keyspace_hits: u64,
+    pub keyspace_misses: u64,
+    pub expired_keys: u64,
+    pub expired_stale_perc: f64,
+    pub expire_cycle_cpu_ms: u64,
+    pub commands_processed: u64,
+    /// CPU time spent running commands on this shard, microseconds.
+    pub busy_usec: u64,
+}
+
+impl ShardStats {
+    pub fn command(&mut self, id: usize) -> &mut CommandStats {
+        if self.commands.len() <= id {
+            self.commands.resize(id + 1, CommandStats::default());
+        }
+        &mut self.commands[id]
+    }
+
+    pub fn error(&mut self, code: &str) {
+        match self.errors.get_mut(code) {
+            Some(n) => *n += 1,
+            None => {
+                self.errors.insert(code.to_string(), 1);
+            }
+        }
+    }
+
+    pub fn reset(&mut self) {
+        *self = ShardStats::default();
+    }
+}
+
+/// The settings a shard needs while running commands (a copy per shard,
+/// updated by CONFIG SET on every shard).
+#[derive(Clone, Debug)]
+pub struct ShardSettings {
+    pub databases: usize,
+    pub active_expire: bool,
+    /// `maxmemory-policy` is an LFU policy: keys carry an access frequency
+    /// instead of an access time.
+    pub lfu: bool,
+    pub lfu_log_factor: u32,
+    pub lfu_decay_time: u32,
+    /// `proto-max-bulk-len`: no string may grow beyond it.
+    pub max_bulk_len: u64,
+}
+
+impl Default for ShardSettings {
+    fn default() -> Self {
+        ShardSettings {
+            databases: 16,
+            active_expire: true,
+            lfu: false,
+            lfu_log_factor: 10,
+            lfu_decay_time: 1,
+            max_bulk_len: 512 * 1024 * 1024,
+        }
+    }
+}
+
+/// Everything of a shard but its keys.
+pub struct ShardState {
+    pub funnel: Funnel,
+    pub stats: ShardStats,
+    pub settings: ShardSettings,
+    rng: u64,
+}
+
+/// Redis's initial LFU counter for new keys.
+const LFU_INIT_VAL: u32 = 5;
+
+impl ShardState {
+    pub fn new(settings: ShardSettings, seed: u64) -> Self {
+        ShardState {
+            funnel: Funnel::default(),
+            stats: ShardStats::default(),
+            settings,
+            rng: seed | 1,
+        }
+    }
+
+    /// A state whose funnel records every event (scratch keyspaces, tests).
+    pub fn recording(settings: ShardSettings) -> Self {
+        ShardState { funnel: Funnel::recording(), ..ShardState::new(settings, 0x2545_F491) }
+    }
+
+    /// A fast xorshift random number (RANDOMKEY, LFU increments, sampling).
+    pub fn random(&mut self) -> u64 {
+        let mut x = self.rng;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.rng = x;
+        x
+    }
+
+    /// The access field of a key created now.
+    pub fn new_access(&self, now_ms: u64) -> u32 {
+        if self.settings.lfu {
+            (lfu_minutes(now_ms) << 8) | LFU_INIT_VAL
+        } else {
+            (now_ms / 1000) as u32
+        }
+    }
+
+    /// Records an access to `e` (Redis's `updateLFU` / LRU clock update).
+    pub fn touch(&mut self, e: &mut Entry, now_ms: u64) {
+        if self.settings.lfu {
+            let counter = self.lfu_decayed(e.access, now_ms);
+            let counter = self.lfu_log_incr(counter);
+            e.access = (lfu_minutes(now_ms) << 8) | counter;
+        } else {
+            e.access = (now_ms / 1000) as u32;
+        }
+    }
+
+    /// The LFU counter of an access field after decay (OBJECT FREQ).
+    pub fn lfu_decayed(&self, access: u32, now_ms: u64) -> u32 {
+        let ldt = access >> 8;
+        let counter = access & 255;
+        let now = lfu_minutes(now_ms);
+        let elapsed = if now >= ldt { now - ldt } else { 65535 - ldt + now };
+        let periods = elapsed.checked_div(self.settings.lfu_decay_time).unwrap_or(0);
+        counter.saturating_sub(periods)
+    }
+
+    fn lfu_log_incr(&mut self, counter: u32) -> u32 {
+        if counter == 255 {
+            return 255;
+        }
+        let r = (self.random() >> 11) as f64 / (1u64 << 53) as f64;
+        let base = counter.saturating_sub(LFU_INIT_VAL) as f64;
+        let p = 1.0 / (base * self.settings.lfu_log_factor as f64 + 1.0);
+        if r < p {
+            counter + 1
+        } else {
+            counter
+        }
+    }
+}
+
+fn lfu_minutes(now_ms: u64) -> u32 {
+    ((now_ms / 60_000) & 65535) as u32
+}
+
+/// Unix time in milliseconds.
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+}
+
+/// One command bound for a shard, with everything needed to run it there.
+#[derive(Clone)]
+pub struct ShardCommand {
+    /// The row's id in the command table (for statistics).
+    pub id: usize,
+    pub spec: &'static CommandSpec,
+    pub args: Vec<Bytes>,
+    pub client: ClientInfo,
+}
+
+impl ShardCommand {
+    fn handler(&self) -> Option<Handler> {
+        match self.spec.exec {
+            Exec::Shard(h) => Some(h),
+            Exec::Split { handler, .. } => Some(handler),
+            Exec::Node(_) | Exec::Container => None,
+        }
+    }
+
+    /// The locks this command would need on its shard.
+    pub fn lock_set(&self) -> LockSet {
+        let mode = if self.spec.is_write() { LockMode::Exclusive } else { LockMode::Shared };
+        self.spec
+            .key_positions(&self.args)
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|i| self.args.get(i))
+            .map(|k| (fingerprint(self.client.db, k), mode))
+            .collect()
+    }
+}
+
+/// The replies of a batch: one buffer, and where each reply ends in it.
+#[derive(Debug, Default)]
+pub struct BatchReply {
+    pub buf: Vec<u8>,
+    pub ends: Vec<usize>,
+}
+
+impl BatchReply {
+    pub fn reply(&self, i: usize) -> &[u8] {
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        &self.buf[start..self.ends[i]]
+    }
+}
+
+/// What runs when a waiter's turn comes in a shard's lock queue.
+pub type Waiter = Box<dyn FnOnce(&mut Shard)>;
+
+/// What receives a batch's replies once all of its commands have run.
+pub type BatchDone = Box<dyn FnOnce(&mut Shard, BatchReply)>;
+
+pub struct Shard {
+    pub id: ShardId,
+    pub slot_map: SlotMap,
+    pub keyspace: Keyspace,
+    pub state: ShardState,
+    pub locks: LockTable<Waiter>,
+    /// Where the active expiry cycle resumes: (database, slot).
+    pub expire_cursor: (usize, u16),
+}
+
+impl Shard {
+    pub fn new(id: ShardId, slot_map: SlotMap, settings: ShardSettings, seed: u64) -> Self {
+        let (first, count) = slot_map.slots_of(id);
+        Shard {
+            id,
+            slot_map,
+            keyspace: Keyspace::for_slots(settings.databases, first, count),
+            state: ShardState::new(settings, seed),
+            locks: LockTable::default(),
+            expire_cursor: (0, first),
+        }
+    }
+
+    /// Runs one command now, whatever the locks say (the caller checked, or
+    /// holds them), appending its reply to `out`.
+    pub fn execute(&mut self, cmd: &ShardCommand, out: &mut Vec<u8>) {
+        execute_on(&mut self.keyspace, &mut self.state, cmd, out, now_ms());
+    }
+
+    /// Runs a batch of commands from one connection in order, starting at
+    /// `next`. A command whose keys are locked by a transaction parks the
+    /// rest of the batch in the lock queue; it resumes when its turn comes.
+    /// `done` receives all the replies once the last command has run.
+    pub fn run_batch(
+        &mut self,
+        cmds: Vec<ShardCommand>,
+        mut next: usize,
+        mut reply: BatchReply,
+        woken: bool,
+        done: BatchDone,
+    ) {
+        let now = now_ms();
+        // A woken batch runs its first command unconditionally: the lock
+        // queue has just said its turn has come.
+        let mut unchecked = woken;
+        while next < cmds.len() {
+            let cmd = &cmds[next];
+            if !std::mem::take(&mut unchecked) && !self.locks.is_idle() {
+                let locks = cmd.lock_set();
+                if !self.locks.may_run(&locks) {
+                    self.locks.enqueue(
+                        locks,
+                        false,
+                        Box::new(move |shard: &mut Shard| {
+                            shard.run_batch(cmds, next, reply, true, done)
+                        }),
+                    );
+                    return;
+                }
+            }
+            execute_on(&mut self.keyspace, &mut self.state, cmd, &mut reply.buf, now);
+            reply.ends.push(reply.buf.len());
+            next += 1;
+        }
+        done(self, reply)
+    }
+
+    /// Transaction step: takes `locks`, then runs `granted` (at once, or when
+    /// the lock queue gets to it).
+    pub fn tx_acquire(&mut self, locks: LockSet, granted: Waiter) {
+        if self.locks.try_acquire(&locks) {
+            granted(self)
+        } else {
+            self.locks.enqueue(locks, true, granted)
+        }
+    }
+
+    /// Transaction step: releases `locks` and lets the waiters whose turn has
+    /// come proceed.
+    pub fn tx_release(&mut self, locks: &LockSet) {
+        let ready = self.locks.release(locks);
+        for waiter in ready {
+            waiter(self);
+        }
+    }
+
+    /// Keys in all databases.
+    pub fn key_count(&self) -> usize {
+        self.keyspace.iter().map(|db| db.len()).sum()
+    }
+}
+
+/// Runs `cmd` against `keyspace` (a shard's, or a transaction's scratch
+/// copy), appending the reply to `out`. Statistics, error accounting and a
+/// last line of defence: a bug that panics inside a handler becomes an error
+/// reply instead of taking the core down.
+pub fn execute_on(
+    keyspace: &mut Keyspace,
+    state: &mut ShardState,
+    cmd: &ShardCommand,
+    out: &mut Vec<u8>,
+    now: u64,
+) {
+    let started = Instant::now();
+    let Some(handler) = cmd.handler() else {
+        ReplyWriter::new(out, cmd.client.resp).error("ERR command cannot run on a shard");
+        return;
+    };
+    let mark = out.len();
+    let result = {
+        let mut ctx = Ctx {
+            ks: KeyspaceView {
+                keyspace,
+                state,
+                db: cmd.client.db,
+                now_ms: now,
+                no_touch: cmd.client.no_touch,
+            },
+            out: ReplyWriter::new(out, cmd.client.resp),
+            client: cmd.client,
+        };
+        catch_unwind(AssertUnwindSafe(|| handler(&mut ctx, &cmd.args)))
+    };
+    let failed = match result {
+        Ok(Ok(())) => None,
+        Ok(Err(e)) => Some(e),
+        Err(_) => Some(crate::command::error::CmdError::new(
+            "ERR internal error while running the command (see the server log)",
+        )),
+    };
+    if let Some(e) = &failed {
+        out.truncate(mark);
+        ReplyWriter::new(out, cmd.client.resp).error(e.text());
+        state.stats.error(e.code());
+    }
+    let usec = started.elapsed().as_micros() as u64;
+    let stat = state.stats.command(cmd.id);
+    stat.calls += 1;
+    stat.usec += usec;
+    stat.failed_calls += failed.is_some() as u64;
+    state.stats.commands_processed += 1;
+    state.stats.busy_usec += usec;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_ranges_cover_everything_once() {
+        for n in [1usize, 2, 3, 7, 64] {
+            let map = SlotMap::new(n);
+            let mut next = 0u32;
+            for s in 0..n {
+                let (first, count) = map.slots_of(ShardId(s as u16));
+                assert_eq!(first as u32, next);
+                for slot in first..first + count {
+                    assert_eq!(map.shard_of_slot(slot), ShardId(s as u16));
+                }
+                next += count as u32;
+            }
+            assert_eq!(next, SLOTS as u32);
+        }
+    }
+}
