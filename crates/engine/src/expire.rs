@@ -1,0 +1,96 @@
+//! The active expiry cycle: reclaims expired keys that nobody reads.
+//!
+//! Redis samples random keys with a TTL; ringdb sweeps instead, slot by slot,
+//! through the slots that hold keys with a TTL (each slot table counts them,
+//! so slots without any cost one check). A sweep resumes where the last one
+//! stopped and stops when its time budget is spent, so a cycle is bounded in
+//! time, every expired key is reclaimed within a bounded number of cycles,
+//! and nothing ever scans the whole keyspace at once.
+
+use crate::funnel::NotifyClass;
+use crate::shard::{now_ms, Shard};
+use std::time::{Duration, Instant};
+
+/// What one cycle did.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct CycleStats {
+    /// Keys with a TTL looked at.
+    pub checked: usize,
+    pub expired: usize,
+}
+
+/// Runs one cycle for at most about `budget`.
+pub fn active_cycle(shard: &mut Shard, budget: Duration) -> CycleStats {
+    let started = Instant::now();
+    let now = now_ms();
+    let (first, count) = shard.slot_map.slots_of(shard.id);
+    let dbs = shard.keyspace.db_count();
+    let mut stats = CycleStats::default();
+    if count == 0 || shard.keyspace.iter().all(|db| db.volatile() == 0) {
+        return stats;
+    }
+    let (mut db, mut slot) = shard.expire_cursor;
+    if db >= dbs || slot < first || slot >= first + count {
+        (db, slot) = (0, first);
+    }
+    let positions = dbs * count as usize;
+    for visited in 0..positions {
+        if shard.keyspace.db(db).volatile() == 0 {
+            // Nothing to do in this database: jump to the next one.
+            db = (db + 1) % dbs;
+            slot = first;
+            continue;
+        }
+        let volatile = shard.keyspace.db(db).slot_table(slot).map_or(0, |t| t.volatile());
+        if volatile > 0 {
+            stats.checked += volatile as usize;
+            for entry in shard.keyspace.db_mut(db).drain_expired(slot, now) {
+                shard.state.stats.expired_keys += 1;
+                shard.state.funnel.key_changed(db, entry.key(), NotifyClass::Expired, "expired");
+                stats.expired += 1;
+            }
+        }
+        slot += 1;
+        if slot >= first + count {
+            slot = first;
+            db = (db + 1) % dbs;
+        }
+        if visited % 64 == 63 && started.elapsed() >= budget {
+            break;
+        }
+    }
+    shard.expire_cursor = (db, slot);
+    if stats.checked > 0 {
+        shard.state.stats.expired_stale_perc = stats.expired as f64 / stats.checked as f64 * 100.0;
+    }
+    shard.state.stats.expire_cycle_cpu_ms += started.elapsed().as_millis() as u64;
+    stats
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keyspace::{Entry, StrValue, Value};
+    use crate::shard::{ShardId, ShardSettings, SlotMap};
+
+    #[test]
+    fn reclaims_expired_keys_and_keeps_the_rest() {
+        let mut shard = Shard::new(ShardId(0), SlotMap::new(1), ShardSettings::default(), 1);
+        let now = now_ms();
+        for i in 0..10_000 {
+            let key = format!("k{i}");
+            let expire = if i % 2 == 0 { Some(now - 1) } else if i % 3 == 0 { Some(now + 100_000) } else { None };
+            let e = Entry::new(key.as_bytes(), Value::Str(StrValue::from_bytes(b"v"))).with_expire(expire);
+            shard.keyspace.db_mut(0).insert(Box::new(e));
+        }
+        let mut total = 0;
+        for _ in 0..100 {
+            total += active_cycle(&mut shard, Duration::from_millis(50)).expired;
+        }
+        assert_eq!(total, 5_000);
+        assert_eq!(shard.keyspace.db(0).len(), 5_000);
+        assert_eq!(shard.state.stats.expired_keys, 5_000);
+        assert!(shard.keyspace.db(0).get(b"k1").is_some());
+        assert!(shard.keyspace.db(0).get(b"k0").is_none());
+    }
+}

@@ -1,0 +1,1 @@
+//! SCAN: one cursor over every shard of the keyspace.

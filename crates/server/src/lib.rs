@@ -1,1 +1,26 @@
-//! ringdb server
+//! The ringdb server: configuration, executors, listeners, connections, the
+//! mesh between cores, routing and cross-shard transactions.
+//!
+//! Layout (the path of a request, in order):
+//! - [`net`]: listeners and the connection loop (read, parse, write);
+//! - [`route`]: which shard each command runs on, batching per shard,
+//!   cross-shard operations and the transaction scheme;
+//! - [`mesh`]: how cores ask each other to run things;
+//! - [`cmd`]: commands that run on the connection's core (connection state,
+//!   CLIENT, CONFIG, INFO, COMMAND, DBSIZE, SCAN, …);
+//! - [`node`]: start-up, one pinned glommio executor per shard;
+//! - [`config`]: settings, the TOML file and command-line flags;
+//! - [`expiry`]: the per-core active expiry task.
+//!
+//! Commands that run on a shard are parsed by `ringdb-protocol`, looked up in
+//! the table of `ringdb-engine`, executed by the engine's command families,
+//! and their replies written by `ringdb-protocol`'s writer. Only this crate
+//! touches glommio.
+
+pub mod cmd;
+pub mod config;
+pub mod expiry;
+pub mod mesh;
+pub mod net;
+pub mod node;
+pub mod route;

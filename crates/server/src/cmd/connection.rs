@@ -1,0 +1,165 @@
+//! PING, ECHO, SELECT, QUIT, HELLO, AUTH, RESET: the connection's own state.
+
+use crate::net::connection::Connection;
+use bytes::Bytes;
+use ringdb_engine::command::args::{self, is};
+use ringdb_engine::command::error::DB_INDEX_OUT_OF_RANGE;
+use ringdb_engine::command::{CmdError, CmdResult};
+use ringdb_protocol::Resp;
+
+/// The Redis version ringdb answers as (HELLO, INFO): the command set it
+/// implements.
+pub const REDIS_VERSION: &str = "7.2.4";
+
+const WRONGPASS: CmdError = CmdError::new("WRONGPASS invalid username-password pair or user is disabled.");
+
+pub fn ping(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    if args.len() > 2 {
+        return Err(CmdError::wrong_args("ping"));
+    }
+    let mut out = conn.reply();
+    match args.get(1) {
+        Some(msg) => out.bulk(msg),
+        None => out.simple("PONG"),
+    }
+    Ok(())
+}
+
+pub fn echo(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    conn.reply().bulk(&args[1]);
+    Ok(())
+}
+
+pub fn select(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    let db = args::int_or(&args[1], CmdError::new("ERR invalid DB index"))?;
+    if db < 0 || db as usize >= conn.core.config.borrow().databases() {
+        return Err(DB_INDEX_OUT_OF_RANGE);
+    }
+    conn.state.db = db as usize;
+    conn.reply().ok();
+    Ok(())
+}
+
+pub fn quit(conn: &mut Connection) -> CmdResult {
+    conn.reply().ok();
+    conn.state.close_after_reply = true;
+    Ok(())
+}
+
+/// Checks credentials for the only user ringdb has, `default`.
+fn check_password(conn: &Connection, user: Option<&[u8]>, password: &[u8]) -> CmdResult {
+    if let Some(user) = user {
+        if user != b"default" {
+            return Err(WRONGPASS);
+        }
+    }
+    match conn.core.config.borrow().requirepass() {
+        // No password: the default user accepts any.
+        None => Ok(()),
+        Some(p) if p.as_bytes() == password => Ok(()),
+        Some(_) => Err(WRONGPASS),
+    }
+}
+
+pub fn auth(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    let (user, password) = match args.len() {
+        2 => (None, &args[1]),
+        3 => (Some(&args[1][..]), &args[2]),
+        _ => return Err(crate::cmd::syntax()),
+    };
+    if user.is_none() && conn.core.config.borrow().requirepass().is_none() {
+        return Err(CmdError::new(
+            "ERR AUTH <password> called without any password configured for the default user. \
+             Are you sure your configuration is correct?",
+        ));
+    }
+    check_password(conn, user, password)?;
+    conn.state.authenticated = true;
+    conn.reply().ok();
+    Ok(())
+}
+
+/// Validates a client name as CLIENT SETNAME / HELLO SETNAME do.
+pub fn check_client_name(name: &[u8]) -> CmdResult {
+    if name.iter().any(|&c| c < b'!' || c > b'~') {
+        return Err(CmdError::new("ERR Client names cannot contain spaces, newlines or special characters."));
+    }
+    Ok(())
+}
+
+pub fn hello(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    let mut version = None;
+    let mut next = 1;
+    if args.len() >= 2 {
+        let v = args::int_or(&args[1], CmdError::new("ERR Protocol version is not an integer or out of range"))?;
+        if !(2..=3).contains(&v) {
+            return Err(CmdError::new("NOPROTO unsupported protocol version"));
+        }
+        version = Some(v);
+        next = 2;
+    }
+    let mut name = None;
+    let mut j = next;
+    while j < args.len() {
+        let more = args.len() - 1 - j;
+        if is(&args[j], "AUTH") && more >= 2 {
+            check_password(conn, Some(&args[j + 1]), &args[j + 2])?;
+            conn.state.authenticated = true;
+            j += 3;
+        } else if is(&args[j], "SETNAME") && more >= 1 {
+            check_client_name(&args[j + 1])?;
+            name = Some(args[j + 1].clone());
+            j += 2;
+        } else {
+            return Err(CmdError::owned(format!(
+                "ERR Syntax error in HELLO option '{}'",
+                String::from_utf8_lossy(&args[j])
+            )));
+        }
+    }
+    if !conn.state.authenticated {
+        return Err(CmdError::new(
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH \
+             <user> <pass> option can be used to authenticate the client and select the RESP protocol \
+             version at the same time",
+        ));
+    }
+    if let Some(name) = name {
+        conn.handle.view.borrow_mut().name = String::from_utf8_lossy(&name).into_owned();
+    }
+    if let Some(v) = version {
+        conn.state.resp = if v == 3 { Resp::V3 } else { Resp::V2 };
+    }
+    let id = conn.state.id as i64;
+    let proto = if conn.state.resp == Resp::V3 { 3 } else { 2 };
+    let mut out = conn.reply();
+    out.map(7);
+    out.bulk(b"server");
+    out.bulk(b"redis");
+    out.bulk(b"version");
+    out.bulk(REDIS_VERSION.as_bytes());
+    out.bulk(b"proto");
+    out.int(proto);
+    out.bulk(b"id");
+    out.int(id);
+    out.bulk(b"mode");
+    out.bulk(b"standalone");
+    out.bulk(b"role");
+    out.bulk(b"master");
+    out.bulk(b"modules");
+    out.array(0);
+    Ok(())
+}
+
+pub fn reset(conn: &mut Connection) -> CmdResult {
+    conn.state.db = 0;
+    conn.state.resp = Resp::V2;
+    conn.state.reply_off = false;
+    conn.state.skip_next = false;
+    conn.state.no_touch = false;
+    conn.state.no_evict = false;
+    conn.state.authenticated = conn.core.config.borrow().requirepass().is_none();
+    conn.handle.view.borrow_mut().name.clear();
+    conn.reply().simple("RESET");
+    Ok(())
+}

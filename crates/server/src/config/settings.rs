@@ -1,0 +1,183 @@
+//! The table of settings: every setting ringdb has, its default, how its
+//! value is read, whether CONFIG SET may change it at run time, and the
+//! one-line comment written to `config/ringdb.toml`.
+//!
+//! This is the single source for the embedded defaults, the TOML file, the
+//! command-line flags (`--port 7000`, as `redis-server` takes them) and
+//! CONFIG GET/SET/REWRITE.
+
+/// How a setting's value is read and printed.
+#[derive(Clone, Copy, Debug)]
+pub enum Kind {
+    /// `yes` / `no` (TOML booleans are accepted too).
+    Bool,
+    /// An integer within bounds.
+    Int { min: i64, max: i64 },
+    /// A byte size: a number with an optional `k`, `kb`, `m`, `mb`, `g`,
+    /// `gb` suffix; printed as bytes.
+    Memory { min: i64, max: i64 },
+    /// One of these words (case-insensitive; printed lower case).
+    Enum(&'static [&'static str]),
+    /// Free text.
+    Text,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Setting {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub kind: Kind,
+    /// CONFIG SET may change it while running.
+    pub mutable: bool,
+    /// Never shown in logs (passwords).
+    pub sensitive: bool,
+    pub help: &'static str,
+}
+
+const fn s(name: &'static str, default: &'static str, kind: Kind, mutable: bool, help: &'static str) -> Setting {
+    Setting { name, default, kind, mutable, sensitive: false, help }
+}
+
+const MAXMEMORY_POLICIES: &[&str] = &[
+    "volatile-lru",
+    "volatile-lfu",
+    "volatile-random",
+    "volatile-ttl",
+    "allkeys-lru",
+    "allkeys-lfu",
+    "allkeys-random",
+    "noeviction",
+];
+
+const INT_MAX: i64 = i32::MAX as i64;
+const MB: i64 = 1024 * 1024;
+
+pub static SETTINGS: &[Setting] = &[
+    s("bind", "127.0.0.1", Kind::Text, false,
+      "Addresses to listen on, separated by spaces. A non-loopback address needs requirepass or protected-mode no."),
+    s("port", "6379", Kind::Int { min: 0, max: 65535 }, false,
+      "TCP port. Every shard listens on it (SO_REUSEPORT) and the kernel spreads connections over them."),
+    s("shards", "0", Kind::Int { min: 0, max: 1024 }, false,
+      "Number of shards (one per core). 0 = one per CPU this process may run on (its affinity mask)."),
+    s("pin-cpus", "yes", Kind::Bool, false,
+      "Pin each shard to its own CPU of the affinity mask."),
+    s("databases", "16", Kind::Int { min: 1, max: INT_MAX }, false,
+      "Number of logical databases (SELECT 0 .. databases-1)."),
+    Setting { sensitive: true, ..s("requirepass", "", Kind::Text, true,
+      "Password clients must give with AUTH or HELLO before other commands. Empty = no password.") },
+    s("protected-mode", "yes", Kind::Bool, true,
+      "Refuse to listen on a non-loopback address when no password is set."),
+    s("maxclients", "10000", Kind::Int { min: 1, max: u32::MAX as i64 }, true,
+      "Most clients connected at once, over all shards; more get 'ERR max number of clients reached'."),
+    s("proto-max-bulk-len", "536870912", Kind::Memory { min: MB, max: i64::MAX }, true,
+      "Longest single argument (and longest string value) a client may send."),
+    s("client-query-buffer-limit", "1073741824", Kind::Memory { min: MB, max: i64::MAX }, true,
+      "Most unparsed bytes one client may have buffered; beyond it the client is disconnected."),
+    s("tcp-backlog", "511", Kind::Int { min: 0, max: INT_MAX }, false,
+      "Listen backlog of each shard's listener."),
+    s("tcp-keepalive", "300", Kind::Int { min: 0, max: INT_MAX }, true,
+      "Seconds between TCP keepalive probes on client connections (0 = off)."),
+    s("timeout", "0", Kind::Int { min: 0, max: INT_MAX }, true,
+      "Close a client after this many idle seconds (0 = never)."),
+    s("loglevel", "notice", Kind::Enum(&["debug", "verbose", "notice", "warning", "nothing"]), true,
+      "How much to log: debug, verbose, notice, warning or nothing."),
+    s("logfile", "", Kind::Text, false,
+      "File to log to. Empty = standard output."),
+    s("hz", "10", Kind::Int { min: 1, max: 500 }, true,
+      "Background task frequency per second (active expiry cycles)."),
+    s("maxmemory-policy", "noeviction", Kind::Enum(MAXMEMORY_POLICIES), true,
+      "Access tracking per key: an *-lfu policy makes OBJECT FREQ available, the others OBJECT IDLETIME."),
+    s("lfu-log-factor", "10", Kind::Int { min: 0, max: INT_MAX }, true,
+      "LFU counter logarithm factor, as in Redis."),
+    s("lfu-decay-time", "1", Kind::Int { min: 0, max: INT_MAX }, true,
+      "Minutes of idleness for each step an LFU counter decays, as in Redis."),
+    s("io-memory", "1048576", Kind::Memory { min: 512 * 1024, max: i64::MAX }, false,
+      "Memory each shard registers with io_uring for its I/O buffers (counts against ulimit -l)."),
+    s("spin-before-park", "0", Kind::Int { min: 0, max: 1_000_000 }, false,
+      "Microseconds an idle shard spins before sleeping: lower cross-shard latency for more CPU."),
+];
+
+pub fn find(name: &str) -> Option<&'static Setting> {
+    SETTINGS.iter().find(|s| s.name.eq_ignore_ascii_case(name))
+}
+
+/// Reads `value` as `setting` requires and returns its canonical form, or the
+/// reason it cannot be used (Redis's wording).
+pub fn normalize(setting: &Setting, value: &str) -> Result<String, String> {
+    match setting.kind {
+        Kind::Bool => match value.to_ascii_lowercase().as_str() {
+            "yes" | "true" => Ok("yes".into()),
+            "no" | "false" => Ok("no".into()),
+            _ => Err("argument must be 'yes' or 'no'".into()),
+        },
+        Kind::Int { min, max } => {
+            let n: i64 =
+                value.trim().parse().map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            check_bounds(n, min, max)?;
+            Ok(n.to_string())
+        }
+        Kind::Memory { min, max } => {
+            let n = parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?;
+            check_bounds(n, min, max)?;
+            Ok(n.to_string())
+        }
+        Kind::Enum(words) => {
+            let lower = value.to_ascii_lowercase();
+            if words.contains(&lower.as_str()) {
+                Ok(lower)
+            } else {
+                Err(format!("argument(s) must be one of the following: {}", words.join(", ")))
+            }
+        }
+        Kind::Text => Ok(value.to_string()),
+    }
+}
+
+fn check_bounds(n: i64, min: i64, max: i64) -> Result<(), String> {
+    if n < min || n > max {
+        return Err(format!("argument must be between {min} and {max} inclusive"));
+    }
+    Ok(())
+}
+
+/// Redis's `memtoull`: `1gb`, `512mb`, `64k`, plain bytes.
+pub fn parse_memory(value: &str) -> Option<i64> {
+    let v = value.trim().to_ascii_lowercase();
+    let split = v.find(|c: char| !c.is_ascii_digit() && c != '-').unwrap_or(v.len());
+    let (num, unit) = v.split_at(split);
+    let n: i64 = num.parse().ok()?;
+    let mult: i64 = match unit {
+        "" | "b" => 1,
+        "k" => 1000,
+        "kb" => 1024,
+        "m" => 1000 * 1000,
+        "mb" => 1024 * 1024,
+        "g" => 1000 * 1000 * 1000,
+        "gb" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    n.checked_mul(mult)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_valid() {
+        for s in SETTINGS {
+            assert_eq!(normalize(s, s.default).as_deref(), Ok(s.default), "{}", s.name);
+        }
+    }
+
+    #[test]
+    fn values_are_checked() {
+        let hz = find("hz").unwrap();
+        assert!(normalize(hz, "abc").is_err());
+        assert!(normalize(hz, "1000").is_err());
+        assert_eq!(normalize(find("protected-mode").unwrap(), "NO").unwrap(), "no");
+        assert_eq!(normalize(find("proto-max-bulk-len").unwrap(), "2mb").unwrap(), "2097152");
+        assert!(normalize(find("maxmemory-policy").unwrap(), "lru").is_err());
+        assert_eq!(parse_memory("1gb"), Some(1 << 30));
+    }
+}

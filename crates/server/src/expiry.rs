@@ -1,0 +1,20 @@
+//! The active expiry task of a core: `hz` times a second it runs the shard's
+//! expiry cycle, which reclaims expired keys without a full scan and within a
+//! time budget (see `ringdb_engine::expire`).
+
+use crate::node::Core;
+use std::rc::Rc;
+use std::time::Duration;
+
+pub async fn run(core: Rc<Core>) {
+    loop {
+        let hz = core.config.borrow().hz();
+        let period = Duration::from_millis(1000 / hz);
+        glommio::timer::sleep(period).await;
+        let mut shard = core.shard.borrow_mut();
+        if shard.state.settings.active_expire {
+            // Redis's slow cycle: at most 25% of the period.
+            ringdb_engine::expire::active_cycle(&mut shard, period / 4);
+        }
+    }
+}

@@ -1,0 +1,133 @@
+//! The clients connected to one core, for CLIENT LIST / INFO / KILL and INFO
+//! clients. Each connection registers a [`ClientHandle`] here and keeps the
+//! few fields CLIENT LIST shows up to date; another core reaches them only
+//! through a mesh job on this core.
+
+use ringdb_protocol::Resp;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeMap;
+use std::rc::Rc;
+use std::time::Instant;
+
+/// What CLIENT LIST shows of a connection, updated by the connection itself.
+#[derive(Clone, Debug, Default)]
+pub struct ClientView {
+    pub name: String,
+    pub lib_name: String,
+    pub lib_ver: String,
+    pub db: usize,
+    pub resp: Resp,
+    pub last_cmd: String,
+    pub no_evict: bool,
+    pub no_touch: bool,
+    pub qbuf: usize,
+    pub obuf: usize,
+}
+
+pub struct ClientHandle {
+    pub id: u64,
+    pub addr: String,
+    pub laddr: String,
+    pub fd: i32,
+    pub created: Instant,
+    pub last_active: Cell<Instant>,
+    pub view: RefCell<ClientView>,
+    killed: Cell<bool>,
+    kill_tx: flume::Sender<()>,
+}
+
+impl ClientHandle {
+    pub fn new(id: u64, addr: String, laddr: String, fd: i32) -> (Rc<Self>, flume::Receiver<()>) {
+        let (kill_tx, kill_rx) = flume::bounded(1);
+        let now = Instant::now();
+        let handle = ClientHandle {
+            id,
+            addr,
+            laddr,
+            fd,
+            created: now,
+            last_active: Cell::new(now),
+            view: RefCell::new(ClientView::default()),
+            killed: Cell::new(false),
+            kill_tx,
+        };
+        (Rc::new(handle), kill_rx)
+    }
+
+    /// Asks the connection to close (CLIENT KILL); it stops at its next
+    /// await point.
+    pub fn kill(&self) {
+        self.killed.set(true);
+        let _ = self.kill_tx.try_send(());
+    }
+
+    pub fn is_killed(&self) -> bool {
+        self.killed.get()
+    }
+
+    /// One line of CLIENT LIST, in Redis 7's format.
+    pub fn describe(&self) -> String {
+        let v = self.view.borrow();
+        let now = Instant::now();
+        let mut flags = String::new();
+        if v.no_evict {
+            flags.push('e');
+        }
+        if v.no_touch {
+            flags.push('T');
+        }
+        if flags.is_empty() {
+            flags.push('N');
+        }
+        format!(
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 \
+             qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem={} tot-mem={} \
+             events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+            self.id,
+            self.addr,
+            self.laddr,
+            self.fd,
+            v.name,
+            now.duration_since(self.created).as_secs(),
+            now.duration_since(self.last_active.get()).as_secs(),
+            flags,
+            v.db,
+            v.qbuf,
+            16384usize.saturating_sub(v.qbuf),
+            v.obuf,
+            16384 + v.qbuf + v.obuf,
+            if v.last_cmd.is_empty() { "NULL" } else { &v.last_cmd },
+            if v.resp == Resp::V3 { 3 } else { 2 },
+            v.lib_name,
+            v.lib_ver,
+        )
+    }
+}
+
+/// The clients of one core, by id.
+#[derive(Default)]
+pub struct ClientRegistry {
+    clients: BTreeMap<u64, Rc<ClientHandle>>,
+}
+
+impl ClientRegistry {
+    pub fn add(&mut self, handle: Rc<ClientHandle>) {
+        self.clients.insert(handle.id, handle);
+    }
+
+    pub fn remove(&mut self, id: u64) {
+        self.clients.remove(&id);
+    }
+
+    pub fn len(&self) -> usize {
+        self.clients.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.clients.is_empty()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &Rc<ClientHandle>> {
+        self.clients.values()
+    }
+}

@@ -1,0 +1,201 @@
+//! One client connection, on the core that accepted it, for its whole life:
+//! read → parse (bounded) → route every command of the read → write all
+//! replies in request order → read again.
+//!
+//! Reads are bounded by `client-query-buffer-limit`; a protocol error gets
+//! Redis's error reply and closes the connection, a command error does not.
+
+use crate::net::clients::ClientHandle;
+use crate::node::Core;
+use bytes::BytesMut;
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use glommio::net::TcpStream;
+use ringdb_engine::command::ClientInfo;
+use ringdb_protocol::{ParseLimits, ReplyWriter, Request, RequestParser, Resp};
+use std::os::fd::AsRawFd;
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+use tracing::debug;
+
+/// Read size for ordinary traffic; grows for large arguments.
+const READ_CHUNK: usize = 16 * 1024;
+const MAX_READ_CHUNK: usize = 1024 * 1024;
+
+/// Connection state that commands change (SELECT, HELLO, AUTH, CLIENT …).
+#[derive(Debug)]
+pub struct ClientState {
+    pub id: u64,
+    pub db: usize,
+    pub resp: Resp,
+    pub authenticated: bool,
+    /// CLIENT REPLY OFF.
+    pub reply_off: bool,
+    /// CLIENT REPLY SKIP: the next command's reply is dropped.
+    pub skip_next: bool,
+    pub no_touch: bool,
+    pub no_evict: bool,
+    /// Close once the replies so far are written (QUIT, protocol errors).
+    pub close_after_reply: bool,
+}
+
+impl ClientState {
+    pub fn info(&self) -> ClientInfo {
+        ClientInfo { id: self.id, db: self.db, resp: self.resp, no_touch: self.no_touch }
+    }
+}
+
+pub struct Connection {
+    pub core: Rc<Core>,
+    stream: TcpStream,
+    pub handle: Rc<ClientHandle>,
+    kill_rx: flume::Receiver<()>,
+    parser: RequestParser,
+    inbuf: BytesMut,
+    read_chunk: Vec<u8>,
+    /// Replies waiting to be written.
+    pub out: Vec<u8>,
+    pub state: ClientState,
+}
+
+impl Connection {
+    /// Tells a client it cannot be served (maxclients) and closes.
+    pub async fn refuse(mut stream: TcpStream, error: &str) {
+        let _ = stream.write_all(format!("-{error}\r\n").as_bytes()).await;
+        let _ = stream.close().await;
+    }
+
+    /// Serves one client until it leaves or is killed.
+    pub async fn serve(core: Rc<Core>, stream: TcpStream) {
+        let _ = stream.set_nodelay(true);
+        let keepalive = core.config.borrow().tcp_keepalive();
+        if keepalive > 0 {
+            // SAFETY: the descriptor belongs to `stream`, which outlives `fd`.
+            let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(stream.as_raw_fd()) };
+            let ka = socket2::TcpKeepalive::new().with_time(Duration::from_secs(keepalive));
+            let _ = socket2::SockRef::from(&fd).set_tcp_keepalive(&ka);
+        }
+        let id = core.shared.next_client_id.fetch_add(1, Ordering::Relaxed);
+        let addr = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+        let laddr = stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        let (handle, kill_rx) = ClientHandle::new(id, addr, laddr, stream.as_raw_fd());
+        core.clients.borrow_mut().add(handle.clone());
+        let authenticated = core.config.borrow().requirepass().is_none();
+        let mut conn = Connection {
+            core: core.clone(),
+            stream,
+            handle,
+            kill_rx,
+            parser: RequestParser::new(),
+            inbuf: BytesMut::with_capacity(READ_CHUNK),
+            read_chunk: vec![0; READ_CHUNK],
+            out: Vec::with_capacity(READ_CHUNK),
+            state: ClientState {
+                id,
+                db: 0,
+                resp: Resp::V2,
+                authenticated,
+                reply_off: false,
+                skip_next: false,
+                no_touch: false,
+                no_evict: false,
+                close_after_reply: false,
+            },
+        };
+        if let Err(reason) = conn.run().await {
+            debug!(client = id, "connection closed: {reason}");
+        }
+        let _ = conn.stream.close().await;
+        core.clients.borrow_mut().remove(id);
+        core.shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// A reply writer on this connection's output, in its protocol.
+    pub fn reply(&mut self) -> ReplyWriter<'_> {
+        ReplyWriter::new(&mut self.out, self.state.resp)
+    }
+
+    fn limits(&self) -> ParseLimits {
+        let config = self.core.config.borrow();
+        ParseLimits {
+            max_bulk_len: config.proto_max_bulk_len(),
+            max_multibulk_len: i32::MAX as u64,
+            authenticated: self.state.authenticated,
+        }
+    }
+
+    async fn run(&mut self) -> Result<(), String> {
+        let mut requests: Vec<Request> = Vec::new();
+        loop {
+            let n = self.read_some().await?;
+            if n == 0 {
+                return Ok(());
+            }
+            let limits = self.limits();
+            let parsed = self.parser.parse(&mut self.inbuf, &limits, &mut requests);
+            let query_limit = self.core.config.borrow().client_query_buffer_limit();
+            if self.inbuf.len() > query_limit {
+                tracing::warn!(client = self.state.id, "closing client that reached max query buffer length");
+                return Err("query buffer limit".into());
+            }
+            if !requests.is_empty() {
+                let batch = std::mem::take(&mut requests);
+                crate::route::execute(self, batch).await;
+            }
+            if let Err(e) = parsed {
+                self.reply().error(&e.to_string());
+                self.state.close_after_reply = true;
+            }
+            self.flush().await?;
+            if self.state.close_after_reply || self.handle.is_killed() {
+                return Ok(());
+            }
+            self.update_view();
+        }
+    }
+
+    /// Reads what is available (waiting for at least one byte), unless the
+    /// client is killed meanwhile.
+    async fn read_some(&mut self) -> Result<usize, String> {
+        let wanted = self.parser.pending_bulk(self.inbuf.len()).unwrap_or(0);
+        let chunk = wanted.clamp(READ_CHUNK, MAX_READ_CHUNK);
+        if self.read_chunk.len() < chunk {
+            self.read_chunk.resize(chunk, 0);
+        } else if chunk == READ_CHUNK && self.read_chunk.len() > READ_CHUNK {
+            self.read_chunk.truncate(READ_CHUNK);
+            self.read_chunk.shrink_to_fit();
+        }
+        let kill = self.kill_rx.recv_async();
+        let read = self.stream.read(&mut self.read_chunk);
+        let n = futures_lite::future::or(async { read.await.map_err(|e| e.to_string()) }, async {
+            let _ = kill.await;
+            Err("killed".to_string())
+        })
+        .await?;
+        self.inbuf.extend_from_slice(&self.read_chunk[..n]);
+        self.handle.last_active.set(Instant::now());
+        Ok(n)
+    }
+
+    /// Writes every pending reply.
+    pub async fn flush(&mut self) -> Result<(), String> {
+        if self.out.is_empty() {
+            return Ok(());
+        }
+        self.stream.write_all(&self.out).await.map_err(|e| e.to_string())?;
+        self.out.clear();
+        if self.out.capacity() > 4 * MAX_READ_CHUNK {
+            self.out.shrink_to(READ_CHUNK);
+        }
+        Ok(())
+    }
+
+    fn update_view(&self) {
+        let mut view = self.handle.view.borrow_mut();
+        view.db = self.state.db;
+        view.resp = self.state.resp;
+        view.no_evict = self.state.no_evict;
+        view.no_touch = self.state.no_touch;
+        view.qbuf = self.inbuf.len();
+    }
+}

@@ -1,0 +1,105 @@
+//! Listening sockets: one per bind address per shard, all on the same port
+//! with SO_REUSEPORT, so the kernel spreads new connections over the cores
+//! and a connection then stays on the core that accepted it.
+//!
+//! The sockets are created by the main thread before the shards start, so an
+//! address already in use is reported once, clearly, at start-up. A probe
+//! bind without SO_REUSEPORT comes first: SO_REUSEPORT alone would let a
+//! second ringdb (or Redis) share the port silently.
+
+use crate::net::connection::Connection;
+use crate::node::Core;
+use glommio::net::TcpListener;
+use socket2::{Domain, Protocol, Socket, Type};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+use std::rc::Rc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+use tracing::{debug, warn};
+
+fn resolve(addr: &str, port: u16) -> Result<SocketAddr, String> {
+    let host = addr.trim_start_matches('-');
+    let host = if host == "*" { "0.0.0.0" } else { host };
+    (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("bad bind address {addr}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("bad bind address {addr}"))
+}
+
+fn socket_for(addr: SocketAddr) -> Result<Socket, String> {
+    let domain = if addr.is_ipv6() { Domain::IPV6 } else { Domain::IPV4 };
+    Socket::new(domain, Type::STREAM, Some(Protocol::TCP)).map_err(|e| e.to_string())
+}
+
+/// Binds `shards` listening sockets per address. Returns the port (resolved
+/// when 0 was asked for) and, per shard, its sockets.
+pub fn bind_all(
+    addresses: &[String],
+    port: u16,
+    shards: usize,
+    backlog: i32,
+) -> Result<(u16, Vec<Vec<OwnedFd>>), String> {
+    let mut per_shard: Vec<Vec<OwnedFd>> = (0..shards).map(|_| Vec::new()).collect();
+    let mut port = port;
+    for address in addresses {
+        let mut addr = resolve(address, port)?;
+        // Probe: fails if anything at all listens on the port already.
+        let probe = socket_for(addr)?;
+        probe.set_reuse_address(true).map_err(|e| e.to_string())?;
+        probe
+            .bind(&addr.into())
+            .map_err(|e| format!("could not bind {addr}: {e} (is another server running on this port?)"))?;
+        if port == 0 {
+            port = probe.local_addr().ok().and_then(|a| a.as_socket()).map(|a| a.port()).unwrap_or(0);
+            addr.set_port(port);
+        }
+        drop(probe);
+        for fds in per_shard.iter_mut() {
+            let sock = socket_for(addr)?;
+            sock.set_reuse_address(true).map_err(|e| e.to_string())?;
+            sock.set_reuse_port(true).map_err(|e| e.to_string())?;
+            if addr.is_ipv6() {
+                sock.set_only_v6(true).map_err(|e| e.to_string())?;
+            }
+            sock.bind(&addr.into()).map_err(|e| format!("could not bind {addr}: {e}"))?;
+            sock.listen(backlog).map_err(|e| format!("could not listen on {addr}: {e}"))?;
+            sock.set_nonblocking(true).map_err(|e| e.to_string())?;
+            fds.push(OwnedFd::from(sock));
+        }
+    }
+    Ok((port, per_shard))
+}
+
+/// Hands a listening socket made by [`bind_all`] to this core's executor.
+pub fn adopt(fd: OwnedFd) -> std::io::Result<TcpListener> {
+    // SAFETY: `fd` is a bound, listening TCP socket that we own; ownership
+    // moves into the TcpListener, which closes it.
+    Ok(unsafe { TcpListener::from_raw_fd(fd.into_raw_fd()) })
+}
+
+/// Accepts connections on one listener for this core, for ever.
+pub async fn accept_loop(core: Rc<Core>, listener: TcpListener) {
+    loop {
+        match listener.accept().await {
+            Ok(stream) => {
+                let shared = &core.shared;
+                let maxclients = core.config.borrow().maxclients();
+                if shared.connected_clients.fetch_add(1, Ordering::Relaxed) >= maxclients {
+                    shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
+                    glommio::spawn_local(Connection::refuse(stream, "ERR max number of clients reached"))
+                        .detach();
+                    continue;
+                }
+                glommio::spawn_local(Connection::serve(core.clone(), stream)).detach();
+            }
+            Err(e) => {
+                // EMFILE and friends: back off instead of spinning.
+                warn!(shard = core.id.0, "accept failed: {e}");
+                glommio::timer::sleep(Duration::from_millis(10)).await;
+            }
+        }
+        debug!(shard = core.id.0, "accepted a connection");
+    }
+}

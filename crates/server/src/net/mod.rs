@@ -1,0 +1,6 @@
+//! The network side of a core: listeners, the client registry, and the
+//! connection loop (read → parse → route → write).
+
+pub mod clients;
+pub mod connection;
+pub mod listener;

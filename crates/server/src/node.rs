@@ -1,0 +1,271 @@
+//! Start-up and the per-core runtime: one glommio executor per shard, pinned
+//! to its CPU, each with its own listener(s), its shard, its clients and its
+//! end of the mesh.
+//!
+//! [`Shared`] is what all cores read and never write after start-up (the
+//! slot map, the mesh senders, start time). [`Core`] is what one core owns;
+//! it is only ever touched from that core's thread.
+
+use crate::config::Config;
+use crate::mesh::Job;
+use crate::net::clients::ClientRegistry;
+use crate::net::listener;
+use glommio::{LocalExecutorBuilder, Placement};
+use ringdb_engine::shard::ShardSettings;
+use ringdb_engine::{Shard, ShardId, SlotMap};
+use std::cell::{Cell, RefCell};
+use std::os::fd::OwnedFd;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tracing::{error, info, warn};
+
+/// Read-only, process-wide facts shared by every core.
+pub struct Shared {
+    pub slot_map: SlotMap,
+    /// Senders into each core's mesh queue.
+    pub mesh: Vec<flume::Sender<Job>>,
+    pub started: Instant,
+    pub started_unix_ms: u64,
+    pub run_id: String,
+    pub port: u16,
+    /// CPU each shard is pinned to (None when not pinned).
+    pub cpus: Vec<Option<usize>>,
+    pub executable: String,
+    pub config_file: Option<String>,
+    /// Client ids are handed out at connect time only (not the data path).
+    pub next_client_id: AtomicU64,
+    /// Connected clients over all cores, for `maxclients` (connect and
+    /// disconnect only).
+    pub connected_clients: AtomicUsize,
+}
+
+impl Shared {
+    pub fn shards(&self) -> usize {
+        self.mesh.len()
+    }
+}
+
+/// Everything one core owns.
+pub struct Core {
+    pub id: ShardId,
+    pub shared: Arc<Shared>,
+    pub shard: RefCell<Shard>,
+    /// This core's copy of the configuration (CONFIG SET updates all copies).
+    pub config: RefCell<Config>,
+    pub clients: RefCell<ClientRegistry>,
+    /// Unix time (s) of the last successful save, for LASTSAVE.
+    pub last_save: Cell<u64>,
+}
+
+impl Core {
+    /// The settings a shard needs, from a configuration.
+    pub fn shard_settings(config: &Config) -> ShardSettings {
+        ShardSettings {
+            databases: config.databases(),
+            active_expire: true,
+            lfu: config.maxmemory_policy().contains("lfu"),
+            lfu_log_factor: config.lfu_log_factor(),
+            lfu_decay_time: config.lfu_decay_time(),
+            max_bulk_len: config.proto_max_bulk_len(),
+        }
+    }
+
+    /// Applies a changed configuration to this core.
+    pub fn apply_config(&self, config: Config) {
+        let mut shard = self.shard.borrow_mut();
+        let active_expire = shard.state.settings.active_expire;
+        shard.state.settings = ShardSettings { active_expire, ..Self::shard_settings(&config) };
+        *self.config.borrow_mut() = config;
+    }
+}
+
+/// The CPUs this process may run on (its affinity mask, as a pinned
+/// container or `taskset` sets it).
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes
+    // into the zeroed set we own.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } == 0;
+    let cpus: Vec<usize> = if ok {
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect()
+    } else {
+        Vec::new()
+    };
+    if cpus.is_empty() {
+        (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect()
+    } else {
+        cpus
+    }
+}
+
+fn random_seed() -> u64 {
+    let mut buf = [0u8; 8];
+    if std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut buf))
+        .is_ok()
+    {
+        u64::from_le_bytes(buf)
+    } else {
+        ringdb_engine::shard::now_ms() ^ (std::process::id() as u64) << 32
+    }
+}
+
+fn run_id(seed: u64) -> String {
+    let mut x = seed | 1;
+    (0..40)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            std::char::from_digit((x % 16) as u32, 16).unwrap_or('0')
+        })
+        .collect()
+}
+
+fn is_loopback(addr: &str) -> bool {
+    addr == "localhost"
+        || addr.parse::<std::net::IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false)
+        || addr == "-::1"
+}
+
+/// Starts every shard and serves until SIGINT/SIGTERM or SHUTDOWN.
+pub fn run(config: Config) -> Result<(), String> {
+    let bind = config.bind();
+    if bind.is_empty() {
+        return Err("bind: no address to listen on".into());
+    }
+    if config.protected_mode() && config.requirepass().is_none() && !bind.iter().all(|a| is_loopback(a)) {
+        return Err(format!(
+            "refusing to listen on {} without a password: set requirepass, or protected-mode no",
+            bind.join(" ")
+        ));
+    }
+    let seed = random_seed();
+    ringdb_engine::keyspace::set_hash_seed(seed);
+
+    let cpus = allowed_cpus();
+    let shards = if config.shards() == 0 { cpus.len() } else { config.shards() };
+    let slot_map = SlotMap::new(shards);
+    let (port, listeners) = listener::bind_all(&bind, config.port(), shards, config.tcp_backlog())?;
+
+    let mut senders = Vec::with_capacity(shards);
+    let mut receivers = Vec::with_capacity(shards);
+    for _ in 0..shards {
+        let (tx, rx) = flume::bounded::<Job>(4096);
+        senders.push(tx);
+        receivers.push(rx);
+    }
+    let pinned: Vec<Option<usize>> =
+        (0..shards).map(|i| config.pin_cpus().then(|| cpus[i % cpus.len()])).collect();
+    let shared = Arc::new(Shared {
+        slot_map,
+        mesh: senders,
+        started: Instant::now(),
+        started_unix_ms: ringdb_engine::shard::now_ms(),
+        run_id: run_id(seed),
+        port,
+        cpus: pinned.clone(),
+        executable: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
+        config_file: config.file.as_ref().map(|p| p.display().to_string()),
+        next_client_id: AtomicU64::new(1),
+        connected_clients: AtomicUsize::new(0),
+    });
+
+    let mut handles = Vec::new();
+    for (i, (rx, fds)) in receivers.into_iter().zip(listeners).enumerate() {
+        let placement = match pinned[i] {
+            Some(cpu) => Placement::Fixed(cpu),
+            None => Placement::Unbound,
+        };
+        let mut builder = LocalExecutorBuilder::new(placement)
+            .name(&format!("ringdb-shard-{i}"))
+            .io_memory(config.io_memory());
+        if config.spin_before_park_us() > 0 {
+            builder = builder.spin_before_park(Duration::from_micros(config.spin_before_park_us()));
+        }
+        let shared = shared.clone();
+        let config = config.clone();
+        let handle = builder
+            .spawn(move || async move { core_main(ShardId(i as u16), shared, config, rx, fds, seed).await })
+            .map_err(|e| format!("cannot start shard {i}: {e}"))?;
+        handles.push(handle);
+    }
+
+    let placement: Vec<String> = pinned
+        .iter()
+        .enumerate()
+        .map(|(i, cpu)| match cpu {
+            Some(c) => format!("{i}->cpu{c}"),
+            None => format!("{i}->unpinned"),
+        })
+        .collect();
+    info!(
+        version = env!("CARGO_PKG_VERSION"),
+        address = %bind.iter().map(|a| format!("{a}:{port}")).collect::<Vec<_>>().join(" "),
+        shards,
+        pinning = %placement.join(" "),
+        "ringdb ready to accept connections"
+    );
+
+    wait_for_signal();
+    Ok(())
+}
+
+fn wait_for_signal() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
+        Ok(mut signals) => {
+            if let Some(sig) = signals.forever().next() {
+                let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+                info!("received {name}, shutting down");
+                shutdown(0);
+            }
+        }
+        Err(e) => {
+            error!("cannot install signal handlers: {e}");
+            loop {
+                std::thread::park();
+            }
+        }
+    }
+}
+
+/// Stops the process. Everything is in memory until persistence lands, so
+/// there is nothing to flush; this is the one place that will do it.
+pub fn shutdown(code: i32) -> ! {
+    info!("ringdb is now ready to exit, bye bye...");
+    std::process::exit(code)
+}
+
+async fn core_main(
+    id: ShardId,
+    shared: Arc<Shared>,
+    config: Config,
+    mesh_rx: flume::Receiver<Job>,
+    listeners: Vec<OwnedFd>,
+    seed: u64,
+) {
+    let shard = Shard::new(id, shared.slot_map, Core::shard_settings(&config), seed ^ (id.0 as u64 + 1));
+    let core = Rc::new(Core {
+        id,
+        shared,
+        shard: RefCell::new(shard),
+        config: RefCell::new(config),
+        clients: RefCell::new(ClientRegistry::default()),
+        last_save: Cell::new(ringdb_engine::shard::now_ms() / 1000),
+    });
+    glommio::spawn_local(crate::mesh::serve(core.clone(), mesh_rx)).detach();
+    glommio::spawn_local(crate::expiry::run(core.clone())).detach();
+    for fd in listeners {
+        match listener::adopt(fd) {
+            Ok(l) => {
+                glommio::spawn_local(listener::accept_loop(core.clone(), l)).detach();
+            }
+            Err(e) => warn!(shard = id.0, "cannot adopt listener: {e}"),
+        }
+    }
+    // A core lives until the process exits.
+    futures_lite::future::pending::<()>().await;
+}

@@ -1,0 +1,323 @@
+//! Commands whose keys live on several shards.
+//!
+//! Two ways, chosen by the command's row:
+//! - **Split** (MGET, MSET, DEL, EXISTS, TOUCH, UNLINK): each shard runs the
+//!   same command on its own keys, in parallel, and the replies are merged.
+//!   Atomic splits (MGET, MSET) run as a transaction, so no client ever sees
+//!   some shards' part done and others not.
+//! - **Gather** (every other multi-key command: RENAME, COPY, MSETNX, BITOP,
+//!   LCS, …): a transaction locks the keys on their shards, copies them into
+//!   a scratch keyspace on this core, runs the ordinary single-shard handler
+//!   there, and sends each changed key back to its owner, where the change
+//!   goes through the owner's write funnel like any other write.
+//!
+//! The transaction scheme (see ARCHITECTURE.md and `ringdb_engine::locks`):
+//! intent locks are taken shard by shard in ascending shard order, so two
+//! transactions never wait for each other in a cycle; the last step on each
+//! shard releases them. A scheduled transaction never rolls back.
+
+use crate::mesh::NO_ANSWER;
+use crate::net::connection::Connection;
+use bytes::Bytes;
+use ringdb_engine::command::spec::FindKeys;
+use ringdb_engine::command::{CmdError, CmdResult, Exec, Merge};
+use ringdb_engine::funnel::{KeyEvent, NotifyClass};
+use ringdb_engine::keyspace::{Entry, Keyspace};
+use ringdb_engine::locks::LockSet;
+use ringdb_engine::shard::{execute_on, now_ms, BatchReply, ShardState};
+use ringdb_engine::{ShardCommand, ShardId};
+use ringdb_protocol::frame;
+use std::collections::BTreeMap;
+
+/// Runs a command whose keys span shards; its reply goes to `conn.out`.
+pub async fn run(conn: &mut Connection, command: ShardCommand) -> CmdResult {
+    match command.spec.exec {
+        Exec::Split { merge, atomic, .. } => split(conn, command, merge, atomic).await,
+        _ => gather(conn, command).await,
+    }
+}
+
+/// One shard's share of a split command.
+struct Part {
+    shard: ShardId,
+    command: ShardCommand,
+    /// Original position (among the keys) of each key it was given.
+    key_order: Vec<usize>,
+}
+
+/// Splits a command by the shards of its keys. Each key takes the arguments
+/// that follow it up to the key spec's step (MSET: key and value).
+fn split_by_shard(conn: &Connection, command: &ShardCommand) -> Vec<Part> {
+    let slot_map = conn.core.shared.slot_map;
+    let positions = command.spec.key_positions(&command.args).unwrap_or_default();
+    let step = match command.spec.keys.first().map(|k| k.find) {
+        Some(FindKeys::Range { step, .. }) if step > 0 => step as usize,
+        _ => 1,
+    };
+    let mut by_shard: BTreeMap<ShardId, Part> = BTreeMap::new();
+    for (n, &pos) in positions.iter().enumerate() {
+        let shard = slot_map.shard_of_key(&command.args[pos]);
+        let part = by_shard.entry(shard).or_insert_with(|| Part {
+            shard,
+            command: ShardCommand { args: vec![command.args[0].clone()], ..command.clone() },
+            key_order: Vec::new(),
+        });
+        let end = (pos + step).min(command.args.len());
+        part.command.args.extend_from_slice(&command.args[pos..end]);
+        part.key_order.push(n);
+    }
+    by_shard.into_values().collect()
+}
+
+async fn split(conn: &mut Connection, command: ShardCommand, merge: Merge, atomic: bool) -> CmdResult {
+    // An odd MSET must fail as a whole, before any shard sets anything.
+    if merge == Merge::Ok && command.args.len() % 2 == 0 {
+        return Err(CmdError::wrong_args(command.spec.name));
+    }
+    let parts = split_by_shard(conn, &command);
+    let replies: Vec<Vec<u8>> = if atomic {
+        let plan: Vec<(ShardId, LockSet)> = parts.iter().map(|p| (p.shard, p.command.lock_set())).collect();
+        let steps: Vec<AcquireStep<()>> =
+            plan.iter().map(|(s, l)| (*s, l.clone(), Box::new(|_: &mut _| ()) as _)).collect();
+        acquire_in_order(conn, steps).await?;
+        let mut waiting = Vec::new();
+        for (part, (_, locks)) in parts.iter().zip(plan) {
+            let cmd = part.command.clone();
+            let (tx, rx) = flume::bounded(1);
+            conn.core
+                .send_job(
+                    part.shard,
+                    Box::new(move |core| {
+                        let mut shard = core.shard.borrow_mut();
+                        let mut out = Vec::new();
+                        shard.execute(&cmd, &mut out);
+                        shard.tx_release(&locks);
+                        let _ = tx.send(out);
+                    }),
+                )
+                .await;
+            waiting.push(rx);
+        }
+        let mut replies = Vec::new();
+        for rx in waiting {
+            replies.push(rx.recv_async().await.map_err(|_| NO_ANSWER)?);
+        }
+        replies
+    } else {
+        let mut waiting = Vec::new();
+        for part in &parts {
+            let cmd = part.command.clone();
+            let (tx, rx) = flume::bounded(1);
+            conn.core
+                .send_job(
+                    part.shard,
+                    Box::new(move |core| {
+                        core.shard.borrow_mut().run_batch(
+                            vec![cmd],
+                            0,
+                            BatchReply::default(),
+                            false,
+                            Box::new(move |_, reply| {
+                                let _ = tx.send(reply.buf);
+                            }),
+                        )
+                    }),
+                )
+                .await;
+            waiting.push(rx);
+        }
+        let mut replies = Vec::new();
+        for rx in waiting {
+            replies.push(rx.recv_async().await.map_err(|_| NO_ANSWER)?);
+        }
+        replies
+    };
+    if let Some(err) = replies.iter().find(|r| frame::is_error(r)) {
+        conn.out.extend_from_slice(err);
+        return Ok(());
+    }
+    let resp = conn.state.resp;
+    match merge {
+        Merge::Ok => conn.reply().ok(),
+        Merge::Sum => {
+            let total: i64 = replies.iter().filter_map(|r| frame::integer(r)).sum();
+            conn.reply().int(total);
+        }
+        Merge::Array => {
+            let keys: usize = parts.iter().map(|p| p.key_order.len()).sum();
+            let mut slots: Vec<&[u8]> = vec![&[]; keys];
+            for (part, reply) in parts.iter().zip(&replies) {
+                let elements = frame::array_elements(reply, resp).ok_or(NO_ANSWER)?;
+                for (range, &n) in elements.into_iter().zip(&part.key_order) {
+                    slots[n] = &reply[range];
+                }
+            }
+            conn.reply().array(keys);
+            for element in slots {
+                conn.out.extend_from_slice(element);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A step of lock acquisition: on `shard`, take `locks`, then run the
+/// closure there (while holding them) and return its result.
+type AcquireStep<T> = (ShardId, LockSet, Box<dyn FnOnce(&mut ringdb_engine::Shard) -> T + Send>);
+
+/// Takes each step's locks shard by shard in ascending shard order, running
+/// each step's closure once its locks are held. The locks stay held until a
+/// later step releases them.
+async fn acquire_in_order<T: Send + 'static>(
+    conn: &Connection,
+    steps: Vec<AcquireStep<T>>,
+) -> Result<Vec<T>, CmdError> {
+    debug_assert!(steps.windows(2).all(|w| w[0].0 < w[1].0), "steps must be in shard order");
+    let mut results = Vec::with_capacity(steps.len());
+    for (shard, locks, then) in steps {
+        let result = conn
+            .core
+            .invoke_deferred(shard, move |core, reply| {
+                core.shard.borrow_mut().tx_acquire(locks, Box::new(move |shard| reply.send(then(shard))));
+            })
+            .await?;
+        results.push(result);
+    }
+    Ok(results)
+}
+
+/// A key's final state after a gathered command, for its owner.
+struct Change {
+    db: usize,
+    key: Bytes,
+    entry: Option<Box<Entry>>,
+    events: Vec<(NotifyClass, &'static str)>,
+}
+
+async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
+    let slot_map = conn.core.shared.slot_map;
+    let positions = command.spec.key_positions(&command.args).unwrap_or_default();
+    let mut keys_by_shard: BTreeMap<ShardId, Vec<Bytes>> = BTreeMap::new();
+    for &pos in &positions {
+        let key = command.args[pos].clone();
+        keys_by_shard.entry(slot_map.shard_of_key(&key)).or_default().push(key);
+    }
+    let plan: Vec<(ShardId, LockSet)> =
+        keys_by_shard.iter().map(|(shard, keys)| (*shard, lock_set_for(&command, keys))).collect();
+
+    // Lock and copy the keys, shard by shard.
+    let steps: Vec<AcquireStep<Vec<(usize, Box<Entry>)>>> = plan
+        .iter()
+        .map(|(shard, locks)| {
+            let keys = keys_by_shard.get(shard).cloned().unwrap_or_default();
+            let copy: Box<dyn FnOnce(&mut ringdb_engine::Shard) -> _ + Send> =
+                Box::new(move |shard| copy_keys(shard, &keys));
+            (*shard, locks.clone(), copy)
+        })
+        .collect();
+    let gathered: Vec<(usize, Box<Entry>)> = acquire_in_order(conn, steps).await?.into_iter().flatten().collect();
+
+    // Run the ordinary handler on the copies.
+    let (settings, databases) = {
+        let home = conn.core.shard.borrow();
+        (home.state.settings.clone(), home.keyspace.db_count())
+    };
+    let mut scratch = Keyspace::scratch(databases);
+    for (db, entry) in gathered {
+        scratch.db_mut(db).insert(entry);
+    }
+    let mut state = ShardState::recording(settings);
+    execute_on(&mut scratch, &mut state, &command, &mut conn.out, now_ms());
+    {
+        let mut home = conn.core.shard.borrow_mut();
+        let stats = &mut home.state.stats;
+        let done = state.stats.command(command.id);
+        let (calls, usec, failed) = (done.calls, done.usec, done.failed_calls);
+        let stat = stats.command(command.id);
+        stat.calls += calls;
+        stat.usec += usec;
+        stat.failed_calls += failed;
+        stats.commands_processed += calls;
+        for (code, n) in state.stats.errors.drain() {
+            *stats.errors.entry(code).or_default() += n;
+        }
+    }
+
+    // Send every changed key to its owner, and release everywhere.
+    let mut changes: BTreeMap<ShardId, Vec<Change>> = BTreeMap::new();
+    for KeyEvent { db, key, class, event } in state.funnel.take_events() {
+        let owner = slot_map.shard_of_key(&key);
+        let list = changes.entry(owner).or_default();
+        match list.iter_mut().find(|c| c.db == db && c.key == key) {
+            Some(change) => change.events.push((class, event)),
+            None => list.push(Change { db, key, entry: None, events: vec![(class, event)] }),
+        }
+    }
+    for list in changes.values_mut() {
+        for change in list.iter_mut() {
+            change.entry = scratch.db_mut(change.db).remove(&change.key);
+        }
+    }
+    let mut waiting = Vec::new();
+    for (shard, locks) in plan {
+        let list = changes.remove(&shard).unwrap_or_default();
+        let (tx, rx) = flume::bounded(1);
+        conn.core
+            .send_job(
+                shard,
+                Box::new(move |core| {
+                    let mut shard = core.shard.borrow_mut();
+                    apply_changes(&mut shard, list);
+                    shard.tx_release(&locks);
+                    let _ = tx.send(());
+                }),
+            )
+            .await;
+        waiting.push(rx);
+    }
+    for rx in waiting {
+        rx.recv_async().await.map_err(|_| NO_ANSWER)?;
+    }
+    Ok(())
+}
+
+/// Copies of `keys` (in every database, skipping expired ones).
+fn copy_keys(shard: &mut ringdb_engine::Shard, keys: &[Bytes]) -> Vec<(usize, Box<Entry>)> {
+    let now = now_ms();
+    let mut copies = Vec::new();
+    for key in keys {
+        for db in 0..shard.keyspace.db_count() {
+            if let Some(e) = shard.keyspace.db(db).get(key) {
+                if !e.is_expired(now) {
+                    copies.push((db, Box::new(e.clone())));
+                }
+            }
+        }
+    }
+    copies
+}
+
+/// The locks a gathered command takes on `keys` of one shard.
+fn lock_set_for(command: &ShardCommand, keys: &[Bytes]) -> LockSet {
+    use ringdb_engine::locks::{fingerprint, LockMode};
+    let mode = if command.spec.is_write() { LockMode::Exclusive } else { LockMode::Shared };
+    keys.iter().map(|k| (fingerprint(command.client.db, k), mode)).collect()
+}
+
+/// Applies a gathered command's changes on their owner, through its funnel.
+fn apply_changes(shard: &mut ringdb_engine::Shard, changes: Vec<Change>) {
+    for change in changes {
+        let db = shard.keyspace.db_mut(change.db);
+        match change.entry {
+            Some(entry) => {
+                db.insert(entry);
+            }
+            None => {
+                db.remove(&change.key);
+            }
+        }
+        for (class, event) in change.events {
+            shard.state.funnel.key_changed(change.db, &change.key, class, event);
+        }
+    }
+}

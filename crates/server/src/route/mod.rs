@@ -1,0 +1,121 @@
+//! Routing: where each command of a read runs.
+//!
+//! For every request: look the command up in the table, check arity and
+//! authentication, find its keys from the row's key specs, and map them to
+//! shards. Then:
+//! - keys on one shard (the common case): the command joins that shard's
+//!   batch for this read ([`segment`]); on the connection's own shard it runs
+//!   at once;
+//! - keys on several shards: the segment so far is finished, and the command
+//!   runs as a cross-shard operation ([`cross`]);
+//! - connection and server commands run on this core ([`crate::cmd`]), after
+//!   the segment so far is finished.
+//!
+//! Replies always go out in request order.
+
+pub mod cross;
+pub mod segment;
+
+use crate::net::connection::Connection;
+use bytes::Bytes;
+use ringdb_engine::command::error::NOAUTH;
+use ringdb_engine::command::spec::flags;
+use ringdb_engine::command::{table, CmdError, Exec};
+use ringdb_engine::{ShardCommand, ShardId};
+use ringdb_protocol::Request;
+use segment::Segment;
+
+/// Runs the commands of one read and leaves their replies in `conn.out`.
+pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
+    let mut segment = Segment::default();
+    for request in requests {
+        if conn.state.close_after_reply {
+            break;
+        }
+        let args = request.args;
+        let skip = std::mem::take(&mut conn.state.skip_next);
+        let reg = match table().resolve(&args) {
+            Ok(reg) => reg,
+            Err(e) => {
+                segment.reply_error(conn, &e, skip || conn.state.reply_off);
+                continue;
+            }
+        };
+        let spec = reg.spec;
+        if !conn.state.authenticated && !spec.has(flags::NO_AUTH) && !is_auth_command(spec.name) {
+            segment.reply_error(conn, &NOAUTH, skip || conn.state.reply_off);
+            continue;
+        }
+        match spec.exec {
+            Exec::Shard(_) | Exec::Split { .. } => {
+                let command = ShardCommand { id: reg.id, spec, args, client: conn.state.info() };
+                let suppress = skip || conn.state.reply_off;
+                match target(conn, &command) {
+                    Target::One(shard) => segment.push(conn, shard, command, suppress),
+                    Target::Many => {
+                        segment.finish(conn).await;
+                        let mark = conn.out.len();
+                        if let Err(e) = cross::run(conn, command).await {
+                            conn.reply().error(e.text());
+                        }
+                        if suppress {
+                            conn.out.truncate(mark);
+                        }
+                    }
+                }
+            }
+            Exec::Node(node) => {
+                segment.finish(conn).await;
+                let mark = conn.out.len();
+                if let Err(e) = crate::cmd::run(conn, node, reg, &args).await {
+                    conn.out.truncate(mark);
+                    conn.reply().error(e.text());
+                    conn.core.shard.borrow_mut().state.stats.error(e.code());
+                }
+                if skip || conn.state.reply_off {
+                    conn.out.truncate(mark);
+                }
+                conn.handle.view.borrow_mut().last_cmd.clone_from(&reg.full_name);
+            }
+            Exec::Container => {
+                // `resolve` always returns a subcommand for containers.
+                segment.reply_error(conn, &CmdError::new("ERR unknown subcommand"), skip);
+            }
+        }
+    }
+    segment.finish(conn).await;
+}
+
+/// Commands that may run before authentication besides the NO_AUTH ones:
+/// Redis lets AUTH and HELLO through (they carry the credentials).
+fn is_auth_command(name: &str) -> bool {
+    name == "auth" || name == "hello"
+}
+
+enum Target {
+    One(ShardId),
+    Many,
+}
+
+/// The shard a command must run on: the owner of its keys, this core for a
+/// keyless command, or several.
+fn target(conn: &Connection, command: &ShardCommand) -> Target {
+    let slot_map = conn.core.shared.slot_map;
+    let home = conn.core.id;
+    let Some(positions) = command.spec.key_positions(&command.args) else {
+        // Malformed key arguments: the command reports its own error.
+        return Target::One(home);
+    };
+    let mut shards = positions.iter().filter_map(|&i| command.args.get(i)).map(|k| slot_map.shard_of_key(k));
+    let Some(first) = shards.next() else { return Target::One(home) };
+    if shards.all(|s| s == first) {
+        Target::One(first)
+    } else {
+        Target::Many
+    }
+}
+
+/// The arguments of a request as text, for logs and errors.
+pub fn describe(args: &[Bytes]) -> String {
+    args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ")
+}
