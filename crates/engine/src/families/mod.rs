@@ -4,6 +4,7 @@
 //! Commands that run on the connection's core (`Exec::Node`) have their rows
 //! here too, so that there is one table; the server crate implements them.
 
+pub mod bitmap;
 pub mod connection;
 pub mod keys;
 pub mod server;
@@ -13,4 +14,4 @@ use crate::command::CommandSpec;
 
 /// Every family's rows, in the order COMMAND lists them.
 pub static ALL: &[&[CommandSpec]] =
-    &[string::COMMANDS, keys::COMMANDS, connection::COMMANDS, server::COMMANDS];
+    &[string::COMMANDS, bitmap::COMMANDS, keys::COMMANDS, connection::COMMANDS, server::COMMANDS];

@@ -2,7 +2,13 @@
 //! state, administration, and commands that visit every shard. One module per
 //! family, mirroring the engine's families.
 
+pub mod admin;
+pub mod client;
+pub mod command;
+pub mod config;
 pub mod connection;
+pub mod info;
+pub mod keyspace;
 
 use crate::net::connection::Connection;
 use bytes::Bytes;
@@ -34,7 +40,43 @@ async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> Cm
         N::Hello => connection::hello(conn, args),
         N::Auth => connection::auth(conn, args),
         N::Reset => connection::reset(conn),
-        other => Err(CmdError::owned(format!("ERR {other:?} is not available yet"))),
+        N::SwapDb => keyspace::swapdb(conn, args).await,
+        N::DbSize => keyspace::dbsize(conn, args).await,
+        N::FlushDb => keyspace::flushdb(conn, args).await,
+        N::FlushAll => keyspace::flushall(conn, args).await,
+        N::Keys => keyspace::keys(conn, args).await,
+        N::Scan => keyspace::scan(conn, args).await,
+        N::RandomKey => keyspace::randomkey(conn, args).await,
+        N::Info => info::info(conn, args).await,
+        N::Time => admin::time(conn, args).await,
+        N::LastSave => admin::lastsave(conn, args).await,
+        N::Shutdown => admin::shutdown(conn, args).await,
+        N::Debug => admin::debug(conn, args).await,
+        N::FunctionFlush => admin::function_flush(conn, args).await,
+        N::ClientId => client::id(conn, args).await,
+        N::ClientSetName => client::setname(conn, args).await,
+        N::ClientGetName => client::getname(conn, args).await,
+        N::ClientSetInfo => client::setinfo(conn, args).await,
+        N::ClientList => client::list(conn, args).await,
+        N::ClientInfo => client::info(conn, args).await,
+        N::ClientKill => client::kill(conn, args).await,
+        N::ClientReply => client::reply(conn, args).await,
+        N::ClientNoEvict => client::no_evict(conn, args).await,
+        N::ClientNoTouch => client::no_touch(conn, args).await,
+        N::ClientHelp => client::help(conn, args).await,
+        N::Command => command::command(conn, args).await,
+        N::CommandCount => command::count(conn, args).await,
+        N::CommandInfo => command::info(conn, args).await,
+        N::CommandDocs => command::docs(conn, args).await,
+        N::CommandList => command::list(conn, args).await,
+        N::CommandGetKeys => command::getkeys(conn, args).await,
+        N::CommandGetKeysAndFlags => command::getkeysandflags(conn, args).await,
+        N::CommandHelp => command::help(conn, args).await,
+        N::ConfigGet => config::get(conn, args).await,
+        N::ConfigSet => config::set(conn, args).await,
+        N::ConfigResetStat => config::resetstat(conn, args).await,
+        N::ConfigRewrite => config::rewrite(conn, args).await,
+        N::ConfigHelp => config::help(conn, args).await,
     }
 }
 

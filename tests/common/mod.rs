@@ -1,0 +1,172 @@
+//! Test harness: starts the real `ringdb` binary on a free port (two shards
+//! by default) and gives tests real clients: the `redis` crate, and raw
+//! sockets for protocol edge cases. The server is killed when the handle
+//! drops.
+
+#![allow(dead_code)]
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Server {
+    child: Child,
+    pub port: u16,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+}
+
+impl Server {
+    /// A server with `shards` shards and default settings.
+    pub fn start(shards: usize) -> Server {
+        Self::start_with(&["--shards", &shards.to_string()])
+    }
+
+    /// A server started with these extra flags (add `--shards` yourself).
+    pub fn start_with(args: &[&str]) -> Server {
+        for _attempt in 0..20 {
+            let port = free_port();
+            let mut child = Command::new(env!("CARGO_BIN_EXE_ringdb"))
+                .args(["--port", &port.to_string(), "--pin-cpus", "no", "--loglevel", "warning"])
+                .args(args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit())
+                .spawn()
+                .expect("start ringdb");
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break; // port taken meanwhile: try another
+                }
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return Server { child, port };
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        panic!("could not start ringdb");
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// A RESP2 connection through the `redis` crate.
+    pub fn client(&self) -> redis::Connection {
+        let client = redis::Client::open(self.url()).expect("client");
+        let con = client.get_connection().expect("connect");
+        con.set_read_timeout(Some(Duration::from_secs(30))).ok();
+        con
+    }
+
+    /// A raw socket for protocol-level tests.
+    pub fn raw(&self) -> Raw {
+        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).ok();
+        s.set_nodelay(true).ok();
+        Raw { stream: s, buf: Vec::new() }
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A raw connection: send bytes, read reply frames.
+pub struct Raw {
+    pub stream: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl Raw {
+    pub fn send(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("write");
+    }
+
+    /// Sends a command as a RESP multibulk.
+    pub fn cmd(&mut self, args: &[&[u8]]) {
+        let mut out = format!("*{}\r\n", args.len()).into_bytes();
+        for a in args {
+            out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+            out.extend_from_slice(a);
+            out.extend_from_slice(b"\r\n");
+        }
+        self.send(&out);
+    }
+
+    /// Reads one complete reply frame (RESP2 or RESP3) and returns its bytes.
+    pub fn read_frame(&mut self) -> Vec<u8> {
+        loop {
+            if let Some(n) = ringdb_protocol::frame::frame_len(&self.buf, ringdb_protocol::Resp::V3) {
+                return self.buf.drain(..n).collect();
+            }
+            if let Some(n) = ringdb_protocol::frame::frame_len(&self.buf, ringdb_protocol::Resp::V2) {
+                return self.buf.drain(..n).collect();
+            }
+            let mut chunk = [0u8; 65536];
+            let n = self.stream.read(&mut chunk).expect("read");
+            assert!(n > 0, "connection closed while waiting for a reply; got so far: {:?}", String::from_utf8_lossy(&self.buf));
+            self.buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// Sends a command and returns its reply as text.
+    pub fn call(&mut self, args: &[&str]) -> String {
+        let args: Vec<&[u8]> = args.iter().map(|a| a.as_bytes()).collect();
+        self.cmd(&args);
+        String::from_utf8_lossy(&self.read_frame()).into_owned()
+    }
+
+    /// Whether the server closed the connection (reads EOF within a while).
+    pub fn is_closed(&mut self) -> bool {
+        let mut chunk = [0u8; 1024];
+        loop {
+            match self.stream.read(&mut chunk) {
+                Ok(0) => return true,
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+/// `redis::cmd(name).arg(..)...` shorthand: runs a command and converts.
+pub fn q<T: redis::FromRedisValue>(con: &mut redis::Connection, args: &[&str]) -> redis::RedisResult<T> {
+    let mut c = redis::cmd(args[0]);
+    for a in &args[1..] {
+        c.arg(*a);
+    }
+    c.query(con)
+}
+
+/// Two keys that live on different shards of a 2-shard server.
+pub fn keys_on_two_shards() -> (String, String) {
+    let map = ringdb_engine::SlotMap::new(2);
+    let mut a = None;
+    let mut b = None;
+    for i in 0.. {
+        let k = format!("key:{i}");
+        match map.shard_of_key(k.as_bytes()).0 {
+            0 if a.is_none() => a = Some(k),
+            1 if b.is_none() => b = Some(k),
+            _ => {}
+        }
+        if a.is_some() && b.is_some() {
+            break;
+        }
+    }
+    (a.unwrap(), b.unwrap())
+}
