@@ -10,7 +10,8 @@
 //!   CLIENT, CONFIG, INFO, COMMAND, DBSIZE, SCAN, …);
 //! - [`node`]: start-up, one pinned glommio executor per shard;
 //! - [`config`]: settings, the TOML file and command-line flags;
-//! - [`expiry`]: the per-core active expiry task.
+//! - [`expiry`]: the per-core active expiry task;
+//! - [`logging`]: `tracing` set up with Redis's log levels.
 //!
 //! Commands that run on a shard are parsed by `ringdb-protocol`, looked up in
 //! the table of `ringdb-engine`, executed by the engine's command families,
@@ -20,6 +21,7 @@
 pub mod cmd;
 pub mod config;
 pub mod expiry;
+pub mod logging;
 pub mod mesh;
 pub mod net;
 pub mod node;
