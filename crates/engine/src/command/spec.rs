@@ -512,17 +512,25 @@ impl CommandSpec {
     /// then runs on the connection's own shard and reports its own error.
     pub fn key_positions(&self, args: &[Bytes]) -> Option<Vec<usize>> {
         let mut out = Vec::new();
+        self.for_each_key(args, |i| out.push(i))?;
+        Some(out)
+    }
+
+    /// Calls `f` with the position of each key argument, without allocating
+    /// (the router does this for every command). `None` as for
+    /// [`key_positions`](Self::key_positions).
+    pub fn for_each_key(&self, args: &[Bytes], mut f: impl FnMut(usize)) -> Option<()> {
         for spec in self.keys {
             if spec.flags & keyflags::NOT_KEY != 0 {
                 continue;
             }
-            find_spec_keys(spec, args, &mut out)?;
+            find_spec_keys(spec, args, &mut f)?;
         }
-        Some(out)
+        Some(())
     }
 }
 
-fn find_spec_keys(spec: &KeySpec, args: &[Bytes], out: &mut Vec<usize>) -> Option<()> {
+fn find_spec_keys(spec: &KeySpec, args: &[Bytes], out: &mut impl FnMut(usize)) -> Option<()> {
     let argc = args.len() as i64;
     let first: i64 = match spec.begin {
         BeginSearch::Index(pos) => {
@@ -581,7 +589,7 @@ fn find_spec_keys(spec: &KeySpec, args: &[Bytes], out: &mut Vec<usize>) -> Optio
                 if i >= argc {
                     return None;
                 }
-                out.push(i as usize);
+                out(i as usize);
                 i += step as i64;
             }
             return Some(());
@@ -595,7 +603,7 @@ fn find_spec_keys(spec: &KeySpec, args: &[Bytes], out: &mut Vec<usize>) -> Optio
         if i >= argc || i < 0 {
             return None;
         }
-        out.push(i as usize);
+        out(i as usize);
         i += step;
     }
     Some(())
