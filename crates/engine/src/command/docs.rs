@@ -523,48 +523,18 @@ impl Builder<'_> {
         let mut i = 0;
         while i < units.len() {
             let unit = &units[i];
-            let next = units.get(i + 1);
             i += 1;
             if unit.nodes.len() > 1 {
                 out.push(self.repeated(&unit.nodes)?);
                 continue;
             }
             match unit.single() {
-                // `ID [ID ...]`: an upper-case value name, repeated.
                 Some(Raw::Word(w)) if is_token(w) && !unit.multiple => {
-                    // `STREAMS key [key ...] ID [ID ...]`, `GROUP group consumer`.
-                    let values = units[i..].iter().take_while(|u| u.is_value()).count();
-                    if values >= 2 && !units[i..].iter().any(Unit::is_required_choice) {
-                        let members = self.sequence(&units[i..i + values])?;
-                        i += values;
-                        let mut arg = block(token_name(w), members);
-                        arg.token = Some((*w).to_string());
-                        out.push(arg);
-                        continue;
-                    }
-                    let mut arg = match next {
-                        Some(n) if n.is_value() => {
-                            i += 1;
-                            self.value(n.word().unwrap_or_default(), n.multiple)
-                        }
-                        Some(n @ Unit { nodes, multiple: false }) if n.is_required_choice() => {
-                            i += 1;
-                            let [Raw::Group { alternatives, .. }] = nodes.as_slice() else {
-                                return Err(SyntaxError("a choice expected".into()));
-                            };
-                            self.group(alternatives, false)?
-                        }
-                        _ => {
-                            out.push(self.pure_token(w));
-                            continue;
-                        }
-                    };
-                    if arg.kind.is_container() {
-                        arg.name = token_name(w);
-                    }
-                    arg.token = Some((*w).to_string());
+                    let (arg, used) = self.token(w, &units[i..])?;
+                    i += used;
                     out.push(arg);
                 }
+                // A value; also an upper-case name that repeats (`ID [ID ...]`).
                 Some(Raw::Word(w)) => out.push(self.value(w, unit.multiple)),
                 Some(Raw::Group { optional, alternatives }) => {
                     let mut arg = self.group(alternatives, *optional)?;
@@ -575,6 +545,37 @@ impl Builder<'_> {
             }
         }
         Ok(out)
+    }
+
+    /// A token and what it takes from the units after it (`rest`), with the
+    /// number of units taken: the values that follow it as a block
+    /// (`STREAMS key [key ...] ID [ID ...]`, `GROUP group consumer`), the one
+    /// value or required choice it names (`EX seconds`, `AGGREGATE <SUM |
+    /// MAX>`), or nothing (`NX`).
+    fn token(&mut self, token: &str, rest: &[Unit]) -> Result<(Argument, usize), SyntaxError> {
+        let values = rest.iter().take_while(|u| u.is_value()).count();
+        let (mut arg, used) = if values >= 2 && !rest.iter().any(Unit::is_required_choice) {
+            (block(token_name(token), self.sequence(&rest[..values])?), values)
+        } else {
+            match rest.first() {
+                Some(next) if next.is_value() => {
+                    (self.value(next.word().unwrap_or_default(), next.multiple), 1)
+                }
+                Some(next @ Unit { nodes, multiple: false }) if next.is_required_choice() => {
+                    let [Raw::Group { alternatives, .. }] = nodes.as_slice() else {
+                        return Err(SyntaxError("a choice expected".into()));
+                    };
+                    let mut choice = self.group(alternatives, false)?;
+                    if choice.kind.is_container() {
+                        choice.name = token_name(token);
+                    }
+                    (choice, 1)
+                }
+                _ => return Ok((self.pure_token(token), 0)),
+            }
+        };
+        arg.token = Some(token.to_string());
+        Ok((arg, used))
     }
 
     /// A repeated run of several nodes: `GET pattern [GET pattern ...]` (a
