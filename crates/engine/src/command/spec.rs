@@ -329,7 +329,9 @@ pub struct Doc {
     pub complexity: &'static str,
     /// The argument syntax as Redis's documentation writes it
     /// (`key value [NX | XX] [GET] [EX seconds | PX milliseconds]`);
-    /// COMMAND DOCS derives its argument tree from it.
+    /// COMMAND DOCS derives its argument tree from it (see
+    /// [`super::docs`]); where a value's name does not tell its type, write
+    /// `name:type` (`increment:double`).
     pub syntax: &'static str,
     /// `Some((since, replaced_by))` for deprecated commands.
     pub deprecated: Option<(&'static str, &'static str)>,
