@@ -329,10 +329,14 @@ pub struct Doc {
     pub complexity: &'static str,
     /// The argument syntax as Redis's documentation writes it
     /// (`key value [NX | XX] [GET] [EX seconds | PX milliseconds]`);
-    /// COMMAND DOCS derives its argument tree from it.
+    /// COMMAND DOCS derives its argument tree from it (see
+    /// [`super::docs`]); where a value's name does not tell its type, write
+    /// `name:type` (`increment:double`).
     pub syntax: &'static str,
     /// `Some((since, replaced_by))` for deprecated commands.
     pub deprecated: Option<(&'static str, &'static str)>,
+    /// `(version, change)` pairs, oldest first (COMMAND DOCS `history`).
+    pub history: &'static [(&'static str, &'static str)],
 }
 
 /// A row of the command table.
@@ -354,6 +358,10 @@ pub struct CommandSpec {
     /// Command tips (`nondeterministic_output`, `request_policy:all_shards`, …).
     pub tips: &'static [&'static str],
     pub subcommands: &'static [CommandSpec],
+    /// For rows whose key specs say `VARIABLE_FLAGS`: the key flags these
+    /// arguments really imply (what Redis's getkeys function reports; SET's
+    /// key is `OW update`, or `RW access update` with GET).
+    pub variable_key_flags: Option<fn(&[Bytes]) -> u32>,
 }
 
 impl CommandSpec {
@@ -372,9 +380,11 @@ impl CommandSpec {
                 complexity: "",
                 syntax: "",
                 deprecated: None,
+                history: &[],
             },
             tips: &[],
             subcommands: &[],
+            variable_key_flags: None,
         }
     }
 
@@ -383,6 +393,12 @@ impl CommandSpec {
         let mut spec = Self::new(name, -2, 0, Exec::Container);
         spec.subcommands = subs;
         spec
+    }
+
+    /// A command that runs by itself and also has subcommands (COMMAND).
+    pub const fn subcommands(mut self, subs: &'static [CommandSpec]) -> Self {
+        self.subcommands = subs;
+        self
     }
 
     pub const fn keys(mut self, keys: &'static [KeySpec]) -> Self {
@@ -419,6 +435,16 @@ impl CommandSpec {
 
     pub const fn deprecated(mut self, since: &'static str, replaced_by: &'static str) -> Self {
         self.doc.deprecated = Some((since, replaced_by));
+        self
+    }
+
+    pub const fn variable_key_flags(mut self, flags_for: fn(&[Bytes]) -> u32) -> Self {
+        self.variable_key_flags = Some(flags_for);
+        self
+    }
+
+    pub const fn history(mut self, history: &'static [(&'static str, &'static str)]) -> Self {
+        self.doc.history = history;
         self
     }
 
@@ -527,6 +553,24 @@ impl CommandSpec {
             find_spec_keys(spec, args, &mut f)?;
         }
         Some(())
+    }
+
+    /// The key positions with the flags of the spec that found each key
+    /// (COMMAND GETKEYSANDFLAGS); `None` as for
+    /// [`key_positions`](Self::key_positions).
+    pub fn key_positions_and_flags(&self, args: &[Bytes]) -> Option<Vec<(usize, u32)>> {
+        let mut out = Vec::new();
+        for spec in self.keys {
+            if spec.flags & keyflags::NOT_KEY != 0 {
+                continue;
+            }
+            let flags = match self.variable_key_flags {
+                Some(flags_for) if spec.flags & keyflags::VARIABLE_FLAGS != 0 => flags_for(args),
+                _ => spec.flags,
+            };
+            find_spec_keys(spec, args, &mut |i| out.push((i, flags)))?;
+        }
+        Some(out)
     }
 }
 

@@ -9,10 +9,10 @@ const fn node(name: &'static str, arity: i32, flags: u32, cmd: N) -> CommandSpec
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    node("ping", -1, FAST, N::Ping)
+    node("ping", -1, FAST | SENTINEL, N::Ping)
         .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
         .doc("connection", "1.0.0", "Returns the server's liveliness response.", "O(1)", "[message]"),
-    node("echo", 2, FAST, N::Echo)
+    node("echo", 2, LOADING | STALE | FAST, N::Echo)
         .doc("connection", "1.0.0", "Returns the given string.", "O(1)", "message"),
     node("select", 2, LOADING | STALE | FAST, N::Select)
         .doc("connection", "1.0.0", "Changes the selected database.", "O(1)", "index"),

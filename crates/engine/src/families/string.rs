@@ -19,6 +19,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("set", -3, WRITE | DENYOOM, Exec::Shard(set))
         .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE | kf::VARIABLE_FLAGS)
             .notes("RW and ACCESS due to the optional `GET` argument")])
+        .variable_key_flags(set_key_flags)
         .acl(acl::STRING)
         .doc(
             "string",
@@ -26,7 +27,13 @@ pub static COMMANDS: &[CommandSpec] = &[
             "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
             "O(1)",
             "key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]",
-        ),
+        )
+        .history(&[
+            ("2.6.12", "Added the `EX`, `PX`, `NX` and `XX` options."),
+            ("6.0.0", "Added the `KEEPTTL` option."),
+            ("6.2.0", "Added the `GET`, `EXAT` and `PXAT` option."),
+            ("7.0.0", "Allowed the `NX` and `GET` options to be used together."),
+        ]),
     CommandSpec::new("setnx", 3, WRITE | DENYOOM | FAST, Exec::Shard(setnx))
         .keys(&[KeySpec::one(1, kf::OW | kf::INSERT)])
         .acl(acl::STRING)
@@ -104,7 +111,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("incrbyfloat", 3, WRITE | DENYOOM | FAST, Exec::Shard(incrbyfloat))
         .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)])
         .acl(acl::STRING)
-        .doc("string", "2.6.0", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "O(1)", "key increment"),
+        .doc("string", "2.6.0", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "O(1)", "key increment:double"),
     CommandSpec::new("getrange", 4, READONLY, Exec::Shard(getrange))
         .keys(&[KeySpec::one(1, kf::RO | kf::ACCESS)])
         .acl(acl::STRING)
@@ -123,6 +130,17 @@ pub static COMMANDS: &[CommandSpec] = &[
         .acl(acl::STRING)
         .doc("string", "7.0.0", "Finds the longest common substring.", "O(N*M) where N and M are the lengths of s1 and s2, respectively", "key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]"),
 ];
+
+/// SET's key flags for given arguments (Redis's `setGetKeys`): it reads the
+/// old value only with GET.
+fn set_key_flags(args: &[Bytes]) -> u32 {
+    let options = args.get(3..).unwrap_or_default();
+    if options.iter().any(|a| is(a, "GET")) {
+        kf::RW | kf::ACCESS | kf::UPDATE
+    } else {
+        kf::OW | kf::UPDATE
+    }
+}
 
 /// The string at `key` for reading: `Ok(None)` when missing, WRONGTYPE when
 /// the key holds another type.
