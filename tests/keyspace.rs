@@ -297,7 +297,6 @@ fn keys_dbsize_randomkey_over_both_shards() {
 fn keys_pattern_that_backtracks_a_lot() {
     let server = Server::start(2);
     let mut c = server.client();
-    let mut raw = server.raw();
     q::<()>(&mut c, &["SET", &"a".repeat(40), "1"]).unwrap();
     let found: Vec<String> =
         q(&mut c, &["KEYS", "a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b"]).unwrap();

@@ -77,7 +77,7 @@ impl Churn {
                 while !stop.load(Ordering::Relaxed) {
                     let prefix = prefixes[n as usize % 2];
                     let batch: Vec<String> =
-                        (0..2000).map(|i| format!("{prefix}:{writer}:{n}:{i}")).collect();
+                        (0..500).map(|i| format!("{prefix}:{writer}:{n}:{i}")).collect();
                     let mut add = redis::pipe();
                     for k in &batch {
                         add.cmd("SET").arg(k).arg("v").ignore();
@@ -91,7 +91,7 @@ impl Churn {
                     n += 1;
                     rounds.fetch_add(1, Ordering::Relaxed);
                     // Leave the scanner room on a small machine.
-                    thread::sleep(Duration::from_millis(5));
+                    thread::sleep(Duration::from_millis(2));
                 }
             }));
         }

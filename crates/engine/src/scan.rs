@@ -186,8 +186,8 @@ fn window_end(pos: u32, len: usize, want: usize) -> u64 {
     if take >= len {
         return POS_END;
     }
-    let width = (POS_END * take as u64).div_ceil(len as u64);
-    (pos as u64 + width).min(POS_END)
+    let width = (POS_END as u128 * take as u128).div_ceil(len as u128) as u64;
+    (pos as u64).saturating_add(width).min(POS_END)
 }
 
 /// Sweeps `db` from `from` up to (not including) slot `end_slot`, stopping
@@ -396,7 +396,9 @@ mod tests {
         let mut ks = Keyspace::for_slots(1, 0, SLOTS as u16);
         let db = ks.db_mut(0);
         let stable: Vec<String> = (0..3000).map(|i| format!("{{hot}}:stable:{i}")).collect();
-        let spread: Vec<String> = (0..3000).map(|i| format!("stable:{i}")).collect();
+        let mut spread: Vec<String> = (0..3000).map(|i| format!("stable:{i}")).collect();
+        // A slot whose table grows a hundredfold and shrinks back.
+        spread.extend((0..20).map(|i| format!("{{cold}}:stable:{i}")));
         for k in stable.iter().chain(&spread) {
             put(db, k);
         }
@@ -405,9 +407,11 @@ mod tests {
             if call % 40 < 20 {
                 // Grow: the hot slot's table resizes several times.
                 for j in 0..400 {
-                    let k = format!("{{hot}}:new:{call}:{j}");
-                    put(db, &k);
-                    added.push(k);
+                    for tag in ["hot", "cold"] {
+                        let k = format!("{{{tag}}}:new:{call}:{j}");
+                        put(db, &k);
+                        added.push(k);
+                    }
                 }
                 put(db, &format!("churn:{call}"));
             } else {
@@ -493,6 +497,6 @@ mod tests {
         assert_eq!(shards.iter().map(|s| s.state.stats.expired_keys).sum::<u64>(), 500);
         // A cursor below a shard's range does not read another shard's slots.
         let step = op_scan(&mut shards[1], 0, ScanCursor::START, 1, &filter, 100);
-        assert!(step.next.map_or(true, |c| c.slot >= map.slots_of(ShardId(1)).0));
+        assert!(step.next.is_none_or(|c| c.slot >= map.slots_of(ShardId(1)).0));
     }
 }

@@ -218,9 +218,10 @@ fn exists(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// TOUCH: a read of each key, so their access times are updated (unless the
-/// client is in CLIENT NO-TOUCH mode).
+/// TOUCH: a read of each key that updates its access time, even for a
+/// client in CLIENT NO-TOUCH mode (Redis 7.2 exempts TOUCH from it).
 fn touch(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    ctx.ks.no_touch = false;
     let n = args[1..].iter().filter(|k| ctx.ks.read(k).is_some()).count();
     ctx.out.int(n as i64);
     Ok(())
@@ -506,7 +507,7 @@ impl ExpireFlags {
             return false;
         }
         // No TTL counts as an infinite one: GT always fails against it.
-        if self.gt && current.map_or(true, |c| when <= c) {
+        if self.gt && current.is_none_or(|c| when <= c) {
             return false;
         }
         if self.lt && current.is_some_and(|c| when >= c) {
@@ -743,6 +744,7 @@ mod tests {
         state: ShardState,
         db: usize,
         now: u64,
+        no_touch: bool,
     }
 
     impl Harness {
@@ -752,6 +754,7 @@ mod tests {
                 state: ShardState::recording(ShardSettings::default()),
                 db: 0,
                 now: 1_000_000,
+                no_touch: false,
             }
         }
 
@@ -759,7 +762,7 @@ mod tests {
             let args: Vec<Bytes> =
                 line.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
             let reg = table().resolve(&args).unwrap_or_else(|e| panic!("{line}: {e}"));
-            let client = ClientInfo { id: 1, db: self.db, resp: Resp::V2, no_touch: false };
+            let client = ClientInfo { id: 1, db: self.db, resp: Resp::V2, no_touch: self.no_touch };
             let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client };
             let mut out = Vec::new();
             execute_on(&mut self.keyspace, &mut self.state, &cmd, &mut out, self.now);
@@ -907,6 +910,18 @@ mod tests {
         assert_eq!(h.run("TYPE k"), "+string\r\n");
         assert_eq!(h.run("TYPE nope"), "+none\r\n");
         assert_eq!(h.run("TOUCH k nope k"), ":2\r\n");
+    }
+
+    #[test]
+    fn touch_updates_access_even_for_no_touch_clients() {
+        let mut h = Harness::new();
+        h.set("k", "v");
+        h.no_touch = true;
+        h.now += 3_000;
+        h.run("GET k");
+        assert_eq!(h.run("OBJECT IDLETIME k"), ":3\r\n");
+        assert_eq!(h.run("TOUCH k"), ":1\r\n");
+        assert_eq!(h.run("OBJECT IDLETIME k"), ":0\r\n");
     }
 
     #[test]
