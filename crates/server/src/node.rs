@@ -19,7 +19,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tracing::{error, info, warn};
+use tracing::{error, info};
 
 /// Read-only, process-wide facts shared by every core.
 pub struct Shared {
@@ -177,6 +177,7 @@ pub fn run(config: Config) -> Result<(), String> {
     });
 
     let mut handles = Vec::new();
+    let mut ready = Vec::new();
     for (i, (rx, fds)) in receivers.into_iter().zip(listeners).enumerate() {
         let placement = match pinned[i] {
             Some(cpu) => Placement::Fixed(cpu),
@@ -190,10 +191,29 @@ pub fn run(config: Config) -> Result<(), String> {
         }
         let shared = shared.clone();
         let config = config.clone();
+        let (ready_tx, ready_rx) = flume::bounded(1);
         let handle = builder
-            .spawn(move || async move { core_main(ShardId(i as u16), shared, config, rx, fds, seed).await })
+            .spawn(move || async move {
+                core_main(ShardId(i as u16), shared, config, rx, fds, seed, ready_tx).await
+            })
             .map_err(|e| format!("cannot start shard {i}: {e}"))?;
         handles.push(handle);
+        ready.push(ready_rx);
+    }
+    // An executor that cannot start (too little locked memory for its
+    // io_uring rings, a CPU that is not there) ends its thread: say so and
+    // stop, rather than serve with a missing shard.
+    for (i, rx) in ready.into_iter().enumerate() {
+        match rx.recv_timeout(Duration::from_secs(60)) {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(format!("shard {i} could not start: {e}")),
+            Err(_) => {
+                return Err(format!(
+                    "shard {i} could not start its executor (is `ulimit -l` too low for io_uring? \
+                     each shard locks a few MiB; see io-memory)"
+                ))
+            }
+        }
     }
 
     let placement: Vec<String> = pinned
@@ -249,6 +269,7 @@ async fn core_main(
     mesh_rx: flume::Receiver<Job>,
     listeners: Vec<OwnedFd>,
     seed: u64,
+    ready: flume::Sender<Result<(), String>>,
 ) {
     let shard = Shard::new(id, shared.slot_map, Core::shard_settings(&config), seed ^ (id.0 as u64 + 1));
     let core = Rc::new(Core {
@@ -266,9 +287,13 @@ async fn core_main(
             Ok(l) => {
                 glommio::spawn_local(listener::accept_loop(core.clone(), l)).detach();
             }
-            Err(e) => warn!(shard = id.0, "cannot adopt listener: {e}"),
+            Err(e) => {
+                let _ = ready.send(Err(format!("cannot listen: {e}")));
+                return;
+            }
         }
     }
+    let _ = ready.send(Ok(()));
     // A core lives until the process exits.
     futures_lite::future::pending::<()>().await;
 }
