@@ -113,14 +113,14 @@ impl<'a> KeyspaceView<'a> {
     /// funnel: the caller does, with its own event name.
     pub fn set(&mut self, key: &[u8], value: Value, keep_ttl: bool) -> &mut Entry {
         let clock = self.state.new_access(self.now_ms);
-        let db = self.keyspace.db_mut(self.db);
-        let mut ttl = None;
-        if keep_ttl {
-            ttl = db.get(key).filter(|e| !e.is_expired(self.now_ms)).and_then(Entry::expire_at);
-        }
-        let mut entry = Entry::new(key, value).with_expire(ttl);
-        entry.access = clock;
-        db.put(Box::new(entry))
+        let now = self.now_ms;
+        self.keyspace.db_mut(self.db).store(key, value, clock, |old| {
+            if keep_ttl {
+                old.filter(|e| !e.is_expired(now)).and_then(Entry::expire_at)
+            } else {
+                None
+            }
+        })
     }
 
     /// Deletes `key`; returns whether it existed (and had not expired).

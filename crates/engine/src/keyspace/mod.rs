@@ -251,6 +251,44 @@ impl Db {
         self.insert_inner(entry).1
     }
 
+    /// Stores `value` under `key` with access field `access` and the expiry
+    /// `expire(existing entry)` decides. An existing entry is updated in
+    /// place (one probe, no allocation), as overwrites are the common case.
+    pub fn store(
+        &mut self,
+        key: &[u8],
+        value: Value,
+        access: u32,
+        expire: impl FnOnce(Option<&Entry>) -> Option<u64>,
+    ) -> &mut Entry {
+        let pos = KeyPos::of(key);
+        let i = self.table_for_insert(pos.slot);
+        let table = &mut self.tables[i];
+        match table.table.entry(pos.hash, |e| e.key() == key, |e| key_hash(e.key())) {
+            hashbrown::hash_table::Entry::Occupied(occupied) => {
+                let e = &mut **occupied.into_mut();
+                let at = expire(Some(e)).unwrap_or(0);
+                let (was, now) = (e.expire_at != 0, at != 0);
+                table.volatile = table.volatile + now as u32 - was as u32;
+                self.volatile = self.volatile + now as usize - was as usize;
+                e.value = value;
+                e.expire_at = at;
+                e.access = access;
+                e
+            }
+            hashbrown::hash_table::Entry::Vacant(vacant) => {
+                let at = expire(None).unwrap_or(0);
+                let mut entry = Entry::new(key, value);
+                entry.expire_at = at;
+                entry.access = access;
+                table.volatile += (at != 0) as u32;
+                self.volatile += (at != 0) as usize;
+                self.len += 1;
+                &mut **vacant.insert(Box::new(entry)).into_mut()
+            }
+        }
+    }
+
     fn insert_inner(&mut self, entry: Box<Entry>) -> (Option<Box<Entry>>, &mut Entry) {
         let pos = KeyPos::of(entry.key());
         let volatile = (entry.expire_at != 0) as u32;
