@@ -10,7 +10,8 @@
 //!   CLIENT, CONFIG, INFO, COMMAND, DBSIZE, SCAN, …);
 //! - [`node`]: start-up, one pinned glommio executor per shard;
 //! - [`config`]: settings, the TOML file and command-line flags;
-//! - [`expiry`]: the per-core active expiry task.
+//! - [`expiry`]: the per-core active expiry task;
+//! - [`memory`]: allocation accounting for INFO memory.
 //!
 //! Commands that run on a shard are parsed by `ringdb-protocol`, looked up in
 //! the table of `ringdb-engine`, executed by the engine's command families,
@@ -20,6 +21,7 @@
 pub mod cmd;
 pub mod config;
 pub mod expiry;
+pub mod memory;
 pub mod mesh;
 pub mod net;
 pub mod node;

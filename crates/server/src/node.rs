@@ -29,6 +29,9 @@ pub struct Shared {
     pub started: Instant,
     pub started_unix_ms: u64,
     pub run_id: String,
+    /// The replication id INFO replication shows; DEBUG CHANGE-REPL-ID
+    /// replaces it (never on the data path).
+    pub replid: std::sync::Mutex<String>,
     pub port: u16,
     /// CPU each shard is pinned to (None when not pinned).
     pub cpus: Vec<Option<usize>>,
@@ -87,7 +90,9 @@ pub fn allowed_cpus() -> Vec<usize> {
     // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes
     // into the zeroed set we own.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let ok = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } == 0;
+    let ok =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) }
+            == 0;
     let cpus: Vec<usize> = if ok {
         (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect()
     } else {
@@ -112,7 +117,8 @@ fn random_seed() -> u64 {
     }
 }
 
-fn run_id(seed: u64) -> String {
+/// 40 hex digits derived from `seed` (run id, replication id).
+pub fn run_id(seed: u64) -> String {
     let mut x = seed | 1;
     (0..40)
         .map(|_| {
@@ -136,7 +142,10 @@ pub fn run(config: Config) -> Result<(), String> {
     if bind.is_empty() {
         return Err("bind: no address to listen on".into());
     }
-    if config.protected_mode() && config.requirepass().is_none() && !bind.iter().all(|a| is_loopback(a)) {
+    if config.protected_mode()
+        && config.requirepass().is_none()
+        && !bind.iter().all(|a| is_loopback(a))
+    {
         return Err(format!(
             "refusing to listen on {} without a password: set requirepass, or protected-mode no",
             bind.join(" ")
@@ -165,6 +174,7 @@ pub fn run(config: Config) -> Result<(), String> {
         started: Instant::now(),
         started_unix_ms: ringdb_engine::shard::now_ms(),
         run_id: run_id(seed),
+        replid: std::sync::Mutex::new(run_id(seed.rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15)),
         port,
         cpus: pinned.clone(),
         executable: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
@@ -188,7 +198,9 @@ pub fn run(config: Config) -> Result<(), String> {
         let shared = shared.clone();
         let config = config.clone();
         let handle = builder
-            .spawn(move || async move { core_main(ShardId(i as u16), shared, config, rx, fds, seed).await })
+            .spawn(move || async move {
+                core_main(ShardId(i as u16), shared, config, rx, fds, seed).await
+            })
             .map_err(|e| format!("cannot start shard {i}: {e}"))?;
         handles.push(handle);
     }
@@ -247,7 +259,8 @@ async fn core_main(
     listeners: Vec<OwnedFd>,
     seed: u64,
 ) {
-    let shard = Shard::new(id, shared.slot_map, Core::shard_settings(&config), seed ^ (id.0 as u64 + 1));
+    let shard =
+        Shard::new(id, shared.slot_map, Core::shard_settings(&config), seed ^ (id.0 as u64 + 1));
     let core = Rc::new(Core {
         id,
         shared,
