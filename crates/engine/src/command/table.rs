@@ -148,11 +148,7 @@ impl CommandTable {
     }
 }
 
-fn register(
-    spec: &'static CommandSpec,
-    parent: Option<&'static CommandSpec>,
-    next_id: &mut usize,
-) -> Registered {
+fn register(spec: &'static CommandSpec, parent: Option<&'static CommandSpec>, next_id: &mut usize) -> Registered {
     let id = *next_id;
     *next_id += 1;
     let full_name = match parent {

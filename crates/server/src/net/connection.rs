@@ -141,10 +141,7 @@ impl Connection {
             let parsed = self.parser.parse(&mut self.inbuf, &limits, &mut requests);
             let query_limit = self.core.config.borrow().client_query_buffer_limit();
             if self.inbuf.len() > query_limit {
-                tracing::warn!(
-                    client = self.state.id,
-                    "closing client that reached max query buffer length"
-                );
+                tracing::warn!(client = self.state.id, "closing client that reached max query buffer length");
                 return Err("query buffer limit".into());
             }
             if !requests.is_empty() {

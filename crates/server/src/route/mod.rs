@@ -124,8 +124,7 @@ fn target(conn: &Connection, command: &ShardCommand) -> Target {
         // Malformed key arguments: the command reports its own error.
         return Target::One(home);
     };
-    let mut shards =
-        positions.iter().filter_map(|&i| command.args.get(i)).map(|k| slot_map.shard_of_key(k));
+    let mut shards = positions.iter().filter_map(|&i| command.args.get(i)).map(|k| slot_map.shard_of_key(k));
     let Some(first) = shards.next() else { return Target::One(home) };
     if shards.all(|s| s == first) {
         Target::One(first)
