@@ -11,6 +11,7 @@
 //! - [`node`]: start-up, one pinned glommio executor per shard;
 //! - [`config`]: settings, the TOML file and command-line flags;
 //! - [`expiry`]: the per-core active expiry task;
+//! - [`logging`]: `tracing` set up with Redis's log levels;
 //! - [`memory`]: allocation accounting for INFO memory.
 //!
 //! Commands that run on a shard are parsed by `ringdb-protocol`, looked up in
@@ -21,6 +22,7 @@
 pub mod cmd;
 pub mod config;
 pub mod expiry;
+pub mod logging;
 pub mod memory;
 pub mod mesh;
 pub mod net;

@@ -77,6 +77,9 @@ impl Core {
 
     /// Applies a changed configuration to this core.
     pub fn apply_config(&self, config: Config) {
+        if config.loglevel() != self.config.borrow().loglevel() {
+            crate::logging::set_level(config.loglevel());
+        }
         let mut shard = self.shard.borrow_mut();
         let active_expire = shard.state.settings.active_expire;
         shard.state.settings = ShardSettings { active_expire, ..Self::shard_settings(&config) };

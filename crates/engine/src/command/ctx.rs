@@ -49,9 +49,12 @@ impl<'a> KeyspaceView<'a> {
     }
 
     /// Deletes `key` if it has expired, firing the funnel. Returns whether it
-    /// did.
+    /// did. Free when the database has no keys with a TTL.
     fn expire_if_needed(&mut self, key: &[u8]) -> bool {
         let db = self.keyspace.db_mut(self.db);
+        if db.volatile() == 0 {
+            return false;
+        }
         let expired = db.get(key).is_some_and(|e| e.is_expired(self.now_ms));
         if expired {
             db.remove(key);

@@ -5,10 +5,12 @@
 //! - [`table`]: the registry built once from every family's rows; lookup by
 //!   name (and subcommand), arity checks, ids for statistics.
 //! - [`ctx`]: the handler's view of the shard ([`Ctx`], [`KeyspaceView`]).
+//! - [`docs`]: the argument trees of COMMAND DOCS, read from each row's syntax.
 //! - [`args`], [`error`]: reading arguments and Redis's error texts.
 
 pub mod args;
 pub mod ctx;
+pub mod docs;
 pub mod error;
 pub mod spec;
 pub mod table;

@@ -331,10 +331,14 @@ pub struct Doc {
     pub complexity: &'static str,
     /// The argument syntax as Redis's documentation writes it
     /// (`key value [NX | XX] [GET] [EX seconds | PX milliseconds]`);
-    /// COMMAND DOCS derives its argument tree from it.
+    /// COMMAND DOCS derives its argument tree from it (see
+    /// [`super::docs`]); where a value's name does not tell its type, write
+    /// `name:type` (`increment:double`).
     pub syntax: &'static str,
     /// `Some((since, replaced_by))` for deprecated commands.
     pub deprecated: Option<(&'static str, &'static str)>,
+    /// `(version, change)` pairs, oldest first (COMMAND DOCS `history`).
+    pub history: &'static [(&'static str, &'static str)],
 }
 
 /// A row of the command table.
@@ -356,6 +360,10 @@ pub struct CommandSpec {
     /// Command tips (`nondeterministic_output`, `request_policy:all_shards`, …).
     pub tips: &'static [&'static str],
     pub subcommands: &'static [CommandSpec],
+    /// For rows whose key specs say `VARIABLE_FLAGS`: the key flags these
+    /// arguments really imply (what Redis's getkeys function reports; SET's
+    /// key is `OW update`, or `RW access update` with GET).
+    pub variable_key_flags: Option<fn(&[Bytes]) -> u32>,
 }
 
 impl CommandSpec {
@@ -374,9 +382,11 @@ impl CommandSpec {
                 complexity: "",
                 syntax: "",
                 deprecated: None,
+                history: &[],
             },
             tips: &[],
             subcommands: &[],
+            variable_key_flags: None,
         }
     }
 
@@ -385,6 +395,12 @@ impl CommandSpec {
         let mut spec = Self::new(name, -2, 0, Exec::Container);
         spec.subcommands = subs;
         spec
+    }
+
+    /// A command that runs by itself and also has subcommands (COMMAND).
+    pub const fn subcommands(mut self, subs: &'static [CommandSpec]) -> Self {
+        self.subcommands = subs;
+        self
     }
 
     pub const fn keys(mut self, keys: &'static [KeySpec]) -> Self {
@@ -421,6 +437,16 @@ impl CommandSpec {
 
     pub const fn deprecated(mut self, since: &'static str, replaced_by: &'static str) -> Self {
         self.doc.deprecated = Some((since, replaced_by));
+        self
+    }
+
+    pub const fn variable_key_flags(mut self, flags_for: fn(&[Bytes]) -> u32) -> Self {
+        self.variable_key_flags = Some(flags_for);
+        self
+    }
+
+    pub const fn history(mut self, history: &'static [(&'static str, &'static str)]) -> Self {
+        self.doc.history = history;
         self
     }
 
@@ -514,17 +540,43 @@ impl CommandSpec {
     /// then runs on the connection's own shard and reports its own error.
     pub fn key_positions(&self, args: &[Bytes]) -> Option<Vec<usize>> {
         let mut out = Vec::new();
+        self.for_each_key(args, |i| out.push(i))?;
+        Some(out)
+    }
+
+    /// Calls `f` with the position of each key argument, without allocating
+    /// (the router does this for every command). `None` as for
+    /// [`key_positions`](Self::key_positions).
+    pub fn for_each_key(&self, args: &[Bytes], mut f: impl FnMut(usize)) -> Option<()> {
         for spec in self.keys {
             if spec.flags & keyflags::NOT_KEY != 0 {
                 continue;
             }
-            find_spec_keys(spec, args, &mut out)?;
+            find_spec_keys(spec, args, &mut f)?;
+        }
+        Some(())
+    }
+
+    /// The key positions with the flags of the spec that found each key
+    /// (COMMAND GETKEYSANDFLAGS); `None` as for
+    /// [`key_positions`](Self::key_positions).
+    pub fn key_positions_and_flags(&self, args: &[Bytes]) -> Option<Vec<(usize, u32)>> {
+        let mut out = Vec::new();
+        for spec in self.keys {
+            if spec.flags & keyflags::NOT_KEY != 0 {
+                continue;
+            }
+            let flags = match self.variable_key_flags {
+                Some(flags_for) if spec.flags & keyflags::VARIABLE_FLAGS != 0 => flags_for(args),
+                _ => spec.flags,
+            };
+            find_spec_keys(spec, args, &mut |i| out.push((i, flags)))?;
         }
         Some(out)
     }
 }
 
-fn find_spec_keys(spec: &KeySpec, args: &[Bytes], out: &mut Vec<usize>) -> Option<()> {
+fn find_spec_keys(spec: &KeySpec, args: &[Bytes], out: &mut impl FnMut(usize)) -> Option<()> {
     let argc = args.len() as i64;
     let first: i64 = match spec.begin {
         BeginSearch::Index(pos) => {
@@ -583,7 +635,7 @@ fn find_spec_keys(spec: &KeySpec, args: &[Bytes], out: &mut Vec<usize>) -> Optio
                 if i >= argc {
                     return None;
                 }
-                out.push(i as usize);
+                out(i as usize);
                 i += step as i64;
             }
             return Some(());
@@ -597,7 +649,7 @@ fn find_spec_keys(spec: &KeySpec, args: &[Bytes], out: &mut Vec<usize>) -> Optio
         if i >= argc || i < 0 {
             return None;
         }
-        out.push(i as usize);
+        out(i as usize);
         i += step;
     }
     Some(())

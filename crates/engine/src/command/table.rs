@@ -7,7 +7,7 @@
 //! arities.
 
 use super::error::CmdError;
-use super::spec::{CommandSpec, Exec};
+use super::spec::CommandSpec;
 use bytes::Bytes;
 use hashbrown::HashMap;
 use std::sync::OnceLock;
@@ -23,6 +23,12 @@ pub struct Registered {
 }
 
 impl Registered {
+    /// A subcommand by name (any case).
+    pub fn subcommand(&self, name: &[u8]) -> Option<&Registered> {
+        let mut lower = [0u8; 64];
+        self.subcommands.get(lowercase(name, &mut lower)?)
+    }
+
     /// Subcommands in table order.
     pub fn subcommands(&self) -> impl Iterator<Item = &Registered> {
         let mut subs: Vec<&Registered> = self.subcommands.values().collect();
@@ -96,48 +102,44 @@ impl CommandTable {
     /// A top-level command by name (any case).
     pub fn get(&self, name: &[u8]) -> Option<&Registered> {
         let mut lower = [0u8; 64];
-        if name.len() > lower.len() {
-            return None;
-        }
-        for (d, s) in lower.iter_mut().zip(name) {
-            *d = s.to_ascii_lowercase();
-        }
-        let name = std::str::from_utf8(&lower[..name.len()]).ok()?;
-        self.by_name.get(name)
+        self.by_name.get(lowercase(name, &mut lower)?)
     }
 
     /// A row by `name` or `container|sub` (COMMAND INFO, COMMAND DOCS).
     pub fn get_full(&self, full: &[u8]) -> Option<&Registered> {
         match full.iter().position(|&c| c == b'|') {
             None => self.get(full),
-            Some(bar) => {
-                let parent = self.get(&full[..bar])?;
-                let sub = String::from_utf8_lossy(&full[bar + 1..]).to_ascii_lowercase();
-                parent.subcommands.get(sub.as_str())
-            }
+            Some(bar) => self.get(&full[..bar])?.subcommand(&full[bar + 1..]),
+        }
+    }
+
+    /// The row a request names, as Redis's `lookupCommand` finds it: the
+    /// command, or its subcommand when it has subcommands and the request
+    /// names one (CONFIG GET; bare COMMAND is the command itself). No arity
+    /// check.
+    pub fn lookup(&self, args: &[Bytes]) -> Option<&Registered> {
+        let base = self.get(args.first()?)?;
+        match args.get(1) {
+            Some(sub) if !base.subcommands.is_empty() => base.subcommand(sub),
+            _ => Some(base),
         }
     }
 
     /// Finds the row for a request and checks its arity, with Redis's errors
     /// (`unknown command`, `unknown subcommand`, `wrong number of arguments`).
+    /// A container named alone (`CLIENT`) fails its own arity.
     pub fn resolve(&self, args: &[Bytes]) -> Result<&Registered, CmdError> {
         let Some(name) = args.first() else {
             return Err(CmdError::new("ERR empty command"));
         };
-        let Some(reg) = self.get(name) else {
+        let Some(base) = self.get(name) else {
             return Err(unknown_command(args));
         };
-        let reg = if matches!(reg.spec.exec, Exec::Container) {
-            if args.len() < 2 {
-                return Err(CmdError::wrong_args(&reg.full_name));
+        let reg = match args.get(1) {
+            Some(sub) if !base.subcommands.is_empty() => {
+                base.subcommand(sub).ok_or_else(|| CmdError::unknown_subcommand(sub, base.spec.name))?
             }
-            let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
-            match reg.subcommands.get(sub.as_str()) {
-                Some(s) => s,
-                None => return Err(CmdError::unknown_subcommand(&args[1], reg.spec.name)),
-            }
-        } else {
-            reg
+            _ => base,
         };
         let arity = reg.spec.arity;
         let argc = args.len() as i32;
@@ -146,6 +148,16 @@ impl CommandTable {
         }
         Ok(reg)
     }
+}
+
+/// `name` in lower case in `buf`; `None` if it is longer than any command
+/// name or not text.
+fn lowercase<'b>(name: &[u8], buf: &'b mut [u8; 64]) -> Option<&'b str> {
+    let lower = buf.get_mut(..name.len())?;
+    for (d, s) in lower.iter_mut().zip(name) {
+        *d = s.to_ascii_lowercase();
+    }
+    std::str::from_utf8(lower).ok()
 }
 
 fn register(spec: &'static CommandSpec, parent: Option<&'static CommandSpec>, next_id: &mut usize) -> Registered {

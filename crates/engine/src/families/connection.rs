@@ -31,7 +31,7 @@ static CLIENT: &[CommandSpec] = &[
             "7.2.0",
             "Sets information specific to the client or connection.",
             "O(1)",
-            "<LIB-NAME libname | LIB-VER libver>",
+            "<\"lib-name\" libname | \"lib-ver\" libver>",
         ),
     client("list", -2, ADMIN | CLIENT_FLAGS, N::ClientList)
         .tips(&["nondeterministic_output"])
@@ -40,7 +40,7 @@ static CLIENT: &[CommandSpec] = &[
             "2.4.0",
             "Lists open connections.",
             "O(N) where N is the number of client connections",
-            "[TYPE <NORMAL | MASTER | REPLICA | PUBSUB>] [ID client-id [client-id ...]]",
+            "[TYPE <normal | master | replica | pubsub>] [ID client-id [client-id ...]]",
         ),
     client("info", 2, CLIENT_FLAGS, N::ClientInfo)
         .tips(&["nondeterministic_output"])
@@ -51,10 +51,10 @@ static CLIENT: &[CommandSpec] = &[
             "2.4.0",
             "Terminates open connections.",
             "O(N) where N is the number of client connections",
-            "<ip:port | <[ID client-id] | [TYPE <NORMAL | MASTER | SLAVE | REPLICA | PUBSUB>] | [USER username] | \
-             [ADDR ip:port] | [LADDR ip:port] | [SKIPME <YES | NO>]> [<[ID client-id] | [TYPE <NORMAL | MASTER | \
-             SLAVE | REPLICA | PUBSUB>] | [USER username] | [ADDR ip:port] | [LADDR ip:port] | [SKIPME <YES | NO>]> \
-             ...]>",
+            "<old-format=ip:port | <[ID client-id] | [TYPE <normal | master | slave | replica | pubsub>] | \
+             [USER username] | [ADDR addr=ip:port] | [LADDR laddr=ip:port] | [SKIPME <YES | NO>] [[ID client-id] | \
+             [TYPE <normal | master | slave | replica | pubsub>] | [USER username] | [ADDR addr=ip:port] | \
+             [LADDR laddr=ip:port] | [SKIPME <YES | NO>] ...]>>",
         ),
     client("reply", 3, CLIENT_FLAGS, N::ClientReply)
         .doc("connection", "3.2.0", "Instructs the server whether to reply to commands.", "O(1)", "<ON | OFF | SKIP>"),
@@ -138,6 +138,20 @@ mod tests {
 
     fn args(s: &str) -> Vec<Bytes> {
         s.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()
+    }
+
+    #[test]
+    fn quoted_tokens_and_display_texts_in_syntax() {
+        let t = table();
+        let setinfo = t.get_full(b"client|setinfo").map(|r| r.spec).unwrap();
+        let args = crate::command::docs::arguments(setinfo.doc.syntax, setinfo.keys).unwrap();
+        let tokens: Vec<Option<&str>> =
+            args[0].arguments.iter().map(|a| a.token.as_deref()).collect();
+        assert_eq!(tokens, vec![Some("lib-name"), Some("lib-ver")]);
+        let kill = t.get_full(b"client|kill").map(|r| r.spec).unwrap();
+        let args = crate::command::docs::arguments(kill.doc.syntax, kill.keys).unwrap();
+        let old = &args[0].arguments[0];
+        assert_eq!((old.name.as_str(), old.display.as_deref()), ("old-format", Some("ip:port")));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 //! here too, so that there is one table; the server crate implements them.
 
 pub mod bitmap;
+pub mod command;
 pub mod connection;
 pub mod keys;
 pub mod server;
@@ -13,5 +14,11 @@ pub mod string;
 use crate::command::CommandSpec;
 
 /// Every family's rows, in the order COMMAND lists them.
-pub static ALL: &[&[CommandSpec]] =
-    &[string::COMMANDS, bitmap::COMMANDS, keys::COMMANDS, connection::COMMANDS, server::COMMANDS];
+pub static ALL: &[&[CommandSpec]] = &[
+    string::COMMANDS,
+    bitmap::COMMANDS,
+    keys::COMMANDS,
+    connection::COMMANDS,
+    server::COMMANDS,
+    command::COMMANDS,
+];

@@ -19,6 +19,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("set", -3, WRITE | DENYOOM, Exec::Shard(set))
         .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE | kf::VARIABLE_FLAGS)
             .notes("RW and ACCESS due to the optional `GET` argument")])
+        .variable_key_flags(set_key_flags)
         .acl(acl::STRING)
         .doc(
             "string",
@@ -26,7 +27,13 @@ pub static COMMANDS: &[CommandSpec] = &[
             "Sets the string value of a key, ignoring its type. The key is created if it doesn't exist.",
             "O(1)",
             "key value [NX | XX] [GET] [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | KEEPTTL]",
-        ),
+        )
+        .history(&[
+            ("2.6.12", "Added the `EX`, `PX`, `NX` and `XX` options."),
+            ("6.0.0", "Added the `KEEPTTL` option."),
+            ("6.2.0", "Added the `GET`, `EXAT` and `PXAT` option."),
+            ("7.0.0", "Allowed the `NX` and `GET` options to be used together."),
+        ]),
     CommandSpec::new("setnx", 3, WRITE | DENYOOM | FAST, Exec::Shard(setnx))
         .keys(&[KeySpec::one(1, kf::OW | kf::INSERT)])
         .acl(acl::STRING)
@@ -104,7 +111,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("incrbyfloat", 3, WRITE | DENYOOM | FAST, Exec::Shard(incrbyfloat))
         .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)])
         .acl(acl::STRING)
-        .doc("string", "2.6.0", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "O(1)", "key increment"),
+        .doc("string", "2.6.0", "Increment the floating point value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "O(1)", "key increment:double"),
     CommandSpec::new("getrange", 4, READONLY, Exec::Shard(getrange))
         .keys(&[KeySpec::one(1, kf::RO | kf::ACCESS)])
         .acl(acl::STRING)
@@ -118,7 +125,22 @@ pub static COMMANDS: &[CommandSpec] = &[
         .keys(&[KeySpec::one(1, kf::RW | kf::UPDATE)])
         .acl(acl::STRING)
         .doc("string", "2.2.0", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.", "key offset value"),
+    CommandSpec::new("lcs", -3, READONLY, Exec::Shard(lcs))
+        .keys(&[KeySpec::range(1, 1, 1, kf::RO | kf::ACCESS)])
+        .acl(acl::STRING)
+        .doc("string", "7.0.0", "Finds the longest common substring.", "O(N*M) where N and M are the lengths of s1 and s2, respectively", "key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]"),
 ];
+
+/// SET's key flags for given arguments (Redis's `setGetKeys`): it reads the
+/// old value only with GET.
+fn set_key_flags(args: &[Bytes]) -> u32 {
+    let options = args.get(3..).unwrap_or_default();
+    if options.iter().any(|a| is(a, "GET")) {
+        kf::RW | kf::ACCESS | kf::UPDATE
+    } else {
+        kf::OW | kf::UPDATE
+    }
+}
 
 /// The string at `key` for reading: `Ok(None)` when missing, WRONGTYPE when
 /// the key holds another type.
@@ -581,5 +603,151 @@ fn read_len(ks: &KeyspaceView, key: &[u8]) -> usize {
         Some(Value::Str(s)) => s.len(),
         #[allow(unreachable_patterns)]
         _ => 0,
+    }
+}
+
+/// The options of LCS after the two keys.
+#[derive(Default)]
+struct LcsOptions {
+    len: bool,
+    idx: bool,
+    with_match_len: bool,
+    min_match_len: u64,
+}
+
+fn parse_lcs_options(args: &[Bytes]) -> Result<LcsOptions, CmdError> {
+    let mut o = LcsOptions::default();
+    let mut j = 3;
+    while j < args.len() {
+        let opt = &args[j];
+        if is(opt, "IDX") {
+            o.idx = true;
+        } else if is(opt, "LEN") {
+            o.len = true;
+        } else if is(opt, "WITHMATCHLEN") {
+            o.with_match_len = true;
+        } else if is(opt, "MINMATCHLEN") && j + 1 < args.len() {
+            // Negative means no minimum, as in Redis.
+            o.min_match_len = args::int(&args[j + 1])?.max(0) as u64;
+            j += 1;
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 1;
+    }
+    if o.len && o.idx {
+        return Err(CmdError::new(
+            "ERR If you want both the length and indexes, please just use IDX.",
+        ));
+    }
+    Ok(o)
+}
+
+/// The bytes of the string at `key` for LCS (a missing key is ""), or
+/// `None` when it holds another type.
+fn lcs_input(ks: &mut KeyspaceView, key: &[u8]) -> Option<Vec<u8>> {
+    match read_str(ks, key) {
+        Ok(Some(s)) => {
+            let mut tmp = [0u8; 20];
+            Some(s.as_bytes(&mut tmp).to_vec())
+        }
+        Ok(None) => Some(Vec::new()),
+        Err(_) => None,
+    }
+}
+
+/// LCS key1 key2 [LEN] [IDX] [MINMATCHLEN n] [WITHMATCHLEN] (Redis's
+/// `lcsCommand`). The table it needs is refused past `proto-max-bulk-len`.
+fn lcs(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    use ringdb_types::lcs::{lcs as compute, LcsError, LcsQuery};
+    let a = lcs_input(&mut ctx.ks, &args[1]);
+    let b = lcs_input(&mut ctx.ks, &args[2]);
+    let (Some(a), Some(b)) = (a, b) else {
+        return Err(CmdError::new("ERR The specified keys must contain string values"));
+    };
+    let o = parse_lcs_options(args)?;
+    let query =
+        LcsQuery { string: !o.len && !o.idx, ranges: o.idx, min_match_len: o.min_match_len };
+    let result =
+        compute(&a, &b, query, ctx.ks.state.settings.max_bulk_len).map_err(|e| match e {
+            LcsError::StringTooLong => CmdError::new("ERR String too long for LCS"),
+            LcsError::TableTooLarge => CmdError::new(
+                "ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len",
+            ),
+            LcsError::OutOfMemory => {
+                CmdError::new("ERR Insufficient memory, failed allocating transient memory for LCS")
+            }
+        })?;
+    if o.idx {
+        ctx.out.map(2);
+        ctx.out.bulk(b"matches");
+        ctx.out.array(result.ranges.len());
+        for m in &result.ranges {
+            ctx.out.array(2 + o.with_match_len as usize);
+            for (start, end) in [m.a, m.b] {
+                ctx.out.array(2);
+                ctx.out.int(start as i64);
+                ctx.out.int(end as i64);
+            }
+            if o.with_match_len {
+                ctx.out.int(m.len as i64);
+            }
+        }
+        ctx.out.bulk(b"len");
+        ctx.out.int(result.len as i64);
+    } else if o.len {
+        ctx.out.int(result.len as i64);
+    } else {
+        ctx.out.bulk(&result.string);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod lcs_tests {
+    use crate::command::{table, ClientInfo};
+    use crate::keyspace::Keyspace;
+    use crate::shard::{execute_on, ShardSettings, ShardState};
+    use crate::ShardCommand;
+    use bytes::Bytes;
+    use ringdb_protocol::Resp;
+
+    fn run(keyspace: &mut Keyspace, state: &mut ShardState, resp: Resp, line: &str) -> String {
+        let args: Vec<Bytes> =
+            line.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
+        let reg = table().resolve(&args).expect("known command");
+        let client = ClientInfo { resp, ..ClientInfo::default() };
+        let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client };
+        let mut out = Vec::new();
+        execute_on(keyspace, state, &cmd, &mut out, 1_000);
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
+    #[test]
+    fn lcs_idx_is_a_map_in_resp3_and_reads_fire_nothing() {
+        let mut ks = Keyspace::scratch(1);
+        let mut state = ShardState::recording(ShardSettings::default());
+        run(&mut ks, &mut state, Resp::V2, "MSET a ohmytext b mynewtext");
+        state.funnel.take_events();
+        let reply = run(&mut ks, &mut state, Resp::V3, "LCS a b IDX MINMATCHLEN 4 WITHMATCHLEN");
+        let expect = "%2\r\n$7\r\nmatches\r\n*1\r\n*3\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n:4\r\n$3\r\nlen\r\n:6\r\n";
+        assert_eq!(reply, expect);
+        let reply = run(&mut ks, &mut state, Resp::V2, "LCS a b IDX MINMATCHLEN 4");
+        let expect = "*4\r\n$7\r\nmatches\r\n*1\r\n*2\r\n*2\r\n:4\r\n:7\r\n*2\r\n:5\r\n:8\r\n$3\r\nlen\r\n:6\r\n";
+        assert_eq!(reply, expect);
+        assert!(state.funnel.take_events().is_empty());
+    }
+
+    #[test]
+    fn lcs_table_is_bounded_by_proto_max_bulk_len() {
+        let mut ks = Keyspace::scratch(1);
+        let mut state =
+            ShardState::recording(ShardSettings { max_bulk_len: 80, ..ShardSettings::default() });
+        run(&mut ks, &mut state, Resp::V2, "MSET a abc b abcd c abcde");
+        assert_eq!(run(&mut ks, &mut state, Resp::V2, "LCS a b LEN"), ":3\r\n");
+        assert_eq!(
+            run(&mut ks, &mut state, Resp::V2, "LCS a c LEN"),
+            "-ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len\r\n"
+        );
     }
 }

@@ -191,7 +191,8 @@ impl Db {
         }
     }
 
-    fn table_for_insert(&mut self, slot: u16) -> &mut SlotTable {
+    /// The index of the table for `slot`, creating tables as needed.
+    fn table_for_insert(&mut self, slot: u16) -> usize {
         let i = match &mut self.index {
             SlotIndex::Range { first, count } => {
                 if self.tables.is_empty() {
@@ -211,7 +212,7 @@ impl Db {
                 i
             }
         };
-        &mut self.tables[i]
+        i
     }
 
     /// The table of `slot`, if it holds anything.
@@ -252,24 +253,25 @@ impl Db {
 
     fn insert_inner(&mut self, entry: Box<Entry>) -> (Option<Box<Entry>>, &mut Entry) {
         let pos = KeyPos::of(entry.key());
-        let volatile = (entry.expire_at != 0) as usize;
-        let table = self.table_for_insert(pos.slot);
-        table.volatile += volatile as u32;
-        let old = match table.table.find_entry(pos.hash, |e| e.key() == entry.key()) {
-            Ok(occupied) => Some(occupied.remove().0),
-            Err(_) => None,
+        let volatile = (entry.expire_at != 0) as u32;
+        let i = self.table_for_insert(pos.slot);
+        let table = &mut self.tables[i];
+        // One probe: replace in place when the key exists.
+        let (old, stored) = match table.table.entry(pos.hash, |e| e.key() == entry.key(), |e| key_hash(e.key())) {
+            hashbrown::hash_table::Entry::Occupied(occupied) => {
+                let slot = occupied.into_mut();
+                let old = std::mem::replace(slot, entry);
+                (Some(old), slot)
+            }
+            hashbrown::hash_table::Entry::Vacant(vacant) => (None, vacant.insert(entry).into_mut()),
         };
-        if let Some(old) = &old {
-            table.volatile -= (old.expire_at != 0) as u32;
+        let old_volatile = old.as_ref().map_or(0, |o| (o.expire_at != 0) as u32);
+        table.volatile = table.volatile + volatile - old_volatile;
+        self.volatile = self.volatile + volatile as usize - old_volatile as usize;
+        if old.is_none() {
+            self.len += 1;
         }
-        self.volatile += volatile;
-        match &old {
-            Some(old) => self.volatile -= (old.expire_at != 0) as usize,
-            None => self.len += 1,
-        }
-        let table = self.table_for_insert(pos.slot);
-        let stored = table.table.insert_unique(pos.hash, entry, |e| key_hash(e.key())).into_mut();
-        (old, stored)
+        (old, &mut **stored)
     }
 
     pub fn remove(&mut self, key: &[u8]) -> Option<Box<Entry>> {

@@ -18,6 +18,19 @@ use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 use tracing::debug;
 
+/// Redis's reply to a non-loopback client in protected mode.
+const PROTECTED_MODE_DENIED: &str = "DENIED Redis is running in protected mode because protected mode is \
+    enabled and no password is set for the default user. In this mode connections are only accepted from \
+    the loopback interface. If you want to connect from external computers you may adopt one of the \
+    following solutions: 1) Just disable protected mode sending the command 'CONFIG SET protected-mode no' \
+    from the loopback interface by connecting from the same host the server is running, however MAKE SURE \
+    the server is not publicly accessible from internet if you do so. Use CONFIG REWRITE to make this change \
+    permanent. 2) Alternatively you can just disable the protected mode by editing the configuration file, \
+    and setting the protected mode option to 'no', and then restarting the server. 3) If you started the \
+    server manually just for testing, restart it with the '--protected-mode no' option. 4) Setup a an \
+    authentication password for the default user. NOTE: You only need to do one of the above things in \
+    order for the server to start accepting connections from the outside.";
+
 /// Read size for ordinary traffic; grows for large arguments.
 const READ_CHUNK: usize = 16 * 1024;
 const MAX_READ_CHUNK: usize = 1024 * 1024;
@@ -69,8 +82,13 @@ impl Connection {
         let _ = stream.close().await;
     }
 
-    /// Serves one client until it leaves or is killed.
+    /// Serves one client until it leaves, is killed or idles past `timeout`.
     pub async fn serve(core: Rc<Core>, stream: TcpStream) {
+        if Self::denied_by_protected_mode(&core, &stream) {
+            Self::refuse(stream, PROTECTED_MODE_DENIED).await;
+            core.shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
+            return;
+        }
         let _ = stream.set_nodelay(true);
         let keepalive = core.config.borrow().tcp_keepalive();
         if keepalive > 0 {
@@ -114,6 +132,14 @@ impl Connection {
         let _ = conn.stream.close().await;
         core.clients.borrow_mut().remove(id);
         core.shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// Protected mode with no password: only loopback clients are served.
+    fn denied_by_protected_mode(core: &Core, stream: &TcpStream) -> bool {
+        let config = core.config.borrow();
+        config.protected_mode()
+            && config.requirepass().is_none()
+            && stream.peer_addr().map(|a| !a.ip().is_loopback()).unwrap_or(false)
     }
 
     /// A reply writer on this connection's output, in its protocol.
@@ -171,13 +197,28 @@ impl Connection {
             self.read_chunk.truncate(READ_CHUNK);
             self.read_chunk.shrink_to_fit();
         }
+        let idle_limit = self.core.config.borrow().timeout();
         let kill = self.kill_rx.recv_async();
         let read = self.stream.read(&mut self.read_chunk);
-        let n = futures_lite::future::or(async { read.await.map_err(|e| e.to_string()) }, async {
-            let _ = kill.await;
-            Err("killed".to_string())
-        })
-        .await?;
+        let stop = async {
+            if idle_limit == 0 {
+                let _ = kill.await;
+                return Err("killed".to_string());
+            }
+            let idle = glommio::timer::sleep(Duration::from_secs(idle_limit));
+            futures_lite::future::or(
+                async {
+                    let _ = kill.await;
+                    Err("killed".to_string())
+                },
+                async {
+                    idle.await;
+                    Err("idle timeout".to_string())
+                },
+            )
+            .await
+        };
+        let n = futures_lite::future::or(async { read.await.map_err(|e| e.to_string()) }, stop).await?;
         self.inbuf.extend_from_slice(&self.read_chunk[..n]);
         if n > 0 {
             let stats = &mut self.core.shard.borrow_mut().state.stats;

@@ -120,20 +120,20 @@ enum Target {
 fn target(conn: &Connection, command: &ShardCommand) -> Target {
     let slot_map = conn.core.shared.slot_map;
     let home = conn.core.id;
-    let Some(positions) = command.spec.key_positions(&command.args) else {
+    let mut first = None;
+    let mut many = false;
+    let found = command.spec.for_each_key(&command.args, |i| {
+        let shard = slot_map.shard_of_key(&command.args[i]);
+        match first {
+            None => first = Some(shard),
+            Some(f) if f != shard => many = true,
+            Some(_) => {}
+        }
+    });
+    match (found, first) {
         // Malformed key arguments: the command reports its own error.
-        return Target::One(home);
-    };
-    let mut shards = positions.iter().filter_map(|&i| command.args.get(i)).map(|k| slot_map.shard_of_key(k));
-    let Some(first) = shards.next() else { return Target::One(home) };
-    if shards.all(|s| s == first) {
-        Target::One(first)
-    } else {
-        Target::Many
+        (None, _) | (Some(()), None) => Target::One(home),
+        (Some(()), Some(_)) if many => Target::Many,
+        (Some(()), Some(shard)) => Target::One(shard),
     }
-}
-
-/// The arguments of a request as text, for logs and errors.
-pub fn describe(args: &[Bytes]) -> String {
-    args.iter().map(|a| String::from_utf8_lossy(a).into_owned()).collect::<Vec<_>>().join(" ")
 }
