@@ -181,6 +181,41 @@ fn debug_other_subcommands_and_errors() {
 }
 
 #[test]
+fn debug_digest_matches_redis() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let zeros = "0".repeat(40);
+    assert_eq!(q::<String>(&mut c, &["DEBUG", "DIGEST"]).unwrap(), zeros);
+    // The keys live on both shards; the signatures were taken from Redis
+    // 7.0.15 with the same commands.
+    let map = ringdb_engine::SlotMap::new(2);
+    let keys = ["a", "b", "key:1", "c", "t"];
+    assert!(keys.iter().any(|k| map.shard_of_key(k.as_bytes()).0 == 0));
+    assert!(keys.iter().any(|k| map.shard_of_key(k.as_bytes()).0 == 1));
+    let long = "x".repeat(100);
+    q::<String>(&mut c, &["MSET", "a", "1", "b", "hello", "key:1", "12345678901234", "c", &long])
+        .unwrap();
+    q::<String>(&mut c, &["SET", "t", "v", "EX", "1000"]).unwrap();
+    q::<String>(&mut c, &["SELECT", "3"]).unwrap();
+    q::<String>(&mut c, &["SET", "z", "42"]).unwrap();
+    assert_eq!(
+        q::<String>(&mut c, &["DEBUG", "DIGEST"]).unwrap(),
+        "c3abab56ac49473c8e4cbb3ddbb2d63eb9d02b1b"
+    );
+    q::<String>(&mut c, &["SELECT", "0"]).unwrap();
+    let values: Vec<String> = q(&mut c, &["DEBUG", "DIGEST-VALUE", "a", "t", "nosuch"]).unwrap();
+    assert_eq!(
+        values,
+        vec![
+            "b4fc66738120fba0b5aa500ab5c2bf89cea1c5da".to_string(),
+            "311b17018163335616e089f6b951c82c477335ac".to_string(),
+            zeros,
+        ]
+    );
+    assert_eq!(q::<Vec<String>>(&mut c, &["DEBUG", "DIGEST-VALUE"]).unwrap(), Vec::<String>::new());
+}
+
+#[test]
 fn function_flush_list_help() {
     let server = Server::start(2);
     let mut c = server.client();

@@ -8,8 +8,10 @@ use bytes::Bytes;
 use ringdb_engine::command::args::{is, text};
 use ringdb_engine::command::error::{NO_SUCH_KEY, SYNTAX};
 use ringdb_engine::command::{CmdError, CmdResult};
+use ringdb_engine::digest::{self, Digest};
 use ringdb_engine::keyspace::{Entry, StrValue, Value};
 use ringdb_types::number::parse_i64;
+use ringdb_types::sha1::hex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// TIME: seconds and microseconds, as two bulk strings.
@@ -132,6 +134,10 @@ const DEBUG_HELP: &[&str] = &[
     "CHANGE-REPL-ID",
     "    Change the replication IDs of the instance.",
     "    Dangerous: should be used only for testing the replication subsystem.",
+    "DIGEST",
+    "    Output a hex signature representing the current DB content.",
+    "DIGEST-VALUE <key> [<key> ...]",
+    "    Output a hex signature of the values of all the specified keys.",
     "ERROR <string>",
     "    Return a Redis protocol error with <string> as message. Useful for clients",
     "    unit tests to simulate Redis errors.",
@@ -209,6 +215,14 @@ pub async fn debug(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
             *replid = crate::node::run_id(seed ^ replid.len() as u64);
         }
         conn.reply().ok();
+    } else if is(sub, "digest") && argc == 2 {
+        let digest = dataset_digest(conn).await?;
+        conn.reply().simple(&hex(&digest));
+    } else if is(sub, "digest-value") && argc >= 2 {
+        let digests = value_digests(conn, &args[2..]).await?;
+        let mut out = conn.reply();
+        out.array(digests.len());
+        digests.iter().for_each(|d| out.simple(&hex(d)));
     } else if is(sub, "protocol") && argc == 3 {
         protocol(conn, &args[2])?;
     } else if is(sub, "error") && argc == 3 {
@@ -223,6 +237,57 @@ pub async fn debug(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
         return Err(crate::cmd::subcommand_syntax_error(args));
     }
     Ok(())
+}
+
+/// DEBUG DIGEST: the signature of every database on every shard.
+async fn dataset_digest(conn: &Connection) -> Result<Digest, CmdError> {
+    let per_core = conn
+        .core
+        .invoke_on_all(|core| {
+            let shard = core.shard.borrow();
+            shard.keyspace.iter().map(|db| (db.len(), digest::db_digest(db))).collect::<Vec<_>>()
+        })
+        .await?;
+    let mut dbs: Vec<(usize, Digest)> = Vec::new();
+    for core in &per_core {
+        dbs.resize(dbs.len().max(core.len()), (0, [0; 20]));
+        dbs.iter_mut().zip(core).for_each(|(total, part)| digest::combine(total, part));
+    }
+    Ok(digest::dataset_digest(&dbs))
+}
+
+/// DEBUG DIGEST-VALUE key ...: each value's signature (zeros for a missing
+/// key), with one visit per shard that owns some of the keys.
+async fn value_digests(conn: &Connection, keys: &[Bytes]) -> Result<Vec<Digest>, CmdError> {
+    let mut out = vec![[0u8; 20]; keys.len()];
+    let db = conn.state.db;
+    let slot_map = conn.core.shared.slot_map;
+    for shard in 0..conn.core.shared.shards() {
+        let owner = ringdb_engine::ShardId(shard as u16);
+        let mine: Vec<(usize, Bytes)> = keys
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| slot_map.shard_of_key(k) == owner)
+            .map(|(i, k)| (i, k.clone()))
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let found = conn
+            .core
+            .invoke_on(owner, move |core| {
+                let shard = core.shard.borrow();
+                let db = shard.keyspace.db(db);
+                mine.into_iter()
+                    .map(|(i, k)| (i, db.get(&k).map(digest::value_digest).unwrap_or([0; 20])))
+                    .collect::<Vec<_>>()
+            })
+            .await?;
+        for (i, d) in found {
+            out[i] = d;
+        }
+    }
+    Ok(out)
 }
 
 /// C's `atoi`: the leading decimal integer, 0 when there is none.
