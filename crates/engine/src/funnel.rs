@@ -71,6 +71,15 @@ impl Funnel {
         }
     }
 
+    /// Every key of database `db` (all databases for `None`) may have
+    /// changed at once: FLUSHDB, FLUSHALL, and each side of SWAPDB (Redis's
+    /// `signalFlushedDb` / `touchAllWatchedKeysInDb`). Whole-database
+    /// reactions (failing WATCHes on that database, dropping its reactive
+    /// watches) hang off here rather than off one event per key.
+    pub fn flushed(&mut self, _db: Option<usize>) {
+        self.dirty += 1;
+    }
+
     /// Takes the recorded events (empty when not recording).
     pub fn take_events(&mut self) -> Vec<KeyEvent> {
         self.record.as_mut().map(std::mem::take).unwrap_or_default()

@@ -40,6 +40,9 @@ pub mod flags {
     pub const ALLOW_BUSY: u32 = 1 << 21;
     /// ringdb: the command can be subscribed to as `<NAME>.WATCH`.
     pub const WATCHABLE: u32 = 1 << 22;
+    /// The command may reach keys it was not given (SCAN, RANDOMKEY); hidden
+    /// from COMMAND INFO, as in Redis.
+    pub const TOUCHES_ARBITRARY_KEYS: u32 = 1 << 23;
 
     /// Names COMMAND INFO prints, in Redis's order (hidden flags omitted).
     pub const NAMES: &[(u32, &str)] = &[
@@ -88,6 +91,7 @@ pub mod flags {
         (NO_ASYNC_LOADING, "NO_ASYNC_LOADING"),
         (NO_MULTI, "NO_MULTI"),
         (ALLOW_BUSY, "ALLOW_BUSY"),
+        (TOUCHES_ARBITRARY_KEYS, "TOUCHES_ARBITRARY_KEYS"),
     ];
 }
 

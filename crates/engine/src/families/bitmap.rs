@@ -23,7 +23,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("setbit", 4, WRITE | DENYOOM, Exec::Shard(setbit))
         .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)])
         .acl(acl::BITMAP)
-        .doc("bitmap", "2.2.0", "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.", "O(1)", "key offset value"),
+        .doc("bitmap", "2.2.0", "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.", "O(1)", "key offset value:integer"),
     CommandSpec::new("getbit", 3, READONLY | FAST | WATCHABLE, Exec::Shard(getbit))
         .keys(&[KeySpec::one(1, kf::RO | kf::ACCESS)])
         .acl(acl::BITMAP)
@@ -49,7 +49,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "3.2.0",
             "Performs arbitrary bitfield integer operations on strings.",
             "O(1) for each subcommand specified",
-            "key [GET encoding offset | [OVERFLOW <WRAP | SAT | FAIL>] <SET encoding offset value | INCRBY encoding offset increment> [GET encoding offset | [OVERFLOW <WRAP | SAT | FAIL>] <SET encoding offset value | INCRBY encoding offset increment> ...]]",
+            "key [GET encoding offset | [OVERFLOW <WRAP | SAT | FAIL>] <SET encoding offset value:integer | INCRBY encoding offset increment> [GET encoding offset | [OVERFLOW <WRAP | SAT | FAIL>] <SET encoding offset value:integer | INCRBY encoding offset increment> ...]]",
         ),
     CommandSpec::new("bitfield_ro", -2, READONLY | FAST, Exec::Shard(bitfield_ro))
         .keys(&[KeySpec::one(1, kf::RO | kf::ACCESS)])

@@ -1,0 +1,134 @@
+//! The write funnel contract (ARCHITECTURE.md, "One write funnel"): every
+//! command flagged `write` in the command table fires the funnel for each key
+//! it changes, and read commands never fire it.
+//!
+//! Every row that runs on a shard must have a sample invocation here; a new
+//! command without one fails the test, so the contract cannot silently lapse.
+
+use bytes::Bytes;
+use ringdb_engine::command::{table, ClientInfo, Exec};
+use ringdb_engine::keyspace::{Entry, Keyspace, StrValue, Value};
+use ringdb_engine::shard::{execute_on, now_ms, ShardSettings, ShardState};
+use ringdb_engine::ShardCommand;
+use std::collections::BTreeSet;
+
+/// (row, command line, keys it must report as changed).
+const SAMPLES: &[(&str, &str, &[&str])] = &[
+    // Strings.
+    ("get", "GET s", &[]),
+    ("set", "SET s v", &["s"]),
+    ("setnx", "SETNX new v", &["new"]),
+    ("setex", "SETEX s 100 v", &["s"]),
+    ("psetex", "PSETEX s 100000 v", &["s"]),
+    ("getset", "GETSET s v", &["s"]),
+    ("getex", "GETEX s EX 100", &["s"]),
+    ("getdel", "GETDEL s", &["s"]),
+    ("mget", "MGET s n missing", &[]),
+    ("mset", "MSET s 1 new 2", &["s", "new"]),
+    ("msetnx", "MSETNX new 1 new2 2", &["new", "new2"]),
+    ("append", "APPEND s x", &["s"]),
+    ("strlen", "STRLEN s", &[]),
+    ("incr", "INCR n", &["n"]),
+    ("decr", "DECR n", &["n"]),
+    ("incrby", "INCRBY n 5", &["n"]),
+    ("decrby", "DECRBY n 5", &["n"]),
+    ("incrbyfloat", "INCRBYFLOAT n 1.5", &["n"]),
+    ("getrange", "GETRANGE s 0 1", &[]),
+    ("substr", "SUBSTR s 0 1", &[]),
+    ("setrange", "SETRANGE s 1 x", &["s"]),
+    ("lcs", "LCS s n", &[]),
+    // Bitmaps.
+    ("setbit", "SETBIT b 3 1", &["b"]),
+    ("getbit", "GETBIT b 3", &[]),
+    ("bitcount", "BITCOUNT b", &[]),
+    ("bitpos", "BITPOS b 1", &[]),
+    ("bitop", "BITOP AND dest s n", &["dest"]),
+    ("bitfield", "BITFIELD b SET u8 0 255", &["b"]),
+    ("bitfield_ro", "BITFIELD_RO b GET u8 0", &[]),
+    // Keyspace.
+    ("del", "DEL s missing", &["s"]),
+    ("unlink", "UNLINK s", &["s"]),
+    ("exists", "EXISTS s missing", &[]),
+    ("touch", "TOUCH s", &[]),
+    ("type", "TYPE s", &[]),
+    ("rename", "RENAME s new", &["s", "new"]),
+    ("renamenx", "RENAMENX s new", &["s", "new"]),
+    ("copy", "COPY s new", &["new"]),
+    ("move", "MOVE s 1", &["s"]),
+    ("expire", "EXPIRE s 100", &["s"]),
+    ("pexpire", "PEXPIRE s 100000", &["s"]),
+    ("expireat", "EXPIREAT s 99999999999", &["s"]),
+    ("pexpireat", "PEXPIREAT s 99999999999000", &["s"]),
+    ("ttl", "TTL t", &[]),
+    ("pttl", "PTTL t", &[]),
+    ("expiretime", "EXPIRETIME t", &[]),
+    ("pexpiretime", "PEXPIRETIME t", &[]),
+    ("persist", "PERSIST t", &["t"]),
+    ("object|encoding", "OBJECT ENCODING s", &[]),
+    ("object|freq", "OBJECT FREQ s", &[]),
+    ("object|idletime", "OBJECT IDLETIME s", &[]),
+    ("object|refcount", "OBJECT REFCOUNT s", &[]),
+    ("object|help", "OBJECT HELP", &[]),
+];
+
+/// A keyspace with a string `s`, a counter `n`, a bitmap `b` and a string `t`
+/// with a TTL.
+fn fixture() -> Keyspace {
+    let mut ks = Keyspace::scratch(16);
+    let db = ks.db_mut(0);
+    for (k, v) in [("s", &b"hello"[..]), ("n", b"10"), ("b", b"\x00\xff"), ("t", b"x")] {
+        db.insert(Box::new(Entry::new(k.as_bytes(), Value::Str(StrValue::from_bytes(v)))));
+    }
+    db.set_expire(b"t", Some(now_ms() + 1_000_000));
+    ks
+}
+
+fn run(line: &str) -> (Vec<u8>, BTreeSet<String>, usize) {
+    let args: Vec<Bytes> = line.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
+    let reg = table().resolve(&args).unwrap_or_else(|e| panic!("{line}: {e}"));
+    let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client: ClientInfo::default() };
+    let mut ks = fixture();
+    let mut state = ShardState::recording(ShardSettings::default());
+    let mut out = Vec::new();
+    execute_on(&mut ks, &mut state, &cmd, &mut out, now_ms());
+    let events = state.funnel.take_events();
+    let keys = events.iter().map(|e| String::from_utf8_lossy(&e.key).into_owned()).collect();
+    (out, keys, events.len())
+}
+
+#[test]
+fn writes_fire_the_funnel_for_every_changed_key_and_reads_never_do() {
+    let mut problems = Vec::new();
+    let shard_rows: Vec<_> = table()
+        .all_rows()
+        .into_iter()
+        .filter(|r| matches!(r.spec.exec, Exec::Shard(_) | Exec::Split { .. }))
+        .collect();
+    for reg in &shard_rows {
+        let Some((_, line, expected)) = SAMPLES.iter().find(|(name, _, _)| *name == reg.full_name) else {
+            problems.push(format!("{}: no sample in SAMPLES", reg.full_name));
+            continue;
+        };
+        let (reply, changed, events) = run(line);
+        let reply = String::from_utf8_lossy(&reply);
+        if reg.spec.is_write() {
+            for key in expected.iter() {
+                if !changed.contains(*key) {
+                    problems.push(format!("{line}: changed {key} without firing the funnel (reply {reply:?})"));
+                }
+            }
+            let args: BTreeSet<&str> = line.split(' ').skip(1).collect();
+            for key in &changed {
+                if !args.contains(key.as_str()) {
+                    problems.push(format!("{line}: fired the funnel for {key}, which it does not name"));
+                }
+            }
+        } else if events > 0 {
+            problems.push(format!("{line}: a read command fired the funnel for {changed:?}"));
+        } else if !expected.is_empty() {
+            problems.push(format!("{line}: sample expects changes from a read command"));
+        }
+    }
+    assert!(problems.is_empty(), "write funnel contract broken:\n{}", problems.join("\n"));
+    assert!(shard_rows.len() >= SAMPLES.len(), "SAMPLES names rows that do not exist");
+}
