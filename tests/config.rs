@@ -142,7 +142,19 @@ fn set_reaches_every_shard() {
             line.split(' ').find_map(|f| f.strip_prefix("lru:")).unwrap().parse().unwrap();
         assert!(lru < 1 << 24 && lru & 0xff == 5, "{key}: {line}");
     }
+    // OBJECT FREQ, which needs an LFU policy, now works on both shards.
+    for key in [&a, &b] {
+        // A new key's counter is 5; it may have decayed by one if a minute
+        // boundary passed since the SET.
+        let freq = on0.call(&["OBJECT", "FREQ", key]);
+        assert!(freq == ":5\r\n" || freq == ":4\r\n", "{key}: {freq}");
+    }
     assert_eq!(on1.call(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]), "+OK\r\n");
+    for key in [&a, &b] {
+        assert!(on0
+            .call(&["OBJECT", "FREQ", key])
+            .starts_with("-ERR An LFU maxmemory policy is not selected"));
+    }
     for key in [&a, &b] {
         assert_eq!(on0.call(&["SET", key, "w"]), "+OK\r\n");
         let line = on1.call(&["DEBUG", "OBJECT", key]);
