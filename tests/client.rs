@@ -347,3 +347,31 @@ fn raw_on_shard_auth(server: &Server, shard: usize, keep: &mut Vec<Raw>) -> Raw 
     }
     panic!("no connection landed on shard {shard}");
 }
+
+#[test]
+fn no_touch_leaves_access_data_alone_on_both_shards() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let (a, b) = keys_on_two_shards();
+    q::<String>(&mut c, &["CONFIG", "SET", "maxmemory-policy", "allkeys-lfu"]).unwrap();
+    q::<String>(&mut c, &["MSET", &a, "1", &b, "2"]).unwrap();
+    let freq =
+        |c: &mut redis::Connection, key: &str| q::<i64>(c, &["OBJECT", "FREQ", key]).unwrap();
+    let start: Vec<i64> = [&a, &b].iter().map(|k| freq(&mut c, k)).collect();
+    assert_eq!(q::<String>(&mut c, &["CLIENT", "NO-TOUCH", "ON"]).unwrap(), "OK");
+    for _ in 0..20 {
+        q::<Vec<String>>(&mut c, &["MGET", &a, &b]).unwrap();
+    }
+    for (key, before) in [&a, &b].iter().zip(&start) {
+        // Untouched: at most decayed, never counted up.
+        assert!(freq(&mut c, key) <= *before, "{key}");
+    }
+    assert_eq!(q::<String>(&mut c, &["CLIENT", "NO-TOUCH", "OFF"]).unwrap(), "OK");
+    for _ in 0..20 {
+        q::<Vec<String>>(&mut c, &["MGET", &a, &b]).unwrap();
+    }
+    for (key, before) in [&a, &b].iter().zip(&start) {
+        // The first access from the initial counter always counts.
+        assert!(freq(&mut c, key) > *before, "{key}");
+    }
+}
