@@ -215,3 +215,24 @@ fn memory_comes_from_the_allocator() {
     let freed = used(&mut c);
     assert!(freed + (16 << 20) <= after + (1 << 20), "{after} -> {freed}");
 }
+
+#[test]
+fn instantaneous_rates_follow_the_load() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let rate =
+        |c: &mut redis::Connection, name: &str| -> f64 { field(c, "stats", name).parse().unwrap() };
+    let (a, b) = keys_on_two_shards();
+    // Keep both shards busy for a while (the rates average the last 1.6 s).
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_millis(800) {
+        q::<String>(&mut c, &["SET", &a, "x"]).unwrap();
+        q::<String>(&mut c, &["SET", &b, "y"]).unwrap();
+    }
+    assert!(rate(&mut c, "instantaneous_ops_per_sec") > 0.0);
+    assert!(rate(&mut c, "instantaneous_input_kbps") > 0.0);
+    assert!(rate(&mut c, "instantaneous_output_kbps") > 0.0);
+    // Idle again: the rates fall back to zero once the window has passed.
+    std::thread::sleep(Duration::from_millis(2000));
+    assert!(rate(&mut c, "instantaneous_ops_per_sec") <= 1.0);
+}

@@ -74,6 +74,40 @@ pub struct CommandStats {
     pub failed_calls: u64,
 }
 
+/// How many samples an instantaneous rate averages (Redis's
+/// `STATS_METRIC_SAMPLES`); the server samples every 100 ms.
+pub const RATE_SAMPLES: usize = 16;
+
+/// One of Redis's instantaneous metrics (`instantaneous_ops_per_sec`, …):
+/// the per-second rate of a counter, averaged over the last
+/// [`RATE_SAMPLES`] samples.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RateMetric {
+    last_ms: u64,
+    last_reading: u64,
+    samples: [u64; RATE_SAMPLES],
+    next: usize,
+}
+
+impl RateMetric {
+    /// Records the counter's `reading` at `now_ms` (Redis's
+    /// `trackInstantaneousMetric`).
+    pub fn track(&mut self, now_ms: u64, reading: u64) {
+        let elapsed = now_ms.saturating_sub(self.last_ms);
+        if self.last_ms != 0 && elapsed > 0 {
+            self.samples[self.next] = reading.saturating_sub(self.last_reading) * 1000 / elapsed;
+            self.next = (self.next + 1) % RATE_SAMPLES;
+        }
+        self.last_ms = now_ms;
+        self.last_reading = reading;
+    }
+
+    /// The average rate per second over the samples.
+    pub fn per_sec(&self) -> u64 {
+        self.samples.iter().sum::<u64>() / RATE_SAMPLES as u64
+    }
+}
+
 /// Most distinct error codes INFO errorstats tracks, as Redis
 /// (`ERROR_STATS_NUMBER`): error texts can come from clients (a script's
 /// `redis.error_reply`), so the table must not grow without bound. Errors past
@@ -108,6 +142,11 @@ pub struct ShardStats {
     /// Socket reads and writes that carried data.
     pub reads_processed: u64,
     pub writes_processed: u64,
+    /// Instantaneous rates of `commands_processed`, `net_input_bytes` and
+    /// `net_output_bytes`, sampled by [`ShardStats::sample`].
+    pub ops_rate: RateMetric,
+    pub input_rate: RateMetric,
+    pub output_rate: RateMetric,
 }
 
 impl ShardStats {
@@ -142,8 +181,16 @@ impl ShardStats {
         *self = ShardStats::default();
     }
 
+    /// Takes one sample of every instantaneous rate (every 100 ms).
+    pub fn sample(&mut self, now_ms: u64) {
+        self.ops_rate.track(now_ms, self.commands_processed);
+        self.input_rate.track(now_ms, self.net_input_bytes);
+        self.output_rate.track(now_ms, self.net_output_bytes);
+    }
+
     /// Adds `other` into `self` (INFO sums the shards). The stale percentage
-    /// of the last expiry cycle is the largest of the shards'.
+    /// of the last expiry cycle is the largest of the shards'; rates are not
+    /// added here (INFO adds each shard's `per_sec`).
     pub fn add(&mut self, other: &ShardStats) {
         for (id, c) in other.commands.iter().enumerate() {
             let mine = self.command(id);
@@ -505,6 +552,20 @@ mod tests {
             }
             assert_eq!(next, SLOTS as u32);
         }
+    }
+
+    #[test]
+    fn rates_average_the_last_samples() {
+        let mut rate = RateMetric::default();
+        rate.track(1_000, 0);
+        assert_eq!(rate.per_sec(), 0);
+        for i in 1..=RATE_SAMPLES as u64 {
+            // 50 more every 100 ms: 500 per second.
+            rate.track(1_000 + i * 100, i * 50);
+        }
+        assert_eq!(rate.per_sec(), 500);
+        rate.track(1_000 + (RATE_SAMPLES as u64 + 1) * 100, RATE_SAMPLES as u64 * 50);
+        assert_eq!(rate.per_sec(), 500 * (RATE_SAMPLES as u64 - 1) / RATE_SAMPLES as u64);
     }
 
     #[test]

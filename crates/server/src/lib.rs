@@ -12,7 +12,8 @@
 //! - [`config`]: settings, the TOML file and command-line flags;
 //! - [`expiry`]: the per-core active expiry task;
 //! - [`logging`]: `tracing` set up with Redis's log levels;
-//! - [`memory`]: allocation accounting for INFO memory.
+//! - [`memory`]: allocation accounting for INFO memory;
+//! - [`metrics`]: the per-core sampler of INFO's instantaneous rates.
 //!
 //! Commands that run on a shard are parsed by `ringdb-protocol`, looked up in
 //! the table of `ringdb-engine`, executed by the engine's command families,
@@ -24,6 +25,7 @@ pub mod config;
 pub mod expiry;
 pub mod logging;
 pub mod memory;
+pub mod metrics;
 pub mod mesh;
 pub mod net;
 pub mod node;

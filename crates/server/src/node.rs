@@ -266,6 +266,7 @@ async fn core_main(
     });
     glommio::spawn_local(crate::mesh::serve(core.clone(), mesh_rx)).detach();
     glommio::spawn_local(crate::expiry::run(core.clone())).detach();
+    glommio::spawn_local(crate::metrics::run(core.clone())).detach();
     for fd in listeners {
         match listener::adopt(fd) {
             Ok(l) => {

@@ -15,7 +15,7 @@ use crate::net::connection::Connection;
 use crate::node::Core;
 use bytes::Bytes;
 use ringdb_engine::command::{table, CmdResult};
-use ringdb_engine::shard::ShardStats;
+use ringdb_engine::shard::{RateMetric, ShardStats};
 use std::collections::BTreeSet;
 use std::fmt::Write;
 use std::rc::Rc;
@@ -256,19 +256,27 @@ impl Report<'_> {
 
     fn stats(&self, out: &mut String) {
         let t = self.total;
+        let rate = |f: fn(&ShardStats) -> &RateMetric| -> u64 {
+            self.reports.iter().map(|r| f(&r.stats).per_sec()).sum()
+        };
         let _ = write!(
             out,
             "# Stats\r\ntotal_connections_received:{}\r\ntotal_commands_processed:{}\r\n\
-             total_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ntotal_net_repl_input_bytes:0\r\n\
-             total_net_repl_output_bytes:0\r\nrejected_connections:{}\r\nsync_full:0\r\nsync_partial_ok:0\r\n\
+             instantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ntotal_net_repl_input_bytes:0\r\n\
+             total_net_repl_output_bytes:0\r\ninstantaneous_input_kbps:{:.2}\r\n\
+             instantaneous_output_kbps:{:.2}\r\ninstantaneous_input_repl_kbps:0.00\r\n\
+             instantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:0\r\nsync_partial_ok:0\r\n\
              sync_partial_err:0\r\nexpired_keys:{}\r\nexpired_stale_perc:{:.2}\r\n\
              expire_cycle_cpu_milliseconds:{}\r\nevicted_keys:0\r\nevicted_clients:0\r\nkeyspace_hits:{}\r\n\
              keyspace_misses:{}\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nunexpected_error_replies:0\r\n\
              total_error_replies:{}\r\ntotal_reads_processed:{}\r\ntotal_writes_processed:{}\r\n",
             t.connections_received,
             t.commands_processed,
+            rate(|s| &s.ops_rate),
             t.net_input_bytes,
             t.net_output_bytes,
+            rate(|s| &s.input_rate) as f64 / 1024.0,
+            rate(|s| &s.output_rate) as f64 / 1024.0,
             t.rejected_connections,
             t.expired_keys,
             t.expired_stale_perc,
