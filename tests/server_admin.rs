@@ -2,8 +2,36 @@
 //! server, with keys on both shards where a subcommand is keyed.
 
 mod common;
-use common::{keys_on_two_shards, q, Server};
+use common::{keys_on_two_shards, q, Raw, Server};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Connected clients per shard, from INFO shards.
+fn clients_per_shard(c: &mut redis::Connection) -> Vec<usize> {
+    let info: String = q(c, &["INFO", "shards"]).unwrap();
+    info.lines()
+        .filter(|l| l.starts_with("shard") && !l.starts_with("shards:"))
+        .map(|l| l.split(',').find_map(|f| f.strip_prefix("clients=")).unwrap().parse().unwrap())
+        .collect()
+}
+
+/// A raw connection that landed on `shard`; the others stay open in `keep`.
+fn raw_on_shard(
+    server: &Server,
+    admin: &mut redis::Connection,
+    shard: usize,
+    keep: &mut Vec<Raw>,
+) -> Raw {
+    for _ in 0..200 {
+        let before = clients_per_shard(admin);
+        let mut raw = server.raw();
+        assert!(raw.call(&["PING"]).starts_with("+PONG"));
+        if clients_per_shard(admin)[shard] > before[shard] {
+            return raw;
+        }
+        keep.push(raw);
+    }
+    panic!("no connection landed on shard {shard}");
+}
 
 fn unix_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()
@@ -63,30 +91,42 @@ fn debug_object_sleep_and_active_expire_on_both_shards() {
         std::thread::sleep(Duration::from_millis(50));
     }
 
-    // SLEEP stops the whole server: other clients wait too, whatever core
-    // they are on.
+    // SLEEP stops the whole server: clients of both cores wait, from (about)
+    // the same moment, and the sleeper gets its reply after one pause.
+    let mut keep = Vec::new();
+    let mut on = [0, 1].map(|shard| raw_on_shard(&server, &mut c, shard, &mut keep));
     let port = server.port;
-    let mut others: Vec<redis::Connection> = (0..8).map(|_| server.client()).collect();
     let sleeper = std::thread::spawn(move || {
         let mut c = redis::Client::open(format!("redis://127.0.0.1:{port}/"))
             .unwrap()
             .get_connection()
             .unwrap();
         let started = Instant::now();
-        assert_eq!(q::<String>(&mut c, &["DEBUG", "SLEEP", "0.5"]).unwrap(), "OK");
+        assert_eq!(q::<String>(&mut c, &["DEBUG", "SLEEP", "0.6"]).unwrap(), "OK");
         started.elapsed()
     });
-    std::thread::sleep(Duration::from_millis(150));
-    let mut slowest = Duration::ZERO;
-    for other in &mut others {
-        let started = Instant::now();
-        assert_eq!(q::<String>(other, &["PING"]).unwrap(), "PONG");
-        slowest = slowest.max(started.elapsed());
+    std::thread::sleep(Duration::from_millis(200));
+    for raw in &mut on {
+        raw.cmd(&[b"PING"]);
     }
-    assert!(sleeper.join().unwrap() >= Duration::from_millis(500));
+    std::thread::sleep(Duration::from_millis(150));
+    for (shard, raw) in on.iter_mut().enumerate() {
+        // Neither core has answered yet.
+        raw.stream.set_nonblocking(true).unwrap();
+        let pending = raw.stream.peek(&mut [0u8; 16]);
+        raw.stream.set_nonblocking(false).unwrap();
+        assert!(
+            matches!(&pending, Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+            "shard {shard} answered during DEBUG SLEEP: {pending:?}"
+        );
+    }
+    for raw in &mut on {
+        assert_eq!(raw.read_frame(), b"+PONG\r\n");
+    }
+    let slept = sleeper.join().unwrap();
     assert!(
-        slowest >= Duration::from_millis(150),
-        "a PING was answered during DEBUG SLEEP ({slowest:?})"
+        slept >= Duration::from_millis(600) && slept < Duration::from_millis(1100),
+        "{slept:?}"
     );
     assert_eq!(q::<String>(&mut c, &["DEBUG", "SLEEP", "0"]).unwrap(), "OK");
     assert_eq!(q::<String>(&mut c, &["DEBUG", "SLEEP", "-1"]).unwrap(), "OK");

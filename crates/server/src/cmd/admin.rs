@@ -311,7 +311,8 @@ fn leading_f64(arg: &[u8]) -> f64 {
 }
 
 /// DEBUG SLEEP seconds: stops the whole server, every core at once, as
-/// Redis's single thread stops.
+/// Redis's single thread stops. The other cores are asked first and this one
+/// sleeps last, so that all of them sleep at the same time.
 async fn sleep_all(conn: &mut Connection, seconds: &[u8]) -> CmdResult {
     let seconds = leading_f64(seconds);
     let pause = if seconds > 0.0 {
@@ -319,7 +320,23 @@ async fn sleep_all(conn: &mut Connection, seconds: &[u8]) -> CmdResult {
     } else {
         Duration::ZERO
     };
-    conn.core.invoke_on_all(move |_| std::thread::sleep(pause)).await?;
+    let mut asleep = Vec::new();
+    for shard in (0..conn.core.shared.shards()).map(|i| ringdb_engine::ShardId(i as u16)) {
+        if shard == conn.core.id {
+            continue;
+        }
+        let (done, woke) = flume::bounded(1);
+        let job: crate::mesh::Job = Box::new(move |_| {
+            std::thread::sleep(pause);
+            let _ = done.send(());
+        });
+        conn.core.send_job(shard, job).await;
+        asleep.push(woke);
+    }
+    std::thread::sleep(pause);
+    for woke in asleep {
+        woke.recv_async().await.map_err(|_| crate::mesh::NO_ANSWER)?;
+    }
     conn.reply().ok();
     Ok(())
 }
