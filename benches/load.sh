@@ -1,0 +1,432 @@
+#!/usr/bin/env bash
+# benches/load.sh: side-by-side load benchmark of ringdb and redis-server.
+#
+# Runs the same redis-benchmark matrix (SET, GET, INCR, MSET of 10 keys;
+# 50 clients; pipeline 1 and 16; random keys) against a redis-server and a
+# ringdb started here on loopback, ringdb at 1 shard and then at 2 shards,
+# each row repeated REPS times with the two servers interleaved. It also
+# counts the server's CPU time per run (utime+stime from /proc/PID/stat),
+# loads 1M keys (12-byte keys, 16-byte values) into fresh servers to compare
+# memory, and rewrites benches/RESULTS.md and benches/results.svg.
+#
+# Usage: benches/load.sh
+# Settings (environment variables, defaults in brackets):
+#   RUN_SECONDS [5]      target length of one measured run; -n is sized from a probe run
+#   REPS [3]             measured runs per row and server (the report shows medians)
+#   SHARDS_LIST ["1 2"]  ringdb shard counts, one phase each
+#   TESTS ["set get incr mset"], PIPELINES ["1 16"], CLIENTS [50], KEYSPACE [100000]
+#   MEM_KEYS [1000000]   keys loaded for the memory comparison (0 = skip)
+#   PIN [1]              1 = servers on CPU 0 (ringdb with N shards on CPUs 0..N-1),
+#                        redis-benchmark and redis-cli on the last CPU; 0 = no taskset
+#   NICE [-10 as root, else 0]  nice value of servers and client: above the
+#                        machine's other work, so a shared machine disturbs less
+#   RINGDB_PORT [7830], REDIS_PORT [7831]
+# Raw per-run data is kept in benches/out/ (ignored by git).
+
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+
+# The settings given in the environment, to print the exact command line.
+GIVEN=""
+for var in RUN_SECONDS REPS SHARDS_LIST TESTS PIPELINES CLIENTS KEYSPACE MEM_KEYS PIN NICE RINGDB_PORT REDIS_PORT; do
+    if [ -n "${!var+x}" ]; then GIVEN+="$var=$(printf '%q' "${!var}") "; fi
+done
+
+RUN_SECONDS=${RUN_SECONDS:-5}
+REPS=${REPS:-3}
+SHARDS_LIST=${SHARDS_LIST:-"1 2"}
+TESTS=${TESTS:-"set get incr mset"}
+PIPELINES=${PIPELINES:-"1 16"}
+CLIENTS=${CLIENTS:-50}
+KEYSPACE=${KEYSPACE:-100000}
+MEM_KEYS=${MEM_KEYS:-1000000}
+PIN=${PIN:-1}
+if [ "$(id -u)" -eq 0 ]; then NICE=${NICE:--10}; else NICE=${NICE:-0}; fi
+RINGDB_PORT=${RINGDB_PORT:-7830}
+REDIS_PORT=${REDIS_PORT:-7831}
+HOST=127.0.0.1
+
+OUT=$ROOT/benches/out
+RINGDB=$ROOT/target/release/ringdb
+CLK_TCK=$(getconf CLK_TCK)
+NPROC=$(nproc)
+CLIENT_CPU=$((NPROC - 1))
+
+log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+# ---------------------------------------------------------------- set-up
+
+ensure_redis() {
+    if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null \
+        && command -v redis-cli >/dev/null; then
+        return
+    fi
+    log "installing redis-server and redis-tools with apt"
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo=sudo
+    $sudo apt-get install -y redis-server redis-tools \
+        || { $sudo apt-get update && $sudo apt-get install -y redis-server redis-tools; }
+}
+
+# Refuses to start on a port something already listens on: ringdb binds with
+# SO_REUSEPORT, so a stray listener would silently share the load. Waits up
+# to 10 s first: a listener can outlive its process for a moment while the
+# kernel tears down the process's io_uring.
+check_port_free() {
+    local i
+    for i in $(seq 1 200); do
+        ss -Hltn "sport = :$1" 2>/dev/null | grep -q . || {
+            [ "$i" -eq 1 ] || log "port $1 became free after $(((i - 1) * 50)) ms"
+            return 0
+        }
+        sleep 0.05
+    done
+    die "port $1 is already in use"
+}
+
+# The command prefix for a server with n shards: its nice value, and CPUs
+# 0..n-1 unless PIN=0. nice and taskset exec, so $! is the server's PID.
+server_pin() {
+    local n=$1
+    [ "$n" -le "$NPROC" ] || n=$NPROC
+    printf 'nice -n %s ' "$NICE"
+    [ "$PIN" = 1 ] && printf 'taskset -c 0-%s' "$((n - 1))"
+    echo
+}
+
+client_pin() {
+    printf 'nice -n %s ' "$NICE"
+    [ "$PIN" = 1 ] && printf 'taskset -c %s' "$CLIENT_CPU"
+    echo
+}
+
+# ---------------------------------------------------------------- servers
+
+RINGDB_PID=""
+REDIS_PID=""
+LAST_RPS=0
+LAST_STATUS=ok
+
+wait_ready() {
+    local port=$1 pid=$2
+    for _ in $(seq 1 200); do
+        kill -0 "$pid" 2>/dev/null || die "server on port $port exited at start-up"
+        if [ "$(redis-cli -h $HOST -p "$port" ping 2>/dev/null)" = PONG ]; then
+            return
+        fi
+        sleep 0.05
+    done
+    die "server on port $port did not answer PING"
+}
+
+start_redis() {
+    check_port_free "$REDIS_PORT"
+    # shellcheck disable=SC2046
+    $(server_pin 1) redis-server --port "$REDIS_PORT" --bind $HOST --save '' --appendonly no \
+        --daemonize no --logfile "$OUT/redis.log" &
+    REDIS_PID=$!
+    wait_ready "$REDIS_PORT" "$REDIS_PID"
+}
+
+start_ringdb() {
+    local shards=$1
+    check_port_free "$RINGDB_PORT"
+    # shellcheck disable=SC2046
+    $(server_pin "$shards") "$RINGDB" --port "$RINGDB_PORT" --bind $HOST --shards "$shards" \
+        >>"$OUT/ringdb-$shards.log" 2>&1 &
+    RINGDB_PID=$!
+    wait_ready "$RINGDB_PORT" "$RINGDB_PID"
+}
+
+stop_pid() {
+    local pid=$1
+    [ -n "$pid" ] || return 0
+    kill "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+}
+
+stop_servers() {
+    stop_pid "$RINGDB_PID"
+    RINGDB_PID=""
+    stop_pid "$REDIS_PID"
+    REDIS_PID=""
+}
+on_exit() {
+    stop_servers
+    restore_priority
+}
+trap on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---------------------------------------------------------------- measuring
+
+# utime+stime of a process, all threads, in clock ticks. The command name in
+# field 2 may hold spaces, so fields are counted after its closing ')'.
+cpu_ticks() {
+    local stat
+    stat=$(cat "/proc/$1/stat" 2>/dev/null) || { echo 0; return; }
+    stat=${stat##*) }
+    awk '{ print $12 + $13 }' <<<"$stat"
+}
+
+# Busy and steal ticks summed over all CPUs, from the "cpu" line of /proc/stat.
+system_ticks() {
+    awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $9; exit }' /proc/stat
+}
+
+vm_rss_kb() {
+    awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"
+}
+
+RAW=$OUT/raw.csv
+RAW_HEADER="shards,server,test,pipeline,rep,requests,rps,avg_ms,min_ms,p50_ms,p95_ms,p99_ms,max_ms,wall_s,server_cpu_s,client_cpu_s,busy_cpu_s,steal_cpu_s,load1,status"
+
+# One redis-benchmark run. Sets LAST_RPS and LAST_STATUS (ok / what went
+# wrong) and appends a row to raw.csv unless rep is "probe".
+bench_once() {
+    local shards=$1 server=$2 port=$3 pid=$4 test=$5 pipeline=$6 requests=$7 rep=$8
+    local tag="$OUT/runs/$shards-$server-$test-P$pipeline-$rep"
+    local before after sys_before sys_after load1 rc=0
+    load1=$(cut -d' ' -f1 /proc/loadavg)
+    before=$(cpu_ticks "$pid")
+    sys_before=$(system_ticks)
+    local TIMEFORMAT='%R %U %S'
+    # shellcheck disable=SC2046
+    { time $(client_pin) redis-benchmark -h $HOST -p "$port" -t "$test" -n "$requests" \
+        -r "$KEYSPACE" -c "$CLIENTS" -P "$pipeline" --csv >"$tag.csv" 2>"$tag.err" || rc=$?; } 2>"$tag.time"
+    sys_after=$(system_ticks)
+    after=$(cpu_ticks "$pid")
+
+    LAST_STATUS=ok
+    if ! kill -0 "$pid" 2>/dev/null; then
+        LAST_STATUS="server exited"
+    elif [ "$rc" -ne 0 ]; then
+        LAST_STATUS="redis-benchmark exit $rc"
+    fi
+    # redis-benchmark warns when CONFIG GET fails (ringdb may not have it); any
+    # other line on stderr is worth reporting.
+    local errs
+    errs=$(grep -v 'Could not fetch server CONFIG' "$tag.err" | tr '\n' ' ' | tr -d ',' || true)
+    [ -z "$errs" ] || LAST_STATUS="$LAST_STATUS; stderr: ${errs:0:200}"
+
+    local row
+    row=$(sed -n 2p "$tag.csv" | tr -d '"' | cut -d, -f2-)
+    [ -n "$row" ] || row="0,0,0,0,0,0,0"
+    local wall cuser csys
+    read -r wall cuser csys <"$tag.time"
+    local vals
+    vals=$(awk -v b="$before" -v a="$after" -v sb="${sys_before% *}" -v sa="${sys_after% *}" \
+        -v tb="${sys_before#* }" -v ta="${sys_after#* }" -v t="$CLK_TCK" -v cu="$cuser" -v cs="$csys" \
+        'BEGIN { printf "%.2f,%.3f,%.2f,%.2f", (a - b) / t, cu + cs, (sa - sb) / t, (ta - tb) / t }')
+    if [ "$rep" != probe ]; then
+        echo "$shards,$server,$test,$pipeline,$rep,$requests,$row,$wall,$vals,$load1,\"$LAST_STATUS\"" >>"$RAW"
+    fi
+    LAST_RPS=${row%%,*}
+}
+
+# Requests for one measured run: enough for RUN_SECONDS at the faster of the
+# two probed rates, rounded up to a thousand.
+size_run() {
+    awk -v a="$1" -v b="$2" -v s="$RUN_SECONDS" 'BEGIN {
+        r = (a > b ? a : b) * s; n = int((r + 999) / 1000) * 1000;
+        if (n < 10000) n = 10000; print n }'
+}
+
+run_row() {
+    local shards=$1 test=$2 pipeline=$3
+    local probe_n=20000
+    [ "$pipeline" -eq 1 ] || probe_n=100000
+    local probe_redis probe_ringdb requests
+    bench_once "$shards" redis "$REDIS_PORT" "$REDIS_PID" "$test" "$pipeline" "$probe_n" probe
+    probe_redis=$LAST_RPS
+    bench_once "$shards" ringdb "$RINGDB_PORT" "$RINGDB_PID" "$test" "$pipeline" "$probe_n" probe
+    probe_ringdb=$LAST_RPS
+    requests=$(size_run "$probe_redis" "$probe_ringdb")
+    log "shards=$shards $test -P $pipeline: probe redis $probe_redis rps, ringdb $probe_ringdb rps; -n $requests"
+    for rep in $(seq 1 "$REPS"); do
+        # Alternate which server goes first, so drift in background load
+        # does not always favour the same one.
+        local order="redis ringdb"
+        [ $((rep % 2)) -eq 1 ] || order="ringdb redis"
+        for server in $order; do
+            local port=$REDIS_PORT pid=$REDIS_PID
+            if [ "$server" = ringdb ]; then port=$RINGDB_PORT pid=$RINGDB_PID; fi
+            bench_once "$shards" "$server" "$port" "$pid" "$test" "$pipeline" "$requests" "$rep"
+            log "  rep $rep $server: $LAST_RPS rps ($LAST_STATUS)"
+            if ! kill -0 "$pid" 2>/dev/null; then
+                log "  $server died; restarting it"
+                if [ "$server" = ringdb ]; then start_ringdb "$shards"; else start_redis; fi
+            fi
+        done
+    done
+}
+
+# ---------------------------------------------------------------- memory
+
+# A RESP stream of MEM_KEYS SET commands: 12-byte keys (key:00000000),
+# 16-byte values (val:000000000000).
+make_load_file() {
+    python3 - "$MEM_KEYS" >"$OUT/load.resp" <<'EOF'
+import sys
+n = int(sys.argv[1])
+out = sys.stdout.buffer
+chunk = []
+for i in range(n):
+    key = b"key:%08d" % i
+    val = b"val:%012d" % i
+    chunk.append(b"*3\r\n$3\r\nSET\r\n$12\r\n" + key + b"\r\n$16\r\n" + val + b"\r\n")
+    if len(chunk) == 10000:
+        out.write(b"".join(chunk))
+        chunk.clear()
+out.write(b"".join(chunk))
+EOF
+}
+
+info_field() {
+    redis-cli -h $HOST -p "$1" info memory 2>/dev/null | tr -d '\r' | awk -F: -v f="$2" '$1 == f { print $2 }'
+}
+
+# Loads the keys into the server on `port` and appends a row to mem.csv.
+measure_memory() {
+    local label=$1 port=$2 pid=$3
+    local rss0 rss1 used pipe_out t0 t1 check
+    sleep 0.5
+    rss0=$(vm_rss_kb "$pid")
+    t0=$(date +%s.%N)
+    # shellcheck disable=SC2046
+    pipe_out=$($(client_pin) redis-cli -h $HOST -p "$port" --pipe <"$OUT/load.resp" 2>&1 | tr '\n' ' ')
+    t1=$(date +%s.%N)
+    sleep 1
+    rss1=$(vm_rss_kb "$pid")
+    used=$(info_field "$port" used_memory)
+    [ -n "$used" ] || used=NA
+    # Spot check: the first and last keys read back with their values.
+    local last=$((MEM_KEYS - 1))
+    check=$(redis-cli -h $HOST -p "$port" get key:00000000 2>&1)/$(redis-cli -h $HOST -p "$port" \
+        get "$(printf 'key:%08d' "$last")" 2>&1)
+    local expect
+    expect=val:000000000000/$(printf 'val:%012d' "$last")
+    local status=ok
+    [ "$check" = "$expect" ] || status="spot check got $check"
+    kill -0 "$pid" 2>/dev/null || status="server exited"
+    log "memory $label: rss ${rss0} kB -> ${rss1} kB, used_memory $used; pipe: $pipe_out; $status"
+    echo "$label,$MEM_KEYS,$rss0,$rss1,$used,$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }'),\"${pipe_out//\"/}\",\"$status\"" >>"$OUT/mem.csv"
+}
+
+memory_phase() {
+    [ "$MEM_KEYS" -gt 0 ] || return 0
+    log "memory: generating $MEM_KEYS SET commands"
+    make_load_file
+    echo "server,keys,rss_before_kb,rss_after_kb,used_memory,load_s,pipe_output,status" >"$OUT/mem.csv"
+    start_redis
+    measure_memory redis "$REDIS_PORT" "$REDIS_PID"
+    stop_servers
+    for shards in $SHARDS_LIST; do
+        start_ringdb "$shards"
+        measure_memory "ringdb-$shards" "$RINGDB_PORT" "$RINGDB_PID"
+        stop_servers
+    done
+    rm -f "$OUT/load.resp"
+}
+
+# ---------------------------------------------------------------- metadata
+
+write_meta() {
+    local f=$OUT/meta.txt
+    local settings="RUN_SECONDS=$RUN_SECONDS REPS=$REPS SHARDS_LIST=\"$SHARDS_LIST\" TESTS=\"$TESTS\" PIPELINES=\"$PIPELINES\" CLIENTS=$CLIENTS KEYSPACE=$KEYSPACE MEM_KEYS=$MEM_KEYS PIN=$PIN NICE=$NICE"
+    {
+        printf 'command\t%s\n' "${GIVEN}benches/load.sh${*:+ $*}"
+        printf 'settings\t%s\n' "$settings"
+        printf 'date\t%s\n' "$(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+        printf 'nproc\t%s\n' "$NPROC"
+        printf 'kernel\t%s\n' "$(uname -sr)"
+        printf 'cpu\t%s\n' "$(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo)"
+        printf 'memory\t%s\n' "$(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
+        printf 'ringdb\t%s\n' "$("$RINGDB" --version) (git $(git rev-parse --short HEAD)$(git diff --quiet HEAD -- crates Cargo.toml Cargo.lock || echo ', uncommitted changes'))"
+        printf 'rustc\t%s\n' "$(rustc --version)"
+        printf 'redis\t%s\n' "$(redis-server --version)"
+        printf 'redis-benchmark\t%s\n' "$(redis-benchmark --version)"
+        printf 'pin\t%s\n' "$PIN"
+        printf 'nice\t%s\n' "$NICE"
+        printf 'client_cpu\t%s\n' "$CLIENT_CPU"
+        printf 'clk_tck\t%s\n' "$CLK_TCK"
+    } >"$f"
+}
+
+meta_add() { printf '%s\t%s\n' "$1" "$2" >>"$OUT/meta.txt"; }
+
+# With autogroup scheduling (kernel.sched_autogroup_enabled=1) a nice value
+# only ranks processes within their session's group, and every busy session
+# gets an equal share of the CPUs. So a negative NICE is also given to this
+# session's group, which holds the servers and the client.
+# The group may hold more than this script (the shell that started it), so
+# its old value is put back on exit.
+AUTOGROUP_NICE=""
+
+raise_priority() {
+    [ "$NICE" -lt 0 ] || return 0
+    [ "$(cat /proc/sys/kernel/sched_autogroup_enabled 2>/dev/null)" = 1 ] || return 0
+    local old
+    old=$(sed -n 's/.* nice //p' "/proc/$$/autogroup" 2>/dev/null) || return 0
+    if echo "$NICE" 2>/dev/null >"/proc/$$/autogroup"; then
+        AUTOGROUP_NICE=$old
+        meta_add autogroup "$(cat "/proc/$$/autogroup") (was nice $old)"
+    fi
+}
+
+restore_priority() {
+    [ -n "$AUTOGROUP_NICE" ] || return 0
+    echo "$AUTOGROUP_NICE" >"/proc/$$/autogroup" 2>/dev/null || true
+    AUTOGROUP_NICE=""
+}
+
+# Whether this ringdb answers CONFIG GET and INFO (other work in progress);
+# the report words its caveats from these.
+probe_ringdb_features() {
+    grep -q '^ringdb_config_get' "$OUT/meta.txt" && return 0
+    local config info
+    config=$(redis-cli -h $HOST -p "$RINGDB_PORT" config get save 2>&1 | head -1)
+    info=$(redis-cli -h $HOST -p "$RINGDB_PORT" info memory 2>&1 | tr -d '\r' | grep -c '^used_memory:' || true)
+    case $config in ERR*) meta_add ringdb_config_get no ;; *) meta_add ringdb_config_get yes ;; esac
+    if [ "$info" -gt 0 ]; then meta_add ringdb_info_memory yes; else meta_add ringdb_info_memory no; fi
+}
+
+# ---------------------------------------------------------------- main
+
+main() {
+    ensure_redis
+    log "building ringdb (release)"
+    cargo build --release
+    rm -rf "$OUT"
+    mkdir -p "$OUT/runs"
+    write_meta "$@"
+    raise_priority
+    meta_add load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
+    echo "$RAW_HEADER" >"$RAW"
+    local started=$SECONDS
+    for shards in $SHARDS_LIST; do
+        log "phase: ringdb with $shards shard(s) beside redis-server"
+        : >"$OUT/ringdb-$shards.log"
+        start_redis
+        start_ringdb "$shards"
+        probe_ringdb_features
+        for test in $TESTS; do
+            for pipeline in $PIPELINES; do
+                run_row "$shards" "$test" "$pipeline"
+            done
+        done
+        stop_servers
+    done
+    memory_phase
+    meta_add load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
+    meta_add runtime_s "$((SECONDS - started))"
+    python3 benches/report.py "$OUT" benches/RESULTS.md
+    python3 benches/chart.py "$OUT/summary.csv" benches/results.svg
+    log "done in $((SECONDS - started)) s: benches/RESULTS.md, benches/results.svg"
+}
+
+main "$@"

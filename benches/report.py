@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+"""Turns the raw data of benches/load.sh into benches/RESULTS.md.
+
+usage: report.py OUT_DIR RESULTS_MD
+
+Reads OUT_DIR/meta.txt (tab-separated key, value), OUT_DIR/raw.csv (one row
+per measured redis-benchmark run) and OUT_DIR/mem.csv (one row per memory
+load), writes RESULTS_MD and OUT_DIR/summary.csv (one row per benchmark row,
+read by chart.py). The hand-written notes between NOTES_START and NOTES_END
+in an existing RESULTS_MD are carried over unchanged.
+"""
+
+import csv
+import os
+import statistics
+import sys
+
+NOTES_START = "<!-- notes:start -->"
+NOTES_END = "<!-- notes:end -->"
+TEST_ORDER = ["set", "get", "incr", "mset"]
+TEST_NAMES = {"set": "SET", "get": "GET", "incr": "INCR", "mset": "MSET (10 keys)"}
+
+
+def read_meta(path):
+    meta = {}
+    with open(path) as f:
+        for line in f:
+            key, _, value = line.rstrip("\n").partition("\t")
+            meta[key] = value
+    return meta
+
+
+def read_csv(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def old_notes(path):
+    """The notes block of an existing report, markers included, or None."""
+    if not os.path.exists(path):
+        return None
+    text = open(path).read()
+    start = text.find(NOTES_START)
+    end = text.find(NOTES_END)
+    if start < 0 or end < start:
+        return None
+    return text[start : end + len(NOTES_END)]
+
+
+def num(row, key):
+    try:
+        return float(row[key])
+    except (KeyError, ValueError):
+        return 0.0
+
+
+def per_cpu_second(run):
+    cpu = num(run, "server_cpu_s")
+    return num(run, "requests") / cpu if cpu > 0 else 0.0
+
+
+def other_cpu(run):
+    """Cores busy with anything but this server and redis-benchmark."""
+    wall = num(run, "wall_s")
+    if wall <= 0:
+        return 0.0
+    rest = num(run, "busy_cpu_s") - num(run, "server_cpu_s") - num(run, "client_cpu_s")
+    return max(rest, 0.0) / wall
+
+
+def share(run, key):
+    wall = num(run, "wall_s")
+    return num(run, key) / wall if wall > 0 else 0.0
+
+
+def summarize(runs):
+    """Medians (and rps range) over the repetitions of one server in one row."""
+    ok = [r for r in runs if r["status"] == "ok"]
+    use = ok or runs
+    med = lambda f: statistics.median(f(r) for r in use) if use else 0.0
+    rps = [num(r, "rps") for r in use]
+    return {
+        "runs": len(runs),
+        "failed": len(runs) - len(ok),
+        "requests": int(num(use[0], "requests")) if use else 0,
+        "rps": med(lambda r: num(r, "rps")),
+        "rps_min": min(rps) if rps else 0.0,
+        "rps_max": max(rps) if rps else 0.0,
+        "p50": med(lambda r: num(r, "p50_ms")),
+        "p99": med(lambda r: num(r, "p99_ms")),
+        "per_cpu": med(per_cpu_second),
+        "server_cores": med(lambda r: share(r, "server_cpu_s")),
+        "client_cores": med(lambda r: share(r, "client_cpu_s")),
+        "other_cores": med(other_cpu),
+        "steal_cores": med(lambda r: share(r, "steal_cpu_s")),
+    }
+
+
+def rows_of(raw):
+    """(shards, test, pipeline) keys in run order, tests in redis-benchmark order."""
+    keys = []
+    for r in raw:
+        key = (int(r["shards"]), r["test"], int(r["pipeline"]))
+        if key not in keys:
+            keys.append(key)
+    rank = lambda t: TEST_ORDER.index(t) if t in TEST_ORDER else len(TEST_ORDER)
+    return sorted(keys, key=lambda k: (k[0], rank(k[1]), k[2]))
+
+
+def ratio(a, b):
+    return a / b if b else 0.0
+
+
+def fmt_int(x):
+    return f"{x:,.0f}"
+
+
+def build_rows(raw):
+    table = []
+    for shards, test, pipeline in rows_of(raw):
+        pick = lambda server: [
+            r
+            for r in raw
+            if int(r["shards"]) == shards and r["test"] == test and int(r["pipeline"]) == pipeline and r["server"] == server
+        ]
+        ring, red = summarize(pick("ringdb")), summarize(pick("redis"))
+        table.append({"shards": shards, "test": test, "pipeline": pipeline, "ringdb": ring, "redis": red})
+    return table
+
+
+def write_summary(rows, path):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["shards", "test", "pipeline", "ringdb_rps", "redis_rps", "rps_ratio",
+                    "ringdb_per_cpu", "redis_per_cpu", "per_cpu_ratio"])
+        for row in rows:
+            ring, red = row["ringdb"], row["redis"]
+            w.writerow([row["shards"], TEST_NAMES.get(row["test"], row["test"]), row["pipeline"],
+                        f"{ring['rps']:.2f}", f"{red['rps']:.2f}", f"{ratio(ring['rps'], red['rps']):.3f}",
+                        f"{ring['per_cpu']:.0f}", f"{red['per_cpu']:.0f}",
+                        f"{ratio(ring['per_cpu'], red['per_cpu']):.3f}"])
+
+
+def throughput_table(rows):
+    out = [
+        "| shards | test | -P | requests/run | ringdb rps (min–max) | redis rps (min–max) | ringdb/redis "
+        "| ringdb p50 ms | redis p50 ms | ringdb p99 ms | redis p99 ms |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        ring, red = row["ringdb"], row["redis"]
+        out.append(
+            f"| {row['shards']} | {TEST_NAMES.get(row['test'], row['test'])} | {row['pipeline']} "
+            f"| {fmt_int(ring['requests'])} "
+            f"| **{fmt_int(ring['rps'])}** ({fmt_int(ring['rps_min'])}–{fmt_int(ring['rps_max'])}) "
+            f"| **{fmt_int(red['rps'])}** ({fmt_int(red['rps_min'])}–{fmt_int(red['rps_max'])}) "
+            f"| **{ratio(ring['rps'], red['rps']):.2f}** "
+            f"| {ring['p50']:.3f} | {red['p50']:.3f} | {ring['p99']:.3f} | {red['p99']:.3f} |"
+        )
+    return "\n".join(out)
+
+
+def cpu_table(rows):
+    out = [
+        "| shards | test | -P | ringdb req/CPU-s | redis req/CPU-s | ringdb/redis "
+        "| ringdb cores busy | redis cores busy | client cores busy | other load (cores) |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        ring, red = row["ringdb"], row["redis"]
+        out.append(
+            f"| {row['shards']} | {TEST_NAMES.get(row['test'], row['test'])} | {row['pipeline']} "
+            f"| {fmt_int(ring['per_cpu'])} | {fmt_int(red['per_cpu'])} "
+            f"| **{ratio(ring['per_cpu'], red['per_cpu']):.2f}** "
+            f"| {ring['server_cores']:.2f} | {red['server_cores']:.2f} "
+            f"| {ring['client_cores']:.2f} / {red['client_cores']:.2f} "
+            f"| {ring['other_cores']:.2f} / {red['other_cores']:.2f} |"
+        )
+    return "\n".join(out)
+
+
+def memory_table(mem):
+    if not mem:
+        return "Not measured (MEM_KEYS=0)."
+    out = [
+        "| server | keys | RSS before | RSS after | RSS growth | RSS growth per key | used_memory | load time | check |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for m in mem:
+        keys = int(m["keys"])
+        before, after = int(m["rss_before_kb"]), int(m["rss_after_kb"])
+        growth = (after - before) * 1024
+        used = m["used_memory"]
+        used_text = f"{int(used) / 1e6:.1f} MB" if used.isdigit() else "not available (no INFO memory)"
+        out.append(
+            f"| {m['server']} | {keys:,} | {before / 1024:.1f} MiB | {after / 1024:.1f} MiB "
+            f"| {growth / 1e6:.1f} MB | {growth / keys:.1f} B | {used_text} | {float(m['load_s']):.1f} s | {m['status']} |"
+        )
+    return "\n".join(out)
+
+
+def problems(raw, mem):
+    lines = []
+    for r in raw:
+        if r["status"] != "ok":
+            lines.append(f"- shards={r['shards']} {r['server']} {r['test']} -P {r['pipeline']} rep {r['rep']}: {r['status']}")
+    for m in mem:
+        if m["status"] != "ok":
+            lines.append(f"- memory load {m['server']}: {m['status']}")
+    return "\n".join(lines) if lines else "None: every run exited 0, no server exited, no error replies."
+
+
+def raw_table(raw):
+    cols = ["shards", "server", "test", "pipeline", "rep", "requests", "rps", "p50_ms", "p99_ms",
+            "wall_s", "server_cpu_s", "client_cpu_s", "busy_cpu_s", "steal_cpu_s", "load1", "status"]
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in raw:
+        out.append("| " + " | ".join(r[c] for c in cols) + " |")
+    return "\n".join(out)
+
+
+def method(meta):
+    pin = meta.get("pin") == "1"
+    cpu = meta.get("client_cpu", "1")
+    lines = [
+        f"- Each row: `redis-benchmark -h 127.0.0.1 -p PORT -t TEST -n N -r 100000 -c 50 -P {{1,16}} --csv` "
+        "(default 3-byte values; `-r` draws every `__rand_int__` independently, so the 10 keys of one MSET "
+        "usually live on different shards when ringdb has 2).",
+        f"- N is sized per row from a short probe run against each server (not reported) so that the faster "
+        f"server runs about RUN_SECONDS; the probes also fill the keyspace the same way on both servers.",
+        "- Both servers run at the same time; each row is measured REPS times per server, alternating which "
+        "server goes first. The tables show the median of the runs (each column its own median); rps also "
+        "shows the range.",
+        "- requests per server-CPU-second = N / (utime+stime of the server process, all threads, read from "
+        f"`/proc/PID/stat` before and after the run; clock tick 1/{meta.get('clk_tck', '100')} s).",
+        "- *cores busy* = CPU seconds / wall seconds of the run; *client* is redis-benchmark's user+sys time; "
+        "*other load* is what the rest of the machine used meanwhile (busy time of all CPUs from `/proc/stat` "
+        "minus server and client). This machine is shared, so other load is noise the numbers carry.",
+    ]
+    if pin:
+        lines.append(
+            f"- Pinning (`taskset`): redis-server on CPU 0; ringdb with 1 shard on CPU 0, with 2 shards on "
+            f"CPUs 0-1 (it pins shard i to CPU i of its mask); redis-benchmark and redis-cli on CPU {cpu}. "
+            "So with 2 shards, ringdb's second shard shares CPU 1 with the load generator and uses CPU time "
+            "redis cannot use: on a 2-core machine the 2-shard rows compare 2 server cores (minus what the "
+            "client takes) with redis's 1."
+        )
+    else:
+        lines.append("- No CPU pinning (PIN=0): the kernel placed servers and client.")
+    nice = meta.get("nice", "0")
+    if nice != "0":
+        lines.append(
+            f"- Servers, redis-benchmark and redis-cli run at nice {nice}, so the machine's other work "
+            "(this machine is shared) disturbs them less; both servers alike."
+            + (
+                f" The kernel schedules by autogroup, so the script's session group got that nice "
+                f"value too (`{meta['autogroup']}`)."
+                if "autogroup" in meta
+                else ""
+            )
+        )
+    config = (
+        " The ringdb under test has no CONFIG GET yet, so redis-benchmark printed `WARNING: Could not fetch "
+        "server CONFIG` for it (harmless; not counted as an error)."
+        if meta.get("ringdb_config_get") == "no"
+        else ""
+    )
+    lines.append(
+        "- ringdb runs with its defaults (`--port P --bind 127.0.0.1 --shards N`); redis-server with "
+        "`--save '' --appendonly no`." + config
+    )
+    return "\n".join(lines)
+
+
+def render(meta, rows, raw, mem, notes):
+    shards_list = sorted({r["shards"] for r in rows})
+    parts = [
+        "# ringdb vs Redis: load benchmark",
+        "",
+        "Generated by `benches/load.sh` (which calls `benches/report.py` and `benches/chart.py`). "
+        "Each run rewrites this file except the notes section.",
+        "",
+        "## Run",
+        "",
+        f"- Command: `{meta.get('command', '?')}`",
+        f"- Settings: `{meta.get('settings', '?')}`",
+        f"- Date: {meta.get('date', '?')}; total run time {meta.get('runtime_s', '?')} s",
+        f"- Machine: {meta.get('nproc', '?')} CPUs ({meta.get('cpu', '?')}), {meta.get('memory', '?')} RAM, "
+        f"{meta.get('kernel', '?')}",
+        f"- Load average (1/5/15 min) at start: {meta.get('load_start', '?')}; at end: {meta.get('load_end', '?')}",
+        f"- ringdb: {meta.get('ringdb', '?')}, built with {meta.get('rustc', '?')}",
+        f"- Redis: {meta.get('redis', '?')}; {meta.get('redis-benchmark', '?')}",
+        "",
+        "## Method",
+        "",
+        method(meta),
+        "",
+        "## Throughput and latency (medians)",
+        "",
+        throughput_table(rows),
+        "",
+        "![ringdb/redis ratio per row](results.svg)",
+        "",
+        "## CPU efficiency (medians)",
+        "",
+        "Client and other load are shown as ringdb run / redis run.",
+        "",
+        cpu_table(rows),
+        "",
+        f"## Memory: {int(mem[0]['keys']):,} keys, 12-byte keys, 16-byte values" if mem else "## Memory",
+        "",
+        "Loaded into a freshly started server with `redis-cli --pipe` (one SET per key, exact sizes), "
+        "then RSS from `/proc/PID/status` (VmRSS) after 1 s. `used_memory` is from `INFO memory`"
+        + ("; ringdb has no INFO yet, so for ringdb only RSS is available" if meta.get("ringdb_info_memory") == "no" else "")
+        + ". RSS growth is RSS after minus RSS before loading. The issue's reference for Redis: "
+        "about 108 MB used_memory / 121 MB RSS. Shard counts measured: "
+        + ", ".join(str(s) for s in shards_list)
+        + ".",
+        "",
+        memory_table(mem),
+        "",
+        "## Errors and crashes",
+        "",
+        problems(raw, mem),
+        "",
+        "## Notes",
+        "",
+        notes
+        or f"{NOTES_START}\n(Hand-written notes go here; load.sh keeps this block.)\n{NOTES_END}",
+        "",
+        "<details><summary>All measured runs</summary>",
+        "",
+        raw_table(raw),
+        "",
+        "</details>",
+        "",
+    ]
+    return "\n".join(parts)
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    out_dir, results = sys.argv[1], sys.argv[2]
+    meta = read_meta(os.path.join(out_dir, "meta.txt"))
+    raw = read_csv(os.path.join(out_dir, "raw.csv"))
+    mem = read_csv(os.path.join(out_dir, "mem.csv"))
+    rows = build_rows(raw)
+    write_summary(rows, os.path.join(out_dir, "summary.csv"))
+    text = render(meta, rows, raw, mem, old_notes(results))
+    with open(results, "w") as f:
+        f.write(text)
+
+
+if __name__ == "__main__":
+    main()
