@@ -10,12 +10,14 @@
 //! - [`funnel`]: the write funnel every change goes through.
 //! - [`locks`]: intent locks and the wait queue of cross-shard transactions.
 //! - [`expire`]: the active expiry cycle.
+//! - [`digest`]: DEBUG DIGEST's Redis-compatible dataset signatures.
 //! - [`scan`]: SCAN's cursor over slots and shards.
 //!
 //! The rule this crate keeps: no I/O, no threads, no glommio. A shard is plain
 //! data driven by the server; everything here is tested with plain `#[test]`.
 
 pub mod command;
+pub mod digest;
 pub mod expire;
 pub mod families;
 pub mod funnel;

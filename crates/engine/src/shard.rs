@@ -74,13 +74,56 @@ pub struct CommandStats {
     pub failed_calls: u64,
 }
 
-/// A shard's statistics; INFO adds them up over all shards.
+/// How many samples an instantaneous rate averages (Redis's
+/// `STATS_METRIC_SAMPLES`); the server samples every 100 ms.
+pub const RATE_SAMPLES: usize = 16;
+
+/// One of Redis's instantaneous metrics (`instantaneous_ops_per_sec`, …):
+/// the per-second rate of a counter, averaged over the last
+/// [`RATE_SAMPLES`] samples.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct RateMetric {
+    last_ms: u64,
+    last_reading: u64,
+    samples: [u64; RATE_SAMPLES],
+    next: usize,
+}
+
+impl RateMetric {
+    /// Records the counter's `reading` at `now_ms` (Redis's
+    /// `trackInstantaneousMetric`).
+    pub fn track(&mut self, now_ms: u64, reading: u64) {
+        let elapsed = now_ms.saturating_sub(self.last_ms);
+        if self.last_ms != 0 && elapsed > 0 {
+            self.samples[self.next] = reading.saturating_sub(self.last_reading) * 1000 / elapsed;
+            self.next = (self.next + 1) % RATE_SAMPLES;
+        }
+        self.last_ms = now_ms;
+        self.last_reading = reading;
+    }
+
+    /// The average rate per second over the samples.
+    pub fn per_sec(&self) -> u64 {
+        self.samples.iter().sum::<u64>() / RATE_SAMPLES as u64
+    }
+}
+
+/// Most distinct error codes INFO errorstats tracks, as Redis
+/// (`ERROR_STATS_NUMBER`): error texts can come from clients (a script's
+/// `redis.error_reply`), so the table must not grow without bound. Errors past
+/// it still count in `error_replies`.
+pub const MAX_ERROR_CODES: usize = 128;
+
+/// A shard's statistics (Redis's `server.stat_*` for the work this core
+/// does); INFO adds them up over all shards with [`ShardStats::add`].
 #[derive(Clone, Debug, Default)]
 pub struct ShardStats {
     /// Indexed by command id (the row's position in the table).
     pub commands: Vec<CommandStats>,
     /// Error replies by error code (INFO errorstats).
     pub errors: hashbrown::HashMap<String, u64>,
+    /// Every error reply, tracked in `errors` or not (`total_error_replies`).
+    pub error_replies: u64,
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
     pub expired_keys: u64,
@@ -89,6 +132,21 @@ pub struct ShardStats {
     pub commands_processed: u64,
     /// CPU time spent running commands on this shard, microseconds.
     pub busy_usec: u64,
+    /// Connections this core accepted (`total_connections_received`).
+    pub connections_received: u64,
+    /// Connections refused for `maxclients` (`rejected_connections`).
+    pub rejected_connections: u64,
+    /// Bytes read from and written to this core's clients.
+    pub net_input_bytes: u64,
+    pub net_output_bytes: u64,
+    /// Socket reads and writes that carried data.
+    pub reads_processed: u64,
+    pub writes_processed: u64,
+    /// Instantaneous rates of `commands_processed`, `net_input_bytes` and
+    /// `net_output_bytes`, sampled by [`ShardStats::sample`].
+    pub ops_rate: RateMetric,
+    pub input_rate: RateMetric,
+    pub output_rate: RateMetric,
 }
 
 impl ShardStats {
@@ -99,17 +157,65 @@ impl ShardStats {
         &mut self.commands[id]
     }
 
+    /// Counts an error reply with code `code` (`ERR`, `WRONGTYPE`, …).
     pub fn error(&mut self, code: &str) {
+        self.error_replies += 1;
+        let room = self.errors.len() < MAX_ERROR_CODES;
         match self.errors.get_mut(code) {
             Some(n) => *n += 1,
-            None => {
+            None if room => {
                 self.errors.insert(code.to_string(), 1);
             }
+            None => {}
         }
+    }
+
+    /// A command was refused before it ran (wrong arity, NOAUTH, …): Redis's
+    /// `rejected_calls`.
+    pub fn rejected(&mut self, id: usize, code: &str) {
+        self.command(id).rejected_calls += 1;
+        self.error(code);
     }
 
     pub fn reset(&mut self) {
         *self = ShardStats::default();
+    }
+
+    /// Takes one sample of every instantaneous rate (every 100 ms).
+    pub fn sample(&mut self, now_ms: u64) {
+        self.ops_rate.track(now_ms, self.commands_processed);
+        self.input_rate.track(now_ms, self.net_input_bytes);
+        self.output_rate.track(now_ms, self.net_output_bytes);
+    }
+
+    /// Adds `other` into `self` (INFO sums the shards). The stale percentage
+    /// of the last expiry cycle is the largest of the shards'; rates are not
+    /// added here (INFO adds each shard's `per_sec`).
+    pub fn add(&mut self, other: &ShardStats) {
+        for (id, c) in other.commands.iter().enumerate() {
+            let mine = self.command(id);
+            mine.calls += c.calls;
+            mine.usec += c.usec;
+            mine.rejected_calls += c.rejected_calls;
+            mine.failed_calls += c.failed_calls;
+        }
+        for (code, n) in &other.errors {
+            *self.errors.entry(code.clone()).or_insert(0) += n;
+        }
+        self.error_replies += other.error_replies;
+        self.keyspace_hits += other.keyspace_hits;
+        self.keyspace_misses += other.keyspace_misses;
+        self.expired_keys += other.expired_keys;
+        self.expired_stale_perc = self.expired_stale_perc.max(other.expired_stale_perc);
+        self.expire_cycle_cpu_ms += other.expire_cycle_cpu_ms;
+        self.commands_processed += other.commands_processed;
+        self.busy_usec += other.busy_usec;
+        self.connections_received += other.connections_received;
+        self.rejected_connections += other.rejected_connections;
+        self.net_input_bytes += other.net_input_bytes;
+        self.net_output_bytes += other.net_output_bytes;
+        self.reads_processed += other.reads_processed;
+        self.writes_processed += other.writes_processed;
     }
 }
 
@@ -446,5 +552,47 @@ mod tests {
             }
             assert_eq!(next, SLOTS as u32);
         }
+    }
+
+    #[test]
+    fn rates_average_the_last_samples() {
+        let mut rate = RateMetric::default();
+        rate.track(1_000, 0);
+        assert_eq!(rate.per_sec(), 0);
+        for i in 1..=RATE_SAMPLES as u64 {
+            // 50 more every 100 ms: 500 per second.
+            rate.track(1_000 + i * 100, i * 50);
+        }
+        assert_eq!(rate.per_sec(), 500);
+        rate.track(1_000 + (RATE_SAMPLES as u64 + 1) * 100, RATE_SAMPLES as u64 * 50);
+        assert_eq!(rate.per_sec(), 500 * (RATE_SAMPLES as u64 - 1) / RATE_SAMPLES as u64);
+    }
+
+    #[test]
+    fn stats_add_up_and_error_codes_are_bounded() {
+        let mut a = ShardStats::default();
+        a.command(3).calls = 2;
+        a.error("ERR");
+        a.rejected(1, "ERR");
+        let mut b = ShardStats::default();
+        b.command(3).calls = 5;
+        b.error("WRONGTYPE");
+        b.keyspace_hits = 7;
+        let mut total = ShardStats::default();
+        total.add(&a);
+        total.add(&b);
+        assert_eq!(total.commands[3].calls, 7);
+        assert_eq!(total.commands[1].rejected_calls, 1);
+        assert_eq!(total.errors.get("ERR"), Some(&2));
+        assert_eq!(total.errors.get("WRONGTYPE"), Some(&1));
+        assert_eq!(total.error_replies, 3);
+        assert_eq!(total.keyspace_hits, 7);
+
+        let mut many = ShardStats::default();
+        for i in 0..MAX_ERROR_CODES + 10 {
+            many.error(&format!("E{i}"));
+        }
+        assert_eq!(many.errors.len(), MAX_ERROR_CODES);
+        assert_eq!(many.error_replies, (MAX_ERROR_CODES + 10) as u64);
     }
 }

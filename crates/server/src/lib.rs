@@ -11,7 +11,9 @@
 //! - [`node`]: start-up, one pinned glommio executor per shard;
 //! - [`config`]: settings, the TOML file and command-line flags;
 //! - [`expiry`]: the per-core active expiry task;
-//! - [`logging`]: `tracing` set up with Redis's log levels.
+//! - [`logging`]: `tracing` set up with Redis's log levels;
+//! - [`memory`]: allocation accounting for INFO memory;
+//! - [`metrics`]: the per-core sampler of INFO's instantaneous rates.
 //!
 //! Commands that run on a shard are parsed by `ringdb-protocol`, looked up in
 //! the table of `ringdb-engine`, executed by the engine's command families,
@@ -22,6 +24,8 @@ pub mod cmd;
 pub mod config;
 pub mod expiry;
 pub mod logging;
+pub mod memory;
+pub mod metrics;
 pub mod mesh;
 pub mod net;
 pub mod node;

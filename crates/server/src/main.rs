@@ -2,9 +2,10 @@
 
 use mimalloc::MiMalloc;
 use ringdb::config::{cli::Cli, Config};
+use ringdb::memory::CountingAlloc;
 
 #[global_allocator]
-static GLOBAL: MiMalloc = MiMalloc;
+static GLOBAL: CountingAlloc<MiMalloc> = CountingAlloc::new(MiMalloc);
 
 fn main() {
     let cli = Cli::parse();

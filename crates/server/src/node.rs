@@ -29,6 +29,9 @@ pub struct Shared {
     pub started: Instant,
     pub started_unix_ms: u64,
     pub run_id: String,
+    /// The replication id INFO replication shows; DEBUG CHANGE-REPL-ID
+    /// replaces it (never on the data path).
+    pub replid: std::sync::Mutex<String>,
     pub port: u16,
     /// CPU each shard is pinned to (None when not pinned).
     pub cpus: Vec<Option<usize>>,
@@ -115,7 +118,8 @@ fn random_seed() -> u64 {
     }
 }
 
-fn run_id(seed: u64) -> String {
+/// 40 hex digits derived from `seed` (run id, replication id).
+pub fn run_id(seed: u64) -> String {
     let mut x = seed | 1;
     (0..40)
         .map(|_| {
@@ -168,6 +172,7 @@ pub fn run(config: Config) -> Result<(), String> {
         started: Instant::now(),
         started_unix_ms: ringdb_engine::shard::now_ms(),
         run_id: run_id(seed),
+        replid: std::sync::Mutex::new(run_id(seed.rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15)),
         port,
         cpus: pinned.clone(),
         executable: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
@@ -282,6 +287,7 @@ async fn core_main(
     });
     glommio::spawn_local(crate::mesh::serve(core.clone(), mesh_rx)).detach();
     glommio::spawn_local(crate::expiry::run(core.clone())).detach();
+    glommio::spawn_local(crate::metrics::run(core.clone())).detach();
     for fd in listeners {
         match listener::adopt(fd) {
             Ok(l) => {

@@ -8,6 +8,7 @@
 //! - [`number`]: Redis's exact rules for reading and printing numbers.
 //! - [`bits`]: bitmap algorithms (BITCOUNT, BITPOS, BITFIELD, BITOP).
 //! - [`lcs`]: longest common subsequence (LCS).
+//! - [`sha1`]: SHA-1, for DEBUG DIGEST's Redis-compatible signatures.
 //!
 //! Everything here is tested with plain `#[test]`s beside the code.
 
@@ -15,6 +16,7 @@ pub mod bits;
 pub mod glob;
 pub mod lcs;
 pub mod number;
+pub mod sha1;
 pub mod slot;
 pub mod small_bytes;
 

@@ -16,7 +16,11 @@
 //! - a token followed by one value names that value (`EX seconds`), followed
 //!   by several it heads a block (`LIMIT offset count`);
 //! - unnamed choices and blocks get the names Redis gives the recurring ones
-//!   (`condition` for `NX | XX`, `data` for `field value [field value ...]`).
+//!   (`condition` for `NX | XX`, `data` for `field value [field value ...]`);
+//! - the few lower-case tokens Redis has outside a choice of bare words are
+//!   written in double quotes (`<"lib-name" libname | "lib-ver" libver>`),
+//!   and a value whose documentation shows another text than its name says
+//!   both as `name=display` (`ADDR addr=ip:port`).
 //!
 //! Rows are static text checked by a test against Redis's command JSON, but
 //! the parser still returns errors rather than panicking on malformed input.
@@ -332,6 +336,9 @@ fn units(sequence: Vec<Raw<'_>>) -> Result<Vec<Unit<'_>>, SyntaxError> {
 /// Whether a word is a token rather than a value's name: upper case
 /// (`NX`, `WITHSCORES`, `LIB-NAME`) or punctuation (`*`, `$`, `=`, `""`).
 fn is_token(word: &str) -> bool {
+    if quoted_token(word).is_some() {
+        return true;
+    }
     let upper = word.bytes().any(|c| c.is_ascii_uppercase())
         && word
             .bytes()
@@ -348,7 +355,19 @@ const SYMBOL_NAMES: &[(&str, &str)] = &[
     ("$", "new-id"),
 ];
 
+/// `"lib-name"` → `lib-name`: a lower-case token in quotes (`""`, the empty
+/// string token, is not one).
+fn quoted_token(word: &str) -> Option<&str> {
+    word.strip_prefix('"')?.strip_suffix('"').filter(|w| !w.is_empty() && !w.contains('"'))
+}
+
+/// A token's text as sent by clients: without the quotes of a quoted one.
+fn token_text(word: &str) -> &str {
+    quoted_token(word).unwrap_or(word)
+}
+
 fn token_name(token: &str) -> String {
+    let token = token_text(token);
     match SYMBOL_NAMES.iter().find(|(t, _)| *t == token) {
         Some((_, name)) => (*name).to_string(),
         None => token.to_ascii_lowercase(),
@@ -490,6 +509,7 @@ impl Builder<'_> {
             },
             None => (word, None),
         };
+        let (name, display) = name.split_once('=').unwrap_or((name, name));
         let kind = explicit.unwrap_or_else(|| {
             if KEY_NAMES.contains(&name) && self.keys.len() > self.spec {
                 ArgType::Key
@@ -501,7 +521,7 @@ impl Builder<'_> {
             }
         });
         let mut arg = Argument::new(name.to_string(), kind);
-        arg.display = Some(name.to_string());
+        arg.display = Some(display.to_string());
         arg.multiple = multiple;
         if kind == ArgType::Key {
             arg.key_spec_index = self.next_key_spec();
@@ -513,7 +533,7 @@ impl Builder<'_> {
         let name = token_name(token);
         let mut arg = Argument::new(name.clone(), ArgType::PureToken);
         arg.display = Some(name);
-        arg.token = Some(token.to_string());
+        arg.token = Some(token_text(token).to_string());
         arg
     }
 
@@ -574,7 +594,7 @@ impl Builder<'_> {
                 _ => return Ok((self.pure_token(token), 0)),
             }
         };
-        arg.token = Some(token.to_string());
+        arg.token = Some(token_text(token).to_string());
         Ok((arg, used))
     }
 
@@ -591,7 +611,7 @@ impl Builder<'_> {
                 Ok([only]) => block(token_name(token), vec![only]),
                 Err(rest) => block(token_name(token), rest),
             };
-            arg.token = Some((*token).to_string());
+            arg.token = Some(token_text(token).to_string());
             arg.multiple = true;
             arg.multiple_token = true;
             return Ok(arg);
@@ -653,7 +673,7 @@ impl Builder<'_> {
         if let Some(token) = headed_block_token(&units) {
             let members = self.sequence(&units[1..])?;
             let mut arg = block(token_name(token), members);
-            arg.token = Some(token.to_string());
+            arg.token = Some(token_text(token).to_string());
             return Ok(arg);
         }
         let members = self.sequence(&units)?;

@@ -298,6 +298,8 @@ pub enum NodeCommand {
     Shutdown,
     Debug,
     FunctionFlush,
+    FunctionList,
+    FunctionHelp,
     ClientId,
     ClientSetName,
     ClientGetName,

@@ -8,15 +8,168 @@ const fn node(name: &'static str, arity: i32, flags: u32, cmd: N) -> CommandSpec
     CommandSpec::new(name, arity, flags, Exec::Node(cmd)).acl(acl::CONNECTION)
 }
 
+/// Flags every CLIENT subcommand but NO-TOUCH and HELP shares.
+const CLIENT_FLAGS: u32 = NOSCRIPT | LOADING | STALE | SENTINEL;
+
+/// A CLIENT subcommand: group `connection`, ACL `@connection`.
+const fn client(name: &'static str, arity: i32, flags: u32, cmd: N) -> CommandSpec {
+    node(name, arity, flags, cmd)
+}
+
+static CLIENT: &[CommandSpec] = &[
+    client("id", 2, CLIENT_FLAGS, N::ClientId)
+        .doc("connection", "5.0.0", "Returns the unique client ID of the connection.", "O(1)", ""),
+    client("setname", 3, CLIENT_FLAGS, N::ClientSetName)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .doc("connection", "2.6.9", "Sets the connection name.", "O(1)", "connection-name"),
+    client("getname", 2, CLIENT_FLAGS, N::ClientGetName)
+        .doc("connection", "2.6.9", "Returns the name of the connection.", "O(1)", ""),
+    client("setinfo", 4, CLIENT_FLAGS, N::ClientSetInfo)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .doc(
+            "connection",
+            "7.2.0",
+            "Sets information specific to the client or connection.",
+            "O(1)",
+            "<\"lib-name\" libname | \"lib-ver\" libver>",
+        ),
+    client("list", -2, ADMIN | CLIENT_FLAGS, N::ClientList)
+        .tips(&["nondeterministic_output"])
+        .doc(
+            "connection",
+            "2.4.0",
+            "Lists open connections.",
+            "O(N) where N is the number of client connections",
+            "[TYPE <normal | master | replica | pubsub>] [ID client-id [client-id ...]]",
+        ),
+    client("info", 2, CLIENT_FLAGS, N::ClientInfo)
+        .tips(&["nondeterministic_output"])
+        .doc("connection", "6.2.0", "Returns information about the connection.", "O(1)", ""),
+    client("kill", -3, ADMIN | CLIENT_FLAGS, N::ClientKill)
+        .doc(
+            "connection",
+            "2.4.0",
+            "Terminates open connections.",
+            "O(N) where N is the number of client connections",
+            "<old-format=ip:port | <[ID client-id] | [TYPE <normal | master | slave | replica | pubsub>] | \
+             [USER username] | [ADDR addr=ip:port] | [LADDR laddr=ip:port] | [SKIPME <YES | NO>] [[ID client-id] | \
+             [TYPE <normal | master | slave | replica | pubsub>] | [USER username] | [ADDR addr=ip:port] | \
+             [LADDR laddr=ip:port] | [SKIPME <YES | NO>] ...]>>",
+        ),
+    client("reply", 3, CLIENT_FLAGS, N::ClientReply)
+        .doc("connection", "3.2.0", "Instructs the server whether to reply to commands.", "O(1)", "<ON | OFF | SKIP>"),
+    client("no-evict", 3, ADMIN | CLIENT_FLAGS, N::ClientNoEvict)
+        .doc("connection", "7.0.0", "Sets the client eviction mode of the connection.", "O(1)", "<ON | OFF>"),
+    client("no-touch", 3, NOSCRIPT | LOADING | STALE, N::ClientNoTouch).doc(
+        "connection",
+        "7.2.0",
+        "Controls whether commands sent by the client affect the LRU/LFU of accessed keys.",
+        "O(1)",
+        "<ON | OFF>",
+    ),
+    client("help", 2, LOADING | STALE | SENTINEL, N::ClientHelp)
+        .doc("connection", "5.0.0", "Returns helpful text about the different subcommands.", "O(1)", ""),
+];
+
+/// Flags HELLO and AUTH share (RESET has the same minus SENTINEL).
+const HANDSHAKE_FLAGS: u32 = NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | SENTINEL | ALLOW_BUSY;
+
 pub static COMMANDS: &[CommandSpec] = &[
     node("ping", -1, FAST | SENTINEL, N::Ping)
         .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
-        .doc("connection", "1.0.0", "Returns the server's liveliness response.", "O(1)", "[message]"),
-    node("echo", 2, LOADING | STALE | FAST, N::Echo)
-        .doc("connection", "1.0.0", "Returns the given string.", "O(1)", "message"),
-    node("select", 2, LOADING | STALE | FAST, N::Select)
-        .doc("connection", "1.0.0", "Changes the selected database.", "O(1)", "index"),
+        .doc(
+            "connection",
+            "1.0.0",
+            "Returns the server's liveliness response.",
+            "O(1)",
+            "[message]",
+        ),
+    node("echo", 2, LOADING | STALE | FAST, N::Echo).doc(
+        "connection",
+        "1.0.0",
+        "Returns the given string.",
+        "O(1)",
+        "message",
+    ),
+    node("select", 2, LOADING | STALE | FAST, N::Select).doc(
+        "connection",
+        "1.0.0",
+        "Changes the selected database.",
+        "O(1)",
+        "index",
+    ),
     node("quit", -1, ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH, N::Quit)
         .doc("connection", "1.0.0", "Closes the connection.", "O(1)", "")
         .deprecated("7.2.0", "just closing the connection"),
+    node("hello", -1, HANDSHAKE_FLAGS, N::Hello).doc(
+        "connection",
+        "6.0.0",
+        "Handshakes with the Redis server.",
+        "O(1)",
+        "[protover [AUTH username password] [SETNAME clientname]]",
+    ),
+    node("auth", -2, HANDSHAKE_FLAGS, N::Auth).doc(
+        "connection",
+        "1.0.0",
+        "Authenticates the connection.",
+        "O(N) where N is the number of passwords defined for the user",
+        "[username] password",
+    ),
+    node("reset", 1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, N::Reset).doc(
+        "connection",
+        "6.2.0",
+        "Resets the connection.",
+        "O(1)",
+        "",
+    ),
+    CommandSpec { flags: SENTINEL, ..CommandSpec::container("client", CLIENT) }.doc(
+        "connection",
+        "2.4.0",
+        "A container for client connection commands.",
+        "Depends on subcommand.",
+        "",
+    ),
 ];
+
+#[cfg(test)]
+mod tests {
+    use crate::command::table;
+    use bytes::Bytes;
+
+    fn args(s: &str) -> Vec<Bytes> {
+        s.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()
+    }
+
+    #[test]
+    fn quoted_tokens_and_display_texts_in_syntax() {
+        let t = table();
+        let setinfo = t.get_full(b"client|setinfo").map(|r| r.spec).unwrap();
+        let args = crate::command::docs::arguments(setinfo.doc.syntax, setinfo.keys).unwrap();
+        let tokens: Vec<Option<&str>> =
+            args[0].arguments.iter().map(|a| a.token.as_deref()).collect();
+        assert_eq!(tokens, vec![Some("lib-name"), Some("lib-ver")]);
+        let kill = t.get_full(b"client|kill").map(|r| r.spec).unwrap();
+        let args = crate::command::docs::arguments(kill.doc.syntax, kill.keys).unwrap();
+        let old = &args[0].arguments[0];
+        assert_eq!((old.name.as_str(), old.display.as_deref()), ("old-format", Some("ip:port")));
+    }
+
+    #[test]
+    fn client_subcommands_resolve_with_redis_errors() {
+        let t = table();
+        assert_eq!(
+            t.resolve(&args("CLIENT LIST")).map(|r| r.full_name.as_str()).ok(),
+            Some("client|list")
+        );
+        assert_eq!(
+            t.resolve(&args("client No-Touch on")).map(|r| r.full_name.as_str()).ok(),
+            Some("client|no-touch")
+        );
+        let err = t.resolve(&args("CLIENT KILL")).err().map(|e| e.text().to_string());
+        assert_eq!(err.as_deref(), Some("ERR wrong number of arguments for 'client|kill' command"));
+        let err = t.resolve(&args("CLIENT")).err().map(|e| e.text().to_string());
+        assert_eq!(err.as_deref(), Some("ERR wrong number of arguments for 'client' command"));
+        let err = t.resolve(&args("CLIENT FOO")).err().map(|e| e.text().to_string());
+        assert_eq!(err.as_deref(), Some("ERR unknown subcommand 'FOO'. Try CLIENT HELP."));
+    }
+}

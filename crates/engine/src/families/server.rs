@@ -1,8 +1,139 @@
-//! Server commands: COMMAND, CONFIG, INFO, DBSIZE, FLUSHDB, FLUSHALL, SWAPDB,
-//! TIME, LASTSAVE, SHUTDOWN, DEBUG, FUNCTION FLUSH. They run on the
-//! connection's core and visit shards as needed (`Exec::Node`); the server
-//! crate implements them. Only their rows live here.
+//! Server commands: INFO, CONFIG, TIME, LASTSAVE, SHUTDOWN, DEBUG and the
+//! FUNCTION container. They run on the connection's core and visit shards as
+//! needed (`Exec::Node`); the server crate implements them. Only their rows
+//! live here.
 
-use crate::command::spec::CommandSpec;
+use crate::command::spec::{acl, flags::*, CommandSpec, Exec, NodeCommand as N};
 
-pub static COMMANDS: &[CommandSpec] = &[];
+const fn node(name: &'static str, arity: i32, flags: u32, cmd: N) -> CommandSpec {
+    CommandSpec::new(name, arity, flags, Exec::Node(cmd))
+}
+
+/// Flags CONFIG GET/SET/RESETSTAT/REWRITE share.
+const CONFIG_FLAGS: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
+
+static CONFIG: &[CommandSpec] = &[
+    node("get", -3, CONFIG_FLAGS, N::ConfigGet).doc(
+        "server",
+        "2.0.0",
+        "Returns the effective values of configuration parameters.",
+        "O(N) when N is the number of configuration parameters provided",
+        "parameter [parameter ...]",
+    ),
+    node("set", -4, CONFIG_FLAGS, N::ConfigSet)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .doc(
+            "server",
+            "2.0.0",
+            "Sets configuration parameters in-flight.",
+            "O(N) when N is the number of configuration parameters provided",
+            "parameter value [parameter value ...]",
+        ),
+    node("resetstat", 2, CONFIG_FLAGS, N::ConfigResetStat)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .doc("server", "2.0.0", "Resets the server's statistics.", "O(1)", ""),
+    node("rewrite", 2, CONFIG_FLAGS, N::ConfigRewrite)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .doc("server", "2.8.0", "Persists the effective configuration to file.", "O(1)", ""),
+    node("help", 2, LOADING | STALE, N::ConfigHelp).doc(
+        "server",
+        "5.0.0",
+        "Returns helpful text about the different subcommands.",
+        "O(1)",
+        "",
+    ),
+];
+
+/// ringdb has no function engine, so no library can ever be loaded: FLUSH,
+/// LIST and HELP are the subcommands whose behaviour is complete without one.
+static FUNCTION: &[CommandSpec] = &[
+    node("flush", -2, NOSCRIPT | WRITE, N::FunctionFlush)
+        .acl(acl::SCRIPTING)
+        .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
+        .doc(
+            "scripting",
+            "7.0.0",
+            "Deletes all libraries and functions.",
+            "O(N) where N is the number of functions deleted",
+            "[ASYNC | SYNC]",
+        ),
+    node("list", -2, NOSCRIPT, N::FunctionList)
+        .acl(acl::SCRIPTING)
+        .tips(&["nondeterministic_output_order"])
+        .doc(
+            "scripting",
+            "7.0.0",
+            "Returns information about all libraries.",
+            "O(N) where N is the number of functions",
+            "[LIBRARYNAME library-name-pattern] [WITHCODE]",
+        ),
+    node("help", 2, LOADING | STALE, N::FunctionHelp).acl(acl::SCRIPTING).doc(
+        "scripting",
+        "7.0.0",
+        "Returns helpful text about the different subcommands.",
+        "O(1)",
+        "",
+    ),
+];
+
+pub static COMMANDS: &[CommandSpec] = &[
+    node("info", -1, LOADING | STALE | SENTINEL, N::Info)
+        .acl(acl::DANGEROUS)
+        .tips(&["nondeterministic_output", "request_policy:all_shards", "response_policy:special"])
+        .doc("server", "1.0.0", "Returns information and statistics about the server.", "O(1)", "[section [section ...]]"),
+    CommandSpec::container("config", CONFIG).doc(
+        "server",
+        "2.0.0",
+        "A container for server configuration commands.",
+        "Depends on subcommand.",
+        "",
+    ),
+    node("time", 1, LOADING | STALE | FAST, N::Time)
+        .tips(&["nondeterministic_output"])
+        .doc("server", "2.6.0", "Returns the server time.", "O(1)", ""),
+    node("lastsave", 1, LOADING | STALE | FAST, N::LastSave)
+        .acl(acl::ADMIN | acl::DANGEROUS)
+        .tips(&["nondeterministic_output"])
+        .doc("server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", "O(1)", ""),
+    node("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | SENTINEL | ALLOW_BUSY, N::Shutdown).doc(
+        "server",
+        "1.0.0",
+        "Synchronously saves the database(s) to disk and shuts down the Redis server.",
+        "O(N) when saving, where N is the total number of keys in all databases when saving data, otherwise O(1)",
+        "[NOSAVE | SAVE] [NOW] [FORCE] [ABORT]",
+    ),
+    node("debug", -2, ADMIN | NOSCRIPT | LOADING | STALE | PROTECTED, N::Debug).doc(
+        "server",
+        "1.0.0",
+        "A container for debugging commands.",
+        "Depends on subcommand.",
+        "",
+    ),
+    CommandSpec::container("function", FUNCTION).doc(
+        "scripting",
+        "7.0.0",
+        "A container for function commands.",
+        "Depends on subcommand.",
+        "",
+    ),
+];
+
+#[cfg(test)]
+mod tests {
+    use crate::command::spec::{acl, flags};
+    use crate::command::table;
+
+    #[test]
+    fn implied_acl_categories_match_redis() {
+        let t = table();
+        let get = t.get_full(b"config|get").map(|r| r.spec.acl_categories());
+        assert_eq!(get, Some(acl::ADMIN | acl::DANGEROUS | acl::SLOW));
+        let info = t.get(b"info").map(|r| r.spec.acl_categories());
+        assert_eq!(info, Some(acl::DANGEROUS | acl::SLOW));
+        let flush = t.get_full(b"function|flush").map(|r| r.spec.acl_categories());
+        assert_eq!(flush, Some(acl::SCRIPTING | acl::WRITE | acl::SLOW));
+        let time = t.get(b"time").map(|r| r.spec.acl_categories());
+        assert_eq!(time, Some(acl::FAST));
+        assert!(t.get(b"debug").is_some_and(|r| r.spec.has(flags::PROTECTED)));
+    }
+}

@@ -1,25 +1,566 @@
-//! TIME, LASTSAVE, SHUTDOWN, DEBUG, FUNCTION FLUSH.
+//! TIME, LASTSAVE, SHUTDOWN, DEBUG and the FUNCTION subcommands ringdb has
+//! (FLUSH, LIST, HELP), with Redis 7.2's semantics and error texts
+//! (server.c, db.c, debug.c, functions.c).
 
 use crate::net::connection::Connection;
+use crate::node::Core;
 use bytes::Bytes;
+use ringdb_engine::command::args::{is, text};
+use ringdb_engine::command::error::{NO_SUCH_KEY, SYNTAX};
 use ringdb_engine::command::{CmdError, CmdResult};
+use ringdb_engine::digest::{self, Digest};
+use ringdb_engine::keyspace::{Entry, StrValue, Value};
+use ringdb_types::number::parse_i64;
+use ringdb_types::sha1::hex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-pub async fn time(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR admin time: not built yet"))
+/// TIME: seconds and microseconds, as two bulk strings.
+pub async fn time(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let mut out = conn.reply();
+    out.array(2);
+    out.bulk_int(now.as_secs() as i64);
+    out.bulk_int(now.subsec_micros() as i64);
+    Ok(())
 }
 
-pub async fn lastsave(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR admin lastsave: not built yet"))
+pub async fn lastsave(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
+    let at = conn.core.last_save.get() as i64;
+    conn.reply().int(at);
+    Ok(())
 }
 
-pub async fn shutdown(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR admin shutdown: not built yet"))
+/// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. ringdb has no replicas to
+/// wait for, so a shutdown is never in progress: it happens at once. It has
+/// no persistence either, so SAVE cannot be honoured and fails unless FORCE
+/// says to go on regardless; without SAVE there is nothing to save.
+pub async fn shutdown(_conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    let (mut nosave, mut save, mut now, mut force, mut abort) = (false, false, false, false, false);
+    for arg in &args[1..] {
+        if is(arg, "nosave") {
+            nosave = true;
+        } else if is(arg, "save") {
+            save = true;
+        } else if is(arg, "now") {
+            now = true;
+        } else if is(arg, "force") {
+            force = true;
+        } else if is(arg, "abort") {
+            abort = true;
+        } else {
+            return Err(SYNTAX);
+        }
+    }
+    if (abort && (nosave || save || now || force)) || (nosave && save) {
+        return Err(SYNTAX);
+    }
+    if abort {
+        return Err(CmdError::new("ERR No shutdown in progress."));
+    }
+    if save {
+        tracing::warn!("SHUTDOWN SAVE: this server has no persistence to save to");
+        if !force {
+            tracing::warn!(
+                "Errors trying to shut down the server. Check the logs for more information."
+            );
+            return Err(CmdError::new("ERR Errors trying to SHUTDOWN. Check logs."));
+        }
+    }
+    tracing::warn!("User requested shutdown...");
+    crate::node::shutdown(0)
 }
 
-pub async fn debug(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR admin debug: not built yet"))
+/// FUNCTION FLUSH [ASYNC|SYNC]. No library can be loaded in ringdb (it has
+/// no function engine), so there is nothing to delete; the flush still
+/// counts as a change, as in Redis.
+pub fn function_flush(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    if args.len() > 3 {
+        return Err(crate::cmd::subcommand_syntax_error(args));
+    }
+    if args.len() == 3 && !is(&args[2], "sync") && !is(&args[2], "async") {
+        return Err(CmdError::new("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"));
+    }
+    conn.core.shard.borrow_mut().state.funnel.dirty += 1;
+    conn.reply().ok();
+    Ok(())
 }
 
-pub async fn function_flush(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR admin function_flush: not built yet"))
+/// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]: the loaded libraries,
+/// which are none (see [`function_flush`]).
+pub fn function_list(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    let (mut with_code, mut library) = (false, false);
+    let mut i = 2;
+    while i < args.len() {
+        if !with_code && is(&args[i], "withcode") {
+            with_code = true;
+        } else if !library && is(&args[i], "libraryname") {
+            if i + 1 >= args.len() {
+                return Err(CmdError::new("ERR library name argument was not given"));
+            }
+            library = true;
+            i += 1;
+        } else {
+            return Err(CmdError::owned(format!("ERR Unknown argument {}", text(&args[i]))));
+        }
+        i += 1;
+    }
+    conn.reply().array(0);
+    Ok(())
+}
+
+const FUNCTION_HELP: &[&str] = &[
+    "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
+    "    Return general information on all the libraries:",
+    "    * Library name",
+    "    * The engine used to run the Library",
+    "    * Library description",
+    "    * Functions list",
+    "    * Library code (if WITHCODE is given)",
+    "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
+    "FLUSH [ASYNC|SYNC]",
+    "    Delete all the libraries.",
+    "    When called without the optional mode argument, the behavior is determined by the",
+    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
+    "    * ASYNC: Asynchronously flush the libraries.",
+    "    * SYNC: Synchronously flush the libraries.",
+];
+
+pub fn function_help(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    crate::cmd::help(conn, args, FUNCTION_HELP);
+    Ok(())
+}
+
+const DEBUG_HELP: &[&str] = &[
+    "CHANGE-REPL-ID",
+    "    Change the replication IDs of the instance.",
+    "    Dangerous: should be used only for testing the replication subsystem.",
+    "DIGEST",
+    "    Output a hex signature representing the current DB content.",
+    "DIGEST-VALUE <key> [<key> ...]",
+    "    Output a hex signature of the values of all the specified keys.",
+    "ERROR <string>",
+    "    Return a Redis protocol error with <string> as message. Useful for clients",
+    "    unit tests to simulate Redis errors.",
+    "LOG <message>",
+    "    Write <message> to the server log.",
+    "OBJECT <key>",
+    "    Show low level info about `key` and associated value.",
+    "PROTOCOL <type>",
+    "    Reply with a test value of the specified type. <type> can be: string,",
+    "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
+    "    true, false.",
+    "SET-ACTIVE-EXPIRE <0|1>",
+    "    Setting it to 0 disables expiring keys in background when they are not",
+    "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
+    "    default.",
+    "QUICKLIST-PACKED-THRESHOLD <size>",
+    "    Sets the threshold for elements to be inserted as plain vs packed nodes",
+    "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
+    "SLEEP <seconds>",
+    "    Stop the server for <seconds>. Decimals allowed.",
+    "STRINGMATCH-TEST",
+    "    Run a fuzz tester against the stringmatchlen() function.",
+    "LISTPACK <key>",
+    "    Show low level info about the listpack encoding of <key>.",
+    "QUICKLIST <key> [<0|1>]",
+    "    Show low level info about the quicklist encoding of <key>.",
+    "    The optional argument (0 by default) sets the level of detail",
+];
+
+/// DEBUG <subcommand> ...: the subcommands Redis's test suite and client
+/// libraries rely on, as far as they mean something in ringdb.
+pub async fn debug(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    let sub = &args[1];
+    let argc = args.len();
+    if argc == 2 && is(sub, "help") {
+        crate::cmd::help(conn, args, DEBUG_HELP);
+    } else if is(sub, "sleep") && argc == 3 {
+        sleep_all(conn, &args[2]).await?;
+    } else if is(sub, "set-active-expire") && argc == 3 {
+        let enabled = atoi(&args[2]) != 0;
+        conn.core
+            .invoke_on_all(move |core| {
+                core.shard.borrow_mut().state.settings.active_expire = enabled
+            })
+            .await?;
+        conn.reply().ok();
+    } else if is(sub, "object") && argc == 3 {
+        let line = on_key_owner(conn, &args[2], object_line).await??;
+        conn.reply().simple(&line);
+    } else if is(sub, "listpack") && argc == 3 {
+        on_key_owner(conn, &args[2], |_, _| {
+            Err(CmdError::new("ERR Not a listpack encoded object."))
+        })
+        .await??;
+    } else if is(sub, "quicklist") && (argc == 3 || argc == 4) {
+        on_key_owner(conn, &args[2], |_, _| {
+            Err(CmdError::new("ERR Not a quicklist encoded object."))
+        })
+        .await??;
+    } else if is(sub, "quicklist-packed-threshold") && argc == 3 {
+        // ringdb's lists keep every element the same way whatever its size:
+        // there is no plain/packed node threshold to move, so only the
+        // argument is checked, as Redis checks it.
+        let size = crate::config::settings::parse_memory(&text(&args[2]));
+        if !size.is_some_and(|n| (0..=(1i64 << 32) - (1 << 20)).contains(&n)) {
+            return Err(CmdError::new(
+                "ERR argument must be a memory value bigger than 1 and smaller than 4gb",
+            ));
+        }
+        conn.reply().ok();
+    } else if is(sub, "change-repl-id") && argc == 2 {
+        tracing::info!("Changing replication IDs after receiving DEBUG change-repl-id");
+        let seed = ringdb_engine::shard::now_ms() ^ (conn.state.id << 32);
+        if let Ok(mut replid) = conn.core.shared.replid.lock() {
+            *replid = crate::node::run_id(seed ^ replid.len() as u64);
+        }
+        conn.reply().ok();
+    } else if is(sub, "digest") && argc == 2 {
+        let digest = dataset_digest(conn).await?;
+        conn.reply().simple(&hex(&digest));
+    } else if is(sub, "digest-value") && argc >= 2 {
+        let digests = value_digests(conn, &args[2..]).await?;
+        let mut out = conn.reply();
+        out.array(digests.len());
+        digests.iter().for_each(|d| out.simple(&hex(d)));
+    } else if is(sub, "protocol") && argc == 3 {
+        protocol(conn, &args[2])?;
+    } else if is(sub, "error") && argc == 3 {
+        return Err(CmdError::owned(text(&args[2])));
+    } else if is(sub, "log") && argc == 3 {
+        tracing::warn!("DEBUG LOG: {}", text(&args[2]));
+        conn.reply().ok();
+    } else if is(sub, "stringmatch-test") && argc == 2 {
+        stringmatch_fuzz(conn.state.id);
+        conn.reply().simple("Apparently Redis did not crash: test passed");
+    } else {
+        return Err(crate::cmd::subcommand_syntax_error(args));
+    }
+    Ok(())
+}
+
+/// DEBUG DIGEST: the signature of every database on every shard.
+async fn dataset_digest(conn: &Connection) -> Result<Digest, CmdError> {
+    let per_core = conn
+        .core
+        .invoke_on_all(|core| {
+            let shard = core.shard.borrow();
+            shard.keyspace.iter().map(|db| (db.len(), digest::db_digest(db))).collect::<Vec<_>>()
+        })
+        .await?;
+    let mut dbs: Vec<(usize, Digest)> = Vec::new();
+    for core in &per_core {
+        dbs.resize(dbs.len().max(core.len()), (0, [0; 20]));
+        dbs.iter_mut().zip(core).for_each(|(total, part)| digest::combine(total, part));
+    }
+    Ok(digest::dataset_digest(&dbs))
+}
+
+/// DEBUG DIGEST-VALUE key ...: each value's signature (zeros for a missing
+/// key), with one visit per shard that owns some of the keys.
+async fn value_digests(conn: &Connection, keys: &[Bytes]) -> Result<Vec<Digest>, CmdError> {
+    let mut out = vec![[0u8; 20]; keys.len()];
+    let db = conn.state.db;
+    let slot_map = conn.core.shared.slot_map;
+    for shard in 0..conn.core.shared.shards() {
+        let owner = ringdb_engine::ShardId(shard as u16);
+        let mine: Vec<(usize, Bytes)> = keys
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| slot_map.shard_of_key(k) == owner)
+            .map(|(i, k)| (i, k.clone()))
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        let found = conn
+            .core
+            .invoke_on(owner, move |core| {
+                let shard = core.shard.borrow();
+                let db = shard.keyspace.db(db);
+                mine.into_iter()
+                    .map(|(i, k)| (i, db.get(&k).map(digest::value_digest).unwrap_or([0; 20])))
+                    .collect::<Vec<_>>()
+            })
+            .await?;
+        for (i, d) in found {
+            out[i] = d;
+        }
+    }
+    Ok(out)
+}
+
+/// C's `atoi`: the leading decimal integer, 0 when there is none.
+fn atoi(arg: &[u8]) -> i64 {
+    let start = arg.iter().position(|c| !c.is_ascii_whitespace()).unwrap_or(arg.len());
+    let rest = &arg[start..];
+    let sign_len = usize::from(matches!(rest.first(), Some(b'-' | b'+')));
+    let digits = rest[sign_len..].iter().take_while(|c| c.is_ascii_digit()).count().min(18);
+    parse_i64(&rest[..sign_len + digits]).unwrap_or(0)
+}
+
+/// C's `strtod` as DEBUG SLEEP uses it: the leading number, 0 when none.
+fn leading_f64(arg: &[u8]) -> f64 {
+    let s = String::from_utf8_lossy(arg);
+    let s = s.trim_start();
+    (1..=s.len())
+        .rev()
+        .filter(|&n| s.is_char_boundary(n))
+        .find_map(|n| s[..n].parse::<f64>().ok())
+        .unwrap_or(0.0)
+}
+
+/// DEBUG SLEEP seconds: stops the whole server, every core at once, as
+/// Redis's single thread stops. The other cores are asked first and this one
+/// sleeps last, so that all of them sleep at the same time.
+async fn sleep_all(conn: &mut Connection, seconds: &[u8]) -> CmdResult {
+    let seconds = leading_f64(seconds);
+    let pause = if seconds > 0.0 {
+        Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX)
+    } else {
+        Duration::ZERO
+    };
+    let mut asleep = Vec::new();
+    for shard in (0..conn.core.shared.shards()).map(|i| ringdb_engine::ShardId(i as u16)) {
+        if shard == conn.core.id {
+            continue;
+        }
+        let (done, woke) = flume::bounded(1);
+        let job: crate::mesh::Job = Box::new(move |_| {
+            std::thread::sleep(pause);
+            let _ = done.send(());
+        });
+        conn.core.send_job(shard, job).await;
+        asleep.push(woke);
+    }
+    std::thread::sleep(pause);
+    for woke in asleep {
+        woke.recv_async().await.map_err(|_| crate::mesh::NO_ANSWER)?;
+    }
+    conn.reply().ok();
+    Ok(())
+}
+
+/// Runs `f` with the entry stored at `key` in the caller's database, on the
+/// shard that owns it; a missing key is `ERR no such key`. Like Redis's
+/// debug lookups it neither expires the key nor touches its access time.
+async fn on_key_owner<R, F>(
+    conn: &Connection,
+    key: &Bytes,
+    f: F,
+) -> Result<Result<R, CmdError>, CmdError>
+where
+    F: FnOnce(&Core, &Entry) -> Result<R, CmdError> + Send + 'static,
+    R: Send + 'static,
+{
+    let owner = conn.core.shared.slot_map.shard_of_key(key);
+    let db = conn.state.db;
+    let key = key.clone();
+    conn.core
+        .invoke_on(owner, move |core| {
+            let shard = core.shard.borrow();
+            match shard.keyspace.db(db).get(&key) {
+                Some(entry) => f(core, entry),
+                None => Err(NO_SUCH_KEY),
+            }
+        })
+        .await
+}
+
+/// DEBUG OBJECT's line: `Value at:<address> refcount:1 encoding:<enc>
+/// serializedlength:<n> lru:<clock> lru_seconds_idle:<s>`. ringdb shares no
+/// values, so the refcount is always 1; the serialized length is that of the
+/// value's uncompressed RDB encoding.
+fn object_line(core: &Core, entry: &Entry) -> Result<String, CmdError> {
+    let shard = core.shard.borrow();
+    let now = ringdb_engine::shard::now_ms();
+    let idle = if shard.state.settings.lfu {
+        // LFU keeps the minute of the last decrement in the top 16 bits.
+        let last = entry.access >> 8;
+        let minutes = ((now / 60_000) & 0xffff) as u32;
+        let elapsed = if minutes >= last { minutes - last } else { 0xffff - last + minutes };
+        elapsed as u64 * 60
+    } else {
+        (now / 1000).saturating_sub(entry.access as u64)
+    };
+    Ok(format!(
+        "Value at:{:p} refcount:1 encoding:{} serializedlength:{} lru:{} lru_seconds_idle:{}",
+        &entry.value as *const Value,
+        entry.value.encoding(),
+        serialized_len(&entry.value),
+        entry.access,
+        idle
+    ))
+}
+
+/// Length of the value in RDB form without compression (`rdbSavedObjectLen`).
+fn serialized_len(value: &Value) -> usize {
+    match value {
+        Value::Str(StrValue::Int(n)) => rdb_int_len(*n).unwrap_or_else(|| {
+            let digits = n.to_string().len();
+            rdb_len_len(digits) + digits
+        }),
+        Value::Str(s) => {
+            let mut tmp = [0u8; 20];
+            let bytes = s.as_bytes(&mut tmp);
+            string_rdb_len(bytes)
+        }
+    }
+}
+
+/// A string as `rdbSaveRawString` writes it: short canonical integers as
+/// integers, everything else as length + bytes.
+fn string_rdb_len(bytes: &[u8]) -> usize {
+    if bytes.len() <= 11 {
+        if let Some(n) = parse_i64(bytes).filter(|n| n.to_string().as_bytes() == bytes) {
+            if let Some(len) = rdb_int_len(n) {
+                return len;
+            }
+        }
+    }
+    rdb_len_len(bytes.len()) + bytes.len()
+}
+
+/// `rdbEncodeInteger`: a type byte and 1, 2 or 4 bytes for 8/16/32-bit values.
+fn rdb_int_len(n: i64) -> Option<usize> {
+    if (-(1 << 7)..1 << 7).contains(&n) {
+        Some(2)
+    } else if (-(1 << 15)..1 << 15).contains(&n) {
+        Some(3)
+    } else if (-(1 << 31)..1 << 31).contains(&n) {
+        Some(5)
+    } else {
+        None
+    }
+}
+
+/// `rdbSaveLen`: how many bytes a length takes.
+fn rdb_len_len(len: usize) -> usize {
+    match len {
+        0..64 => 1,
+        64..16384 => 2,
+        _ if len as u64 <= u32::MAX as u64 => 5,
+        _ => 9,
+    }
+}
+
+/// DEBUG PROTOCOL type: a sample reply of each RESP type (the values are
+/// Redis's, 3.141 included).
+#[allow(clippy::approx_constant)]
+fn protocol(conn: &mut Connection, kind: &[u8]) -> CmdResult {
+    let mut out = conn.reply();
+    if is(kind, "string") {
+        out.bulk(b"Hello World");
+    } else if is(kind, "integer") {
+        out.int(12345);
+    } else if is(kind, "double") {
+        out.double(3.141);
+    } else if is(kind, "bignum") {
+        const BIG: &[u8] = b"1234567999999999999999999999999999999";
+        if out.is_resp3() {
+            out.raw(b"(");
+            out.raw(BIG);
+            out.raw(b"\r\n");
+        } else {
+            out.bulk(BIG);
+        }
+    } else if is(kind, "null") {
+        out.null();
+    } else if is(kind, "array") || is(kind, "set") {
+        if is(kind, "set") {
+            out.set(3);
+        } else {
+            out.array(3);
+        }
+        (0..3).for_each(|j| out.int(j));
+    } else if is(kind, "map") {
+        out.map(3);
+        for j in 0..3 {
+            out.int(j);
+            out.bool(j == 1);
+        }
+    } else if is(kind, "attrib") {
+        if out.is_resp3() {
+            out.raw(b"|1\r\n");
+            out.bulk(b"key-popularity");
+            out.array(2);
+            out.bulk(b"key:123");
+            out.int(90);
+        }
+        out.bulk(b"Some real reply following the attribute");
+    } else if is(kind, "push") {
+        if !out.is_resp3() {
+            return Err(CmdError::new("ERR RESP2 is not supported by this command"));
+        }
+        out.push(2);
+        out.bulk(b"server-cpu-usage");
+        out.int(42);
+        out.bulk(b"Some real reply following the push reply");
+    } else if is(kind, "true") {
+        out.bool(true);
+    } else if is(kind, "false") {
+        out.bool(false);
+    } else if is(kind, "verbatim") {
+        out.verbatim("txt", b"This is a verbatim\nstring");
+    } else {
+        return Err(CmdError::new(
+            "ERR Wrong protocol type name. Please use one of the following: \
+             string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false",
+        ));
+    }
+    Ok(())
+}
+
+/// DEBUG STRINGMATCH-TEST: Redis's fuzz test of its glob matcher, run
+/// against ringdb's: random patterns and strings of up to 31 bytes must
+/// never crash it or run away.
+fn stringmatch_fuzz(seed: u64) {
+    let mut x = seed ^ 0x2545_f491_4f6c_dd1d | 1;
+    let mut next = move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    };
+    let (mut text, mut pattern) = ([0u8; 32], [0u8; 32]);
+    for _ in 0..1_000_000 {
+        let text_len = (next() % 32) as usize;
+        let pattern_len = (next() % 32) as usize;
+        text[..text_len].iter_mut().for_each(|c| *c = (next() % 128) as u8);
+        pattern[..pattern_len].iter_mut().for_each(|c| *c = (next() % 128) as u8);
+        std::hint::black_box(ringdb_types::glob::glob_match(
+            &pattern[..pattern_len],
+            &text[..text_len],
+            false,
+        ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rdb_lengths() {
+        assert_eq!(serialized_len(&Value::Str(StrValue::Int(100))), 2);
+        assert_eq!(serialized_len(&Value::Str(StrValue::Int(1000))), 3);
+        assert_eq!(serialized_len(&Value::Str(StrValue::Int(1 << 20))), 5);
+        assert_eq!(serialized_len(&Value::Str(StrValue::Int(1 << 40))), 1 + 13);
+        assert_eq!(serialized_len(&Value::Str(StrValue::from_bytes(b"hello"))), 6);
+        assert_eq!(string_rdb_len(b"007"), 4);
+        assert_eq!(string_rdb_len(&[b'x'; 100]), 102);
+        assert_eq!(rdb_len_len(20000), 5);
+    }
+
+    #[test]
+    fn c_number_prefixes() {
+        assert_eq!(atoi(b"1"), 1);
+        assert_eq!(atoi(b" 12abc"), 12);
+        assert_eq!(atoi(b"abc"), 0);
+        assert_eq!(atoi(b"-3"), -3);
+        assert_eq!(atoi(b"99999999999999999999999"), 999_999_999_999_999_999);
+        assert_eq!(leading_f64(b"0.05"), 0.05);
+        assert_eq!(leading_f64(b"1.5s"), 1.5);
+        assert_eq!(leading_f64(b"x"), 0.0);
+    }
 }

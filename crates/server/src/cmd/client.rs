@@ -1,49 +1,415 @@
-//! The CLIENT container: ID, SETNAME, GETNAME, SETINFO, LIST, INFO, KILL, REPLY, NO-EVICT, NO-TOUCH, HELP.
+//! The CLIENT container: ID, SETNAME, GETNAME, SETINFO, LIST, INFO, KILL,
+//! REPLY, NO-EVICT, NO-TOUCH, HELP. Semantics and error texts follow Redis
+//! 7.2's `clientCommand` (networking.c).
+//!
+//! A connection lives on the core that accepted it and is registered in that
+//! core's [`ClientRegistry`](crate::net::clients::ClientRegistry), so LIST
+//! and KILL visit every core (`invoke_on_all`); the others only touch the
+//! caller's own connection.
 
+use crate::cmd::connection::check_client_name;
+use crate::net::clients::ClientHandle;
 use crate::net::connection::Connection;
 use bytes::Bytes;
+use ringdb_engine::command::args::{is, text};
+use ringdb_engine::command::error::SYNTAX;
 use ringdb_engine::command::{CmdError, CmdResult};
+use ringdb_types::number::parse_i64;
 
-pub async fn id(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR client id: not built yet"))
+/// Redis's client types (CLIENT LIST TYPE, CLIENT KILL TYPE).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ClientType {
+    Normal,
+    Replica,
+    PubSub,
+    Master,
 }
 
-pub async fn setname(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR client setname: not built yet"))
+impl ClientType {
+    /// Redis's `getClientTypeByName`.
+    fn parse(name: &[u8]) -> Result<Self, CmdError> {
+        if is(name, "normal") {
+            Ok(ClientType::Normal)
+        } else if is(name, "slave") || is(name, "replica") {
+            Ok(ClientType::Replica)
+        } else if is(name, "pubsub") {
+            Ok(ClientType::PubSub)
+        } else if is(name, "master") {
+            Ok(ClientType::Master)
+        } else {
+            Err(CmdError::owned(format!("ERR Unknown client type '{}'", text(name))))
+        }
+    }
+
+    /// The type of a connected client. ringdb has no replication links and
+    /// no connection in subscriber mode yet, so every client is normal.
+    fn of(_client: &ClientHandle) -> Self {
+        ClientType::Normal
+    }
 }
 
-pub async fn getname(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR client getname: not built yet"))
+pub async fn id(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
+    let id = conn.state.id as i64;
+    conn.reply().int(id);
+    Ok(())
 }
 
-pub async fn setinfo(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR client setinfo: not built yet"))
+/// CLIENT SETNAME name: an empty name removes the name.
+pub async fn setname(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    check_client_name(&args[2])?;
+    conn.handle.view.borrow_mut().name = text(&args[2]);
+    conn.reply().ok();
+    Ok(())
 }
 
-pub async fn list(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR client list: not built yet"))
+pub async fn getname(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
+    let name = conn.handle.view.borrow().name.clone();
+    if name.is_empty() {
+        conn.reply().null();
+    } else {
+        conn.reply().bulk(name.as_bytes());
+    }
+    Ok(())
 }
 
-pub async fn info(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR client info: not built yet"))
+/// CLIENT SETINFO LIB-NAME|LIB-VER value (7.2): shown in CLIENT LIST; an
+/// empty value clears it.
+pub async fn setinfo(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    let (attr, value) = (&args[2], &args[3]);
+    let lib_name = if is(attr, "lib-name") {
+        true
+    } else if is(attr, "lib-ver") {
+        false
+    } else {
+        return Err(CmdError::owned(format!("ERR Unrecognized option '{}'", text(attr))));
+    };
+    if value.iter().any(|&c| !(b'!'..=b'~').contains(&c)) {
+        return Err(CmdError::owned(format!(
+            "ERR {} cannot contain spaces, newlines or special characters.",
+            text(attr)
+        )));
+    }
+    {
+        let mut view = conn.handle.view.borrow_mut();
+        let field = if lib_name { &mut view.lib_name } else { &mut view.lib_ver };
+        *field = text(value);
+    }
+    conn.reply().ok();
+    Ok(())
 }
 
-pub async fn kill(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR client kill: not built yet"))
+/// Which clients CLIENT LIST shows.
+#[derive(Clone)]
+enum ListFilter {
+    All,
+    Type(ClientType),
+    Ids(Vec<u64>),
 }
 
-pub async fn reply(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR client reply: not built yet"))
+fn parse_list(args: &[Bytes]) -> Result<ListFilter, CmdError> {
+    if args.len() == 4 && is(&args[2], "type") {
+        return ClientType::parse(&args[3]).map(ListFilter::Type);
+    }
+    if args.len() > 3 && is(&args[2], "id") {
+        let ids = args[3..]
+            .iter()
+            .map(|a| parse_i64(a).map(|n| n as u64).ok_or(CmdError::new("ERR Invalid client ID")))
+            .collect::<Result<Vec<u64>, CmdError>>()?;
+        return Ok(ListFilter::Ids(ids));
+    }
+    if args.len() != 2 {
+        return Err(SYNTAX);
+    }
+    Ok(ListFilter::All)
 }
 
-pub async fn no_evict(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR client no_evict: not built yet"))
+/// CLIENT LIST [TYPE type] [ID id ...]: the clients of every core, in
+/// connection order (or in the order of the ids asked for).
+pub async fn list(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    let filter = parse_list(args)?;
+    conn.update_view();
+    let wanted = filter.clone();
+    let per_core = conn
+        .core
+        .invoke_on_all(move |core| {
+            core.clients
+                .borrow()
+                .iter()
+                .filter(|c| match &wanted {
+                    ListFilter::All => true,
+                    ListFilter::Type(t) => ClientType::of(c) == *t,
+                    ListFilter::Ids(ids) => ids.contains(&c.id),
+                })
+                .map(|c| (c.id, c.describe()))
+                .collect::<Vec<(u64, String)>>()
+        })
+        .await?;
+    let mut lines: Vec<(u64, String)> = per_core.into_iter().flatten().collect();
+    lines.sort_by_key(|(id, _)| *id);
+    let mut out = String::new();
+    let mut push = |line: &str| {
+        out.push_str(line);
+        out.push('\n');
+    };
+    match &filter {
+        ListFilter::Ids(ids) => {
+            for id in ids {
+                if let Ok(i) = lines.binary_search_by_key(id, |(id, _)| *id) {
+                    push(&lines[i].1);
+                }
+            }
+        }
+        _ => lines.iter().for_each(|(_, line)| push(line)),
+    }
+    conn.reply().verbatim("txt", out.as_bytes());
+    Ok(())
 }
 
-pub async fn no_touch(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR client no_touch: not built yet"))
+/// CLIENT INFO: the caller's own CLIENT LIST line.
+pub async fn info(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
+    conn.update_view();
+    let mut line = conn.handle.describe();
+    line.push('\n');
+    conn.reply().verbatim("txt", line.as_bytes());
+    Ok(())
 }
 
-pub async fn help(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR client help: not built yet"))
+/// What CLIENT KILL matches; every given filter must match.
+#[derive(Clone, Default)]
+struct KillFilter {
+    addr: Option<String>,
+    laddr: Option<String>,
+    kind: Option<ClientType>,
+    id: Option<u64>,
+    skip_me: bool,
+}
+
+impl KillFilter {
+    fn matches(&self, client: &ClientHandle) -> bool {
+        self.addr.as_ref().map_or(true, |a| *a == client.addr)
+            && self.laddr.as_ref().map_or(true, |a| *a == client.laddr)
+            && self.kind.map_or(true, |t| ClientType::of(client) == t)
+            && self.id.map_or(true, |id| id == client.id)
+    }
+}
+
+/// Reads the filters of the new form (`CLIENT KILL <option> <value> ...`).
+fn parse_kill(args: &[Bytes]) -> Result<KillFilter, CmdError> {
+    let mut filter = KillFilter { skip_me: true, ..KillFilter::default() };
+    let mut i = 2;
+    while i < args.len() {
+        let (option, value) = match args.get(i + 1) {
+            Some(value) => (&args[i], value),
+            None => return Err(SYNTAX),
+        };
+        if is(option, "id") {
+            let id = parse_i64(value)
+                .filter(|&n| n >= 1)
+                .ok_or(CmdError::new("ERR client-id should be greater than 0"))?;
+            filter.id = Some(id as u64);
+        } else if is(option, "type") {
+            filter.kind = Some(ClientType::parse(value)?);
+        } else if is(option, "addr") {
+            filter.addr = Some(text(value));
+        } else if is(option, "laddr") {
+            filter.laddr = Some(text(value));
+        } else if is(option, "user") {
+            // `default` is the only user, and every client is logged in as it.
+            if value.as_ref() != b"default" {
+                return Err(CmdError::owned(format!("ERR No such user '{}'", text(value))));
+            }
+        } else if is(option, "skipme") {
+            filter.skip_me = if is(value, "yes") {
+                true
+            } else if is(value, "no") {
+                false
+            } else {
+                return Err(SYNTAX);
+            };
+        } else {
+            return Err(SYNTAX);
+        }
+        i += 2;
+    }
+    Ok(filter)
+}
+
+/// CLIENT KILL ip:port | CLIENT KILL <filter> <value> ...: closes matching
+/// clients on every core. The caller itself is closed after its reply.
+pub async fn kill(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    let legacy = args.len() == 3;
+    let filter = if legacy {
+        // The old form may kill the caller itself.
+        KillFilter { addr: Some(text(&args[2])), skip_me: false, ..KillFilter::default() }
+    } else {
+        parse_kill(args)?
+    };
+    let me = conn.state.id;
+    let per_core = conn
+        .core
+        .invoke_on_all(move |core| {
+            let mut killed = 0usize;
+            let mut killed_me = false;
+            for client in core.clients.borrow().iter().filter(|c| filter.matches(c)) {
+                if client.id == me {
+                    if filter.skip_me {
+                        continue;
+                    }
+                    killed_me = true;
+                } else {
+                    client.kill();
+                }
+                killed += 1;
+            }
+            (killed, killed_me)
+        })
+        .await?;
+    let killed: usize = per_core.iter().map(|(n, _)| n).sum();
+    if legacy {
+        if killed == 0 {
+            return Err(CmdError::new("ERR No such client"));
+        }
+        conn.reply().ok();
+    } else {
+        conn.reply().int(killed as i64);
+    }
+    if per_core.iter().any(|(_, me)| *me) {
+        conn.state.close_after_reply = true;
+    }
+    Ok(())
+}
+
+/// CLIENT REPLY ON|OFF|SKIP. OFF and SKIP send no reply of their own.
+pub async fn reply(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    let mode = &args[2];
+    if is(mode, "on") {
+        conn.state.reply_off = false;
+        conn.state.skip_next = false;
+        conn.state.skip_current = false;
+        conn.reply().ok();
+    } else if is(mode, "off") {
+        conn.state.reply_off = true;
+    } else if is(mode, "skip") {
+        if !conn.state.reply_off {
+            conn.state.skip_next = true;
+        }
+    } else {
+        return Err(SYNTAX);
+    }
+    Ok(())
+}
+
+fn on_off(arg: &[u8]) -> Result<bool, CmdError> {
+    if is(arg, "on") {
+        Ok(true)
+    } else if is(arg, "off") {
+        Ok(false)
+    } else {
+        Err(SYNTAX)
+    }
+}
+
+/// CLIENT NO-EVICT ON|OFF: shown as the `e` flag (ringdb never evicts
+/// clients for memory, so there is nothing else to change).
+pub async fn no_evict(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    conn.state.no_evict = on_off(&args[2])?;
+    conn.reply().ok();
+    Ok(())
+}
+
+/// CLIENT NO-TOUCH ON|OFF: this client's reads stop updating the keys'
+/// LRU/LFU data (the shard honours `ClientInfo::no_touch`).
+pub async fn no_touch(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    conn.state.no_touch = on_off(&args[2])?;
+    conn.reply().ok();
+    Ok(())
+}
+
+const HELP: &[&str] = &[
+    "GETNAME",
+    "    Return the name of the current connection.",
+    "ID",
+    "    Return the ID of the current connection.",
+    "INFO",
+    "    Return information about the current client connection.",
+    "KILL <ip:port>",
+    "    Kill connection made from <ip:port>.",
+    "KILL <option> <value> [<option> <value> [...]]",
+    "    Kill connections. Options are:",
+    "    * ADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made from the specified address",
+    "    * LADDR (<ip:port>|<unixsocket>:0)",
+    "      Kill connections made to specified local address",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Kill connections by type.",
+    "    * USER <username>",
+    "      Kill connections authenticated by <username>.",
+    "    * SKIPME (YES|NO)",
+    "      Skip killing current connection (default: yes).",
+    "LIST [options ...]",
+    "    Return information about client connections. Options:",
+    "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+    "      Return clients of specified type.",
+    "REPLY (ON|OFF|SKIP)",
+    "    Control the replies sent to the current connection.",
+    "SETNAME <name>",
+    "    Assign the name <name> to the current connection.",
+    "SETINFO <option> <value>",
+    "    Set client meta attr. Options are:",
+    "    * LIB-NAME: the client lib name.",
+    "    * LIB-VER: the client lib version.",
+    "NO-EVICT (ON|OFF)",
+    "    Protect current client connection from eviction.",
+    "NO-TOUCH (ON|OFF)",
+    "    Will not touch LRU/LFU stats when this mode is on.",
+];
+
+pub async fn help(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    crate::cmd::help(conn, args, HELP);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<Bytes> {
+        s.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()
+    }
+
+    fn kill_err(s: &str) -> String {
+        parse_kill(&args(s)).err().map(|e| e.text().to_string()).unwrap_or_default()
+    }
+
+    #[test]
+    fn kill_filters_and_errors() {
+        assert_eq!(kill_err("CLIENT KILL id 10 wrong_arg"), "ERR syntax error");
+        assert_eq!(kill_err("CLIENT KILL id str"), "ERR client-id should be greater than 0");
+        assert_eq!(kill_err("CLIENT KILL id 0"), "ERR client-id should be greater than 0");
+        assert_eq!(kill_err("CLIENT KILL type wrong_type"), "ERR Unknown client type 'wrong_type'");
+        assert_eq!(kill_err("CLIENT KILL user wrong_user"), "ERR No such user 'wrong_user'");
+        assert_eq!(kill_err("CLIENT KILL skipme yes_or_no"), "ERR syntax error");
+        let f = parse_kill(&args("CLIENT KILL ID 7 SKIPME no TYPE normal USER default")).ok();
+        assert!(f
+            .as_ref()
+            .is_some_and(|f| f.id == Some(7) && !f.skip_me && f.kind == Some(ClientType::Normal)));
+    }
+
+    #[test]
+    fn list_filters() {
+        assert!(matches!(parse_list(&args("CLIENT LIST")), Ok(ListFilter::All)));
+        assert!(matches!(
+            parse_list(&args("CLIENT LIST TYPE replica")),
+            Ok(ListFilter::Type(ClientType::Replica))
+        ));
+        assert!(
+            matches!(parse_list(&args("CLIENT LIST ID 3 1")), Ok(ListFilter::Ids(ids)) if ids == vec![3, 1])
+        );
+        let err = parse_list(&args("CLIENT LIST TYPE foo")).err().map(|e| e.text().to_string());
+        assert_eq!(err.as_deref(), Some("ERR Unknown client type 'foo'"));
+        let err = parse_list(&args("CLIENT LIST ID x")).err().map(|e| e.text().to_string());
+        assert_eq!(err.as_deref(), Some("ERR Invalid client ID"));
+        let err = parse_list(&args("CLIENT LIST foo")).err().map(|e| e.text().to_string());
+        assert_eq!(err.as_deref(), Some("ERR syntax error"));
+    }
 }

@@ -1,25 +1,244 @@
-//! The CONFIG container: GET, SET, RESETSTAT, REWRITE, HELP.
+//! The CONFIG container: GET, SET, RESETSTAT, REWRITE, HELP, with Redis 7's
+//! semantics (config.c): GET takes several names or glob patterns and
+//! replies with one map; SET takes several pairs and is all or nothing.
+//!
+//! Every core keeps its own copy of the configuration, so SET validates all
+//! pairs against this core's copy first and then applies the same pairs on
+//! every core (`invoke_on_all` → [`Core::apply_config`]). Applying pairs
+//! rather than a whole copy means two concurrent SETs of different settings
+//! from different cores cannot undo each other.
 
+use crate::config::settings::find;
+use crate::config::Config;
 use crate::net::connection::Connection;
+use crate::node::Core;
 use bytes::Bytes;
+use ringdb_engine::command::args::text;
+use ringdb_engine::command::error::SYNTAX;
 use ringdb_engine::command::{CmdError, CmdResult};
 
-pub async fn get(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR config get: not built yet"))
+/// CONFIG GET parameter [parameter ...]: a map of every setting named or
+/// matched, each once.
+pub async fn get(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    let found = matching(&conn.core.config.borrow(), &args[2..]);
+    let mut out = conn.reply();
+    out.map(found.len());
+    for found in &found {
+        out.bulk(found.shown.as_bytes());
+        out.bulk(found.value.as_bytes());
+    }
+    Ok(())
 }
 
-pub async fn set(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR config set: not built yet"))
+/// One setting CONFIG GET reports.
+#[derive(Debug)]
+struct Found {
+    name: &'static str,
+    /// As Redis replies: the name as the client wrote it when asked for by
+    /// name, the setting's own name when matched by a pattern.
+    shown: String,
+    value: String,
 }
 
-pub async fn resetstat(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR config resetstat: not built yet"))
+/// The settings `patterns` name (exactly, any case) or match (globs), in the
+/// order found, each once.
+fn matching(config: &Config, patterns: &[Bytes]) -> Vec<Found> {
+    let mut found: Vec<Found> = Vec::new();
+    for pattern in patterns {
+        let is_glob = pattern.iter().any(|c| matches!(c, b'*' | b'?' | b'['));
+        let hits: Vec<Found> = if is_glob {
+            config
+                .matching(pattern)
+                .into_iter()
+                .map(|(s, v)| Found {
+                    name: s.name,
+                    shown: s.name.to_string(),
+                    value: v.to_string(),
+                })
+                .collect()
+        } else {
+            let shown = text(pattern);
+            find(&shown)
+                .and_then(|s| {
+                    config.get(s.name).map(|v| Found { name: s.name, shown, value: v.to_string() })
+                })
+                .into_iter()
+                .collect()
+        };
+        for hit in hits {
+            if !found.iter().any(|f| f.name == hit.name) {
+                found.push(hit);
+            }
+        }
+    }
+    found
 }
 
-pub async fn rewrite(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR config rewrite: not built yet"))
+/// Checks every pair of CONFIG SET against `config` and returns the pairs
+/// with canonical names, or Redis's error for the first problem: an unknown
+/// name wins over everything, then an immutable or duplicate setting, then
+/// the first value that cannot be used.
+fn validate(config: &Config, pairs: &[Bytes]) -> Result<Vec<(&'static str, String)>, CmdError> {
+    let mut checked: Vec<(&'static str, String)> = Vec::with_capacity(pairs.len() / 2);
+    let mut first_problem: Option<CmdError> = None;
+    for pair in pairs.chunks(2) {
+        let (name, value) = (&pair[0], &pair[1]);
+        let Some(setting) = find(&String::from_utf8_lossy(name)) else {
+            return Err(CmdError::owned(format!(
+                "ERR Unknown option or number of arguments for CONFIG SET - '{}'",
+                text(name)
+            )));
+        };
+        if first_problem.is_some() {
+            continue;
+        }
+        if !setting.mutable {
+            first_problem = Some(set_failed(&text(name), "can't set immutable config"));
+        } else if checked.iter().any(|(n, _)| *n == setting.name) {
+            first_problem = Some(set_failed(&text(name), "duplicate parameter"));
+        }
+        let Ok(value) = std::str::from_utf8(value) else {
+            first_problem
+                .get_or_insert(set_failed(setting.name, "argument must be valid UTF-8 text"));
+            continue;
+        };
+        checked.push((setting.name, value.to_string()));
+    }
+    if let Some(problem) = first_problem {
+        return Err(problem);
+    }
+    let mut trial = config.clone();
+    for (name, value) in &checked {
+        trial.set(name, value).map_err(|reason| set_failed(name, &reason))?;
+    }
+    Ok(checked)
 }
 
-pub async fn help(_conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    Err(CmdError::new("ERR config help: not built yet"))
+fn set_failed(name: &str, reason: &str) -> CmdError {
+    CmdError::owned(format!(
+        "ERR CONFIG SET failed (possibly related to argument '{name}') - {reason}"
+    ))
+}
+
+/// Applies already validated pairs to one core's copy.
+fn apply(core: &Core, pairs: &[(&'static str, String)]) {
+    let mut config = core.config.borrow().clone();
+    for (name, value) in pairs {
+        // Validated against an identical copy: this cannot fail.
+        let _ = config.set(name, value);
+    }
+    core.apply_config(config);
+}
+
+/// CONFIG SET parameter value [parameter value ...]: all or nothing, on
+/// every core.
+pub async fn set(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    if args.len() % 2 != 0 {
+        return Err(SYNTAX);
+    }
+    let pairs = validate(&conn.core.config.borrow(), &args[2..])?;
+    conn.core.invoke_on_all(move |core| apply(core, &pairs)).await?;
+    conn.reply().ok();
+    Ok(())
+}
+
+/// CONFIG RESETSTAT: every shard's statistics, and the memory peak.
+pub async fn resetstat(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
+    conn.core.invoke_on_all(|core| core.shard.borrow_mut().state.stats.reset()).await?;
+    crate::memory::reset_peak();
+    conn.reply().ok();
+    Ok(())
+}
+
+/// CONFIG REWRITE: the current values into the file the server started
+/// with.
+pub async fn rewrite(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
+    let config = conn.core.config.borrow().clone();
+    if config.file.is_none() {
+        return Err(CmdError::new("ERR The server is running without a config file"));
+    }
+    match config.rewrite() {
+        Ok(()) => {
+            tracing::info!("CONFIG REWRITE executed with success.");
+            conn.reply().ok();
+            Ok(())
+        }
+        Err(e) => {
+            tracing::warn!("CONFIG REWRITE failed: {e}");
+            Err(CmdError::owned(format!("ERR Rewriting config file: {e}")))
+        }
+    }
+}
+
+const HELP: &[&str] = &[
+    "GET <pattern>",
+    "    Return parameters matching the glob-like <pattern> and their values.",
+    "SET <directive> <value>",
+    "    Set the configuration <directive> to <value>.",
+    "RESETSTAT",
+    "    Reset statistics reported by the INFO command.",
+    "REWRITE",
+    "    Rewrite the configuration file.",
+];
+
+pub async fn help(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    crate::cmd::help(conn, args, HELP);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(s: &str) -> Vec<Bytes> {
+        s.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()
+    }
+
+    fn err(s: &str) -> String {
+        validate(&Config::default(), &args(s))
+            .err()
+            .map(|e| e.text().to_string())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn set_errors_as_redis() {
+        assert_eq!(
+            err("foo 1"),
+            "ERR Unknown option or number of arguments for CONFIG SET - 'foo'"
+        );
+        assert_eq!(
+            err("databases 1 foo 1"),
+            "ERR Unknown option or number of arguments for CONFIG SET - 'foo'"
+        );
+        assert_eq!(
+            err("hz abc"),
+            "ERR CONFIG SET failed (possibly related to argument 'hz') - argument couldn't be parsed into an integer"
+        );
+        assert_eq!(
+            err("HZ 10 hz 11"),
+            "ERR CONFIG SET failed (possibly related to argument 'hz') - duplicate parameter"
+        );
+        assert_eq!(
+            err("Databases 3"),
+            "ERR CONFIG SET failed (possibly related to argument 'Databases') - can't set immutable config"
+        );
+        let ok = validate(&Config::default(), &args("HZ 20 maxmemory-policy ALLKEYS-LFU"))
+            .unwrap_or_default();
+        assert_eq!(
+            ok,
+            vec![("hz", "20".to_string()), ("maxmemory-policy", "ALLKEYS-LFU".to_string())]
+        );
+    }
+
+    #[test]
+    fn get_matches_names_and_globs_once() {
+        let config = Config::default();
+        let found = matching(&config, &args("HZ h* port nosuch"));
+        let names: Vec<&str> = found.iter().map(|f| f.shown.as_str()).collect();
+        assert_eq!(names, vec!["HZ", "port"]);
+        assert_eq!(found[0].value, "10");
+        let all = matching(&config, &args("*"));
+        assert_eq!(all.len(), crate::config::settings::SETTINGS.len());
+    }
 }

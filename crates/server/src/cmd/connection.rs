@@ -11,7 +11,8 @@ use ringdb_protocol::Resp;
 /// implements.
 pub const REDIS_VERSION: &str = "7.2.4";
 
-const WRONGPASS: CmdError = CmdError::new("WRONGPASS invalid username-password pair or user is disabled.");
+const WRONGPASS: CmdError =
+    CmdError::new("WRONGPASS invalid username-password pair or user is disabled.");
 
 pub fn ping(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     if args.len() > 2 {
@@ -81,34 +82,42 @@ pub fn auth(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
 
 /// Validates a client name as CLIENT SETNAME / HELLO SETNAME do.
 pub fn check_client_name(name: &[u8]) -> CmdResult {
-    if name.iter().any(|&c| c < b'!' || c > b'~') {
-        return Err(CmdError::new("ERR Client names cannot contain spaces, newlines or special characters."));
+    if name.iter().any(|c| !(b'!'..=b'~').contains(c)) {
+        return Err(CmdError::new(
+            "ERR Client names cannot contain spaces, newlines or special characters.",
+        ));
     }
     Ok(())
 }
 
+/// HELLO [protover [AUTH username password] [SETNAME clientname]]: as Redis's
+/// `helloCommand`, every option is read (and a bad one refused) before the
+/// credentials are checked, and nothing changes unless everything succeeds.
 pub fn hello(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let mut version = None;
     let mut next = 1;
     if args.len() >= 2 {
-        let v = args::int_or(&args[1], CmdError::new("ERR Protocol version is not an integer or out of range"))?;
+        let v = args::int_or(
+            &args[1],
+            CmdError::new("ERR Protocol version is not an integer or out of range"),
+        )?;
         if !(2..=3).contains(&v) {
             return Err(CmdError::new("NOPROTO unsupported protocol version"));
         }
         version = Some(v);
         next = 2;
     }
+    let mut credentials = None;
     let mut name = None;
     let mut j = next;
     while j < args.len() {
         let more = args.len() - 1 - j;
         if is(&args[j], "AUTH") && more >= 2 {
-            check_password(conn, Some(&args[j + 1]), &args[j + 2])?;
-            conn.state.authenticated = true;
+            credentials = Some((&args[j + 1], &args[j + 2]));
             j += 3;
         } else if is(&args[j], "SETNAME") && more >= 1 {
             check_client_name(&args[j + 1])?;
-            name = Some(args[j + 1].clone());
+            name = Some(&args[j + 1]);
             j += 2;
         } else {
             return Err(CmdError::owned(format!(
@@ -117,15 +126,19 @@ pub fn hello(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
             )));
         }
     }
+    if let Some((user, password)) = credentials {
+        check_password(conn, Some(user), password)?;
+        conn.state.authenticated = true;
+    }
     if !conn.state.authenticated {
         return Err(CmdError::new(
-            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH \
-             <user> <pass> option can be used to authenticate the client and select the RESP protocol \
-             version at the same time",
+            "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO <proto> AUTH \
+             <user> <pass> option can be used to authenticate the client and select the RESP protocol version at \
+             the same time",
         ));
     }
     if let Some(name) = name {
-        conn.handle.view.borrow_mut().name = String::from_utf8_lossy(&name).into_owned();
+        conn.handle.view.borrow_mut().name = String::from_utf8_lossy(name).into_owned();
     }
     if let Some(v) = version {
         conn.state.resp = if v == 3 { Resp::V3 } else { Resp::V2 };
@@ -151,6 +164,9 @@ pub fn hello(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// RESET: the connection as newly connected (Redis's
+/// `clearClientConnectionState`); the library name and version stay, since
+/// they still describe the client behind the connection.
 pub fn reset(conn: &mut Connection) -> CmdResult {
     conn.state.db = 0;
     conn.state.resp = Resp::V2;

@@ -52,7 +52,9 @@ async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> Cm
         N::LastSave => admin::lastsave(conn, args).await,
         N::Shutdown => admin::shutdown(conn, args).await,
         N::Debug => admin::debug(conn, args).await,
-        N::FunctionFlush => admin::function_flush(conn, args).await,
+        N::FunctionFlush => admin::function_flush(conn, args),
+        N::FunctionList => admin::function_list(conn, args),
+        N::FunctionHelp => admin::function_help(conn, args),
         N::ClientId => client::id(conn, args).await,
         N::ClientSetName => client::setname(conn, args).await,
         N::ClientGetName => client::getname(conn, args).await,
@@ -78,6 +80,33 @@ async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> Cm
         N::ConfigRewrite => config::rewrite(conn, args).await,
         N::ConfigHelp => config::help(conn, args).await,
     }
+}
+
+/// A HELP reply as Redis's `addReplyHelp` writes it: a header naming the
+/// command as the client typed it (upper case), `lines`, then HELP itself.
+pub fn help(conn: &mut Connection, args: &[Bytes], lines: &[&str]) {
+    let command = String::from_utf8_lossy(&args[0]).to_ascii_uppercase();
+    let mut out = conn.reply();
+    out.array(lines.len() + 3);
+    out.simple(&format!("{command} <subcommand> [<arg> [value] [opt] ...]. Subcommands are:"));
+    for line in lines {
+        out.simple(line);
+    }
+    out.simple("HELP");
+    out.simple("    Print this help.");
+}
+
+/// Redis's `addReplySubcommandSyntaxError`: a subcommand that exists only
+/// with other arguments, or not at all.
+pub fn subcommand_syntax_error(args: &[Bytes]) -> CmdError {
+    let command = String::from_utf8_lossy(&args[0]).to_ascii_uppercase();
+    let sub = args
+        .get(1)
+        .map(|s| String::from_utf8_lossy(&s[..s.len().min(128)]).into_owned())
+        .unwrap_or_default();
+    CmdError::owned(format!(
+        "ERR unknown subcommand or wrong number of arguments for '{sub}'. Try {command} HELP."
+    ))
 }
 
 /// `ERR syntax error`.

@@ -17,7 +17,8 @@ pub struct ClientView {
     pub lib_ver: String,
     pub db: usize,
     pub resp: Resp,
-    pub last_cmd: String,
+    /// Full name of the last command (`client|list`), from the command table.
+    pub last_cmd: &'static str,
     pub no_evict: bool,
     pub no_touch: bool,
     pub qbuf: usize,
@@ -96,7 +97,7 @@ impl ClientHandle {
             16384usize.saturating_sub(v.qbuf),
             v.obuf,
             16384 + v.qbuf + v.obuf,
-            if v.last_cmd.is_empty() { "NULL" } else { &v.last_cmd },
+            if v.last_cmd.is_empty() { "NULL" } else { v.last_cmd },
             if v.resp == Resp::V3 { 3 } else { 2 },
             v.lib_name,
             v.lib_ver,

@@ -46,6 +46,10 @@ pub struct ClientState {
     pub reply_off: bool,
     /// CLIENT REPLY SKIP: the next command's reply is dropped.
     pub skip_next: bool,
+    /// The reply of the command now running is dropped (it followed CLIENT
+    /// REPLY SKIP); CLIENT REPLY ON clears it, as Redis clears
+    /// `CLIENT_REPLY_SKIP`, so that its own `+OK` is sent.
+    pub skip_current: bool,
     pub no_touch: bool,
     pub no_evict: bool,
     /// Close once the replies so far are written (QUIT, protocol errors).
@@ -97,6 +101,7 @@ impl Connection {
         let addr = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
         let laddr = stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
         let (handle, kill_rx) = ClientHandle::new(id, addr, laddr, stream.as_raw_fd());
+        core.shard.borrow_mut().state.stats.connections_received += 1;
         core.clients.borrow_mut().add(handle.clone());
         let authenticated = core.config.borrow().requirepass().is_none();
         let mut conn = Connection {
@@ -115,6 +120,7 @@ impl Connection {
                 authenticated,
                 reply_off: false,
                 skip_next: false,
+                skip_current: false,
                 no_touch: false,
                 no_evict: false,
                 close_after_reply: false,
@@ -214,6 +220,11 @@ impl Connection {
         };
         let n = futures_lite::future::or(async { read.await.map_err(|e| e.to_string()) }, stop).await?;
         self.inbuf.extend_from_slice(&self.read_chunk[..n]);
+        if n > 0 {
+            let stats = &mut self.core.shard.borrow_mut().state.stats;
+            stats.net_input_bytes += n as u64;
+            stats.reads_processed += 1;
+        }
         self.handle.last_active.set(Instant::now());
         Ok(n)
     }
@@ -224,6 +235,11 @@ impl Connection {
             return Ok(());
         }
         self.stream.write_all(&self.out).await.map_err(|e| e.to_string())?;
+        {
+            let stats = &mut self.core.shard.borrow_mut().state.stats;
+            stats.net_output_bytes += self.out.len() as u64;
+            stats.writes_processed += 1;
+        }
         self.out.clear();
         if self.out.capacity() > 4 * MAX_READ_CHUNK {
             self.out.shrink_to(READ_CHUNK);
@@ -231,7 +247,9 @@ impl Connection {
         Ok(())
     }
 
-    fn update_view(&self) {
+    /// Publishes the state CLIENT LIST shows (also called by CLIENT LIST and
+    /// INFO themselves, so that the caller's own line is current).
+    pub fn update_view(&self) {
         let mut view = self.handle.view.borrow_mut();
         view.db = self.state.db;
         view.resp = self.state.resp;

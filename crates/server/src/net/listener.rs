@@ -88,6 +88,7 @@ pub async fn accept_loop(core: Rc<Core>, listener: TcpListener) {
                 let maxclients = core.config.borrow().maxclients();
                 if shared.connected_clients.fetch_add(1, Ordering::Relaxed) >= maxclients {
                     shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
+                    core.shard.borrow_mut().state.stats.rejected_connections += 1;
                     glommio::spawn_local(Connection::refuse(stream, "ERR max number of clients reached"))
                         .detach();
                     continue;

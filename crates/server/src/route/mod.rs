@@ -17,9 +17,10 @@ pub mod cross;
 pub mod segment;
 
 use crate::net::connection::Connection;
+use bytes::Bytes;
 use ringdb_engine::command::error::NOAUTH;
 use ringdb_engine::command::spec::flags;
-use ringdb_engine::command::{table, CmdError, Exec};
+use ringdb_engine::command::{table, CmdError, Exec, Registered};
 use ringdb_engine::{ShardCommand, ShardId};
 use ringdb_protocol::Request;
 use segment::Segment;
@@ -36,12 +37,19 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
         let reg = match table().resolve(&args) {
             Ok(reg) => reg,
             Err(e) => {
+                // A known command with the wrong arity is "rejected" in its
+                // INFO commandstats, as in Redis; an unknown one has no row.
+                if let Some(row) = rejected_row(&args) {
+                    conn.core.shard.borrow_mut().state.stats.command(row.id).rejected_calls += 1;
+                }
                 segment.reply_error(conn, &e, skip || conn.state.reply_off);
                 continue;
             }
         };
         let spec = reg.spec;
+        conn.handle.view.borrow_mut().last_cmd = reg.full_name.as_str();
         if !conn.state.authenticated && !spec.has(flags::NO_AUTH) && !is_auth_command(spec.name) {
+            conn.core.shard.borrow_mut().state.stats.command(reg.id).rejected_calls += 1;
             segment.reply_error(conn, &NOAUTH, skip || conn.state.reply_off);
             continue;
         }
@@ -66,15 +74,15 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
             Exec::Node(node) => {
                 segment.finish(conn).await;
                 let mark = conn.out.len();
+                conn.state.skip_current = skip;
                 if let Err(e) = crate::cmd::run(conn, node, reg, &args).await {
                     conn.out.truncate(mark);
                     conn.reply().error(e.text());
                     conn.core.shard.borrow_mut().state.stats.error(e.code());
                 }
-                if skip || conn.state.reply_off {
+                if std::mem::take(&mut conn.state.skip_current) || conn.state.reply_off {
                     conn.out.truncate(mark);
                 }
-                conn.handle.view.borrow_mut().last_cmd.clone_from(&reg.full_name);
             }
             Exec::Container => {
                 // `resolve` always returns a subcommand for containers.
@@ -83,6 +91,17 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
         }
     }
     segment.finish(conn).await;
+}
+
+/// The row a request that failed to resolve would have run, when the command
+/// (and its subcommand) exist and only the arity was wrong.
+fn rejected_row(args: &[Bytes]) -> Option<&'static Registered> {
+    let reg = table().get(args.first()?)?;
+    if !matches!(reg.spec.exec, Exec::Container) {
+        return Some(reg);
+    }
+    let sub = String::from_utf8_lossy(args.get(1)?);
+    table().get_full(format!("{}|{}", reg.spec.name, sub).as_bytes())
 }
 
 /// Commands that may run before authentication besides the NO_AUTH ones:

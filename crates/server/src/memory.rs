@@ -1,0 +1,162 @@
+//! Memory accounting for INFO memory: a global allocator wrapper that counts
+//! the bytes the process has allocated (Redis's `zmalloc_used_memory`), and
+//! the resident set size from `/proc/self/statm`.
+//!
+//! Counting must not cost a shared atomic per allocation on every core (that
+//! line would bounce between cores on the data path), so each thread keeps
+//! its own running delta and folds it into the global total once it passes
+//! [`FLUSH_BYTES`]. The total is therefore exact to within `FLUSH_BYTES` per
+//! thread, which is far below what INFO's readers care about.
+
+use std::alloc::{GlobalAlloc, Layout};
+use std::cell::Cell;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+/// How far a thread's unreported delta may drift before it is folded in.
+pub const FLUSH_BYTES: i64 = 64 * 1024;
+
+static USED: AtomicI64 = AtomicI64::new(0);
+static PEAK: AtomicI64 = AtomicI64::new(0);
+
+thread_local! {
+    // Const-initialised and without a destructor: safe to touch from inside
+    // the allocator, even while a thread is exiting.
+    static PENDING: Cell<i64> = const { Cell::new(0) };
+}
+
+fn account(delta: i64) {
+    let flush = PENDING
+        .try_with(|pending| {
+            let v = pending.get() + delta;
+            if v.abs() >= FLUSH_BYTES {
+                pending.set(0);
+                v
+            } else {
+                pending.set(v);
+                0
+            }
+        })
+        .unwrap_or(delta);
+    if flush != 0 {
+        let now = USED.fetch_add(flush, Ordering::Relaxed) + flush;
+        PEAK.fetch_max(now, Ordering::Relaxed);
+    }
+}
+
+/// Bytes currently allocated through the global allocator.
+pub fn used_memory() -> u64 {
+    USED.load(Ordering::Relaxed).max(0) as u64
+}
+
+/// The most `used_memory` has been since start (or the last reset).
+pub fn peak_memory() -> u64 {
+    PEAK.load(Ordering::Relaxed).max(0) as u64
+}
+
+/// CONFIG RESETSTAT: the peak starts again from the current use.
+pub fn reset_peak() {
+    PEAK.store(USED.load(Ordering::Relaxed), Ordering::Relaxed);
+}
+
+/// Resident set size in bytes, from `/proc/self/statm` (0 where unavailable).
+pub fn rss_bytes() -> u64 {
+    let Ok(statm) = std::fs::read_to_string("/proc/self/statm") else { return 0 };
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).unwrap_or(0);
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    pages * page.max(0) as u64
+}
+
+/// Physical memory of the machine in bytes (`total_system_memory`).
+pub fn total_system_memory() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let (pages, page) =
+        unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
+    (pages.max(0) as u64) * (page.max(0) as u64)
+}
+
+/// Wraps the process's allocator to count what it hands out
+/// (`#[global_allocator] static A: CountingAlloc<MiMalloc> = CountingAlloc::new(MiMalloc);`).
+pub struct CountingAlloc<A> {
+    inner: A,
+}
+
+impl<A> CountingAlloc<A> {
+    pub const fn new(inner: A) -> Self {
+        CountingAlloc { inner }
+    }
+}
+
+// SAFETY: every call is forwarded unchanged to `inner`, itself a correct
+// GlobalAlloc; the accounting neither allocates nor touches the memory.
+unsafe impl<A: GlobalAlloc> GlobalAlloc for CountingAlloc<A> {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = self.inner.alloc(layout);
+        if !p.is_null() {
+            account(layout.size() as i64);
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = self.inner.alloc_zeroed(layout);
+        if !p.is_null() {
+            account(layout.size() as i64);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        self.inner.dealloc(ptr, layout);
+        account(-(layout.size() as i64));
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = self.inner.realloc(ptr, layout, new_size);
+        if !p.is_null() {
+            account(new_size as i64 - layout.size() as i64);
+        }
+        p
+    }
+}
+
+/// Redis's `bytesToHuman`: `512B`, `1.50K`, `2.00M`, … with two decimals.
+pub fn human(n: u64) -> String {
+    const UNITS: [(u64, &str); 5] =
+        [(1 << 50, "P"), (1 << 40, "T"), (1 << 30, "G"), (1 << 20, "M"), (1 << 10, "K")];
+    if n >= 1 << 60 {
+        return format!("{n}B");
+    }
+    for (size, unit) in UNITS {
+        if n >= size {
+            return format!("{:.2}{unit}", n as f64 / size as f64);
+        }
+    }
+    format!("{n}B")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_sizes_as_redis() {
+        assert_eq!(human(0), "0B");
+        assert_eq!(human(1023), "1023B");
+        assert_eq!(human(1024), "1.00K");
+        assert_eq!(human(1536), "1.50K");
+        assert_eq!(human(3 << 20), "3.00M");
+        assert_eq!(human(5 << 30), "5.00G");
+    }
+
+    #[test]
+    fn deltas_fold_into_the_total() {
+        let before = USED.load(Ordering::Relaxed);
+        account(FLUSH_BYTES);
+        account(-FLUSH_BYTES);
+        assert_eq!(USED.load(Ordering::Relaxed), before);
+        assert!(peak_memory() as i64 >= before + FLUSH_BYTES);
+        assert!(rss_bytes() > 0);
+        assert!(total_system_memory() > 0);
+    }
+}

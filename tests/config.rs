@@ -1,0 +1,237 @@
+//! CONFIG against a real 2-shard server: GET with several names and
+//! patterns, SET of several pairs (all or nothing, on every shard), Redis's
+//! errors, RESETSTAT over both shards, REWRITE.
+
+mod common;
+use common::{keys_on_two_shards, q, Raw, Server};
+use std::collections::HashMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+fn config_get(c: &mut redis::Connection, args: &[&str]) -> Vec<(String, String)> {
+    let mut full = vec!["CONFIG", "GET"];
+    full.extend_from_slice(args);
+    let flat: Vec<String> = q(c, &full).unwrap();
+    flat.chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect()
+}
+
+/// Connected clients per shard, from INFO shards.
+fn clients_per_shard(c: &mut redis::Connection) -> Vec<usize> {
+    let info: String = q(c, &["INFO", "shards"]).unwrap();
+    info.lines()
+        .filter(|l| l.starts_with("shard") && !l.starts_with("shards:"))
+        .map(|l| l.split(',').find_map(|f| f.strip_prefix("clients=")).unwrap().parse().unwrap())
+        .collect()
+}
+
+/// A raw connection that landed on `shard`; the others stay open in `keep`.
+fn raw_on_shard(
+    server: &Server,
+    admin: &mut redis::Connection,
+    shard: usize,
+    keep: &mut Vec<Raw>,
+) -> Raw {
+    for _ in 0..200 {
+        let before = clients_per_shard(admin);
+        let mut raw = server.raw();
+        assert!(raw.call(&["PING"]).starts_with("+PONG"));
+        if clients_per_shard(admin)[shard] > before[shard] {
+            return raw;
+        }
+        keep.push(raw);
+    }
+    panic!("no connection landed on shard {shard}");
+}
+
+#[test]
+fn get_several_names_and_patterns() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let got = config_get(&mut c, &["HZ", "h*", "*port*", "nosuch", "maxmemory-policy"]);
+    let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+    // Each setting once; a name asked for by name comes back as written.
+    assert_eq!(names, vec!["HZ", "port", "maxmemory-policy"], "{got:?}");
+    assert_eq!(got[0].1, "10");
+    assert_eq!(got[1].1, server.port.to_string());
+    assert_eq!(got[2].1, "noeviction");
+    let all = config_get(&mut c, &["*"]);
+    let unique: HashMap<_, _> = all.iter().cloned().collect();
+    assert_eq!(unique.len(), all.len());
+    assert!(unique.contains_key("requirepass") && unique.contains_key("databases"));
+    assert!(config_get(&mut c, &["nosuch*"]).is_empty());
+    let err = q::<Vec<String>>(&mut c, &["CONFIG", "GET"]).unwrap_err();
+    assert!(
+        err.to_string().contains("wrong number of arguments for 'config|get' command"),
+        "{err}"
+    );
+}
+
+#[test]
+fn set_is_all_or_nothing_with_redis_errors() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    assert_eq!(
+        q::<String>(&mut c, &["CONFIG", "SET", "hz", "20", "timeout", "300"]).unwrap(),
+        "OK"
+    );
+    assert_eq!(
+        config_get(&mut c, &["hz", "timeout"]),
+        vec![("hz".into(), "20".into()), ("timeout".into(), "300".into())]
+    );
+    for (args, text) in [
+        (vec!["foo", "1"], "ERR Unknown option or number of arguments for CONFIG SET - 'foo'"),
+        (vec!["hz", "30", "foo", "1"], "ERR Unknown option or number of arguments for CONFIG SET - 'foo'"),
+        (
+            vec!["timeout", "1", "hz", "abc"],
+            "ERR CONFIG SET failed (possibly related to argument 'hz') - argument couldn't be parsed into an integer",
+        ),
+        (
+            vec!["hz", "1000"],
+            "ERR CONFIG SET failed (possibly related to argument 'hz') - argument must be between 1 and 500 inclusive",
+        ),
+        (vec!["hz", "11", "HZ", "12"], "ERR CONFIG SET failed (possibly related to argument 'HZ') - duplicate parameter"),
+        (
+            vec!["timeout", "5", "databases", "4"],
+            "ERR CONFIG SET failed (possibly related to argument 'databases') - can't set immutable config",
+        ),
+        (vec!["maxmemory-policy", "lru"], "argument(s) must be one of the following"),
+        (vec!["hz", "11", "timeout"], "ERR syntax error"),
+    ] {
+        let mut full = vec!["CONFIG", "SET"];
+        full.extend_from_slice(&args);
+        let err = q::<String>(&mut c, &full).unwrap_err();
+        // The client shows the code (ERR) apart from the message.
+        let message = text.strip_prefix("ERR ").unwrap_or(text);
+        assert!(err.to_string().contains(message), "{args:?}: {err}");
+    }
+    // Nothing of a refused SET was applied.
+    assert_eq!(
+        config_get(&mut c, &["hz", "timeout"]),
+        vec![("hz".into(), "20".into()), ("timeout".into(), "300".into())]
+    );
+    let err = q::<String>(&mut c, &["CONFIG", "SET", "hz"]).unwrap_err();
+    assert!(
+        err.to_string().contains("wrong number of arguments for 'config|set' command"),
+        "{err}"
+    );
+}
+
+#[test]
+fn set_reaches_every_shard() {
+    let server = Server::start(2);
+    let mut admin = server.client();
+    let mut keep = Vec::new();
+    let mut on0 = raw_on_shard(&server, &mut admin, 0, &mut keep);
+    let mut on1 = raw_on_shard(&server, &mut admin, 1, &mut keep);
+    assert_eq!(
+        on0.call(&["CONFIG", "SET", "hz", "33", "maxmemory-policy", "allkeys-lfu"]),
+        "+OK\r\n"
+    );
+    // The other core's copy of the configuration changed too.
+    assert_eq!(on1.call(&["CONFIG", "GET", "hz"]), "*2\r\n$2\r\nhz\r\n$2\r\n33\r\n");
+    let info = on1.call(&["INFO", "memory"]);
+    assert!(info.contains("maxmemory_policy:allkeys-lfu"), "{info}");
+
+    // And so did both shards' settings: keys created now on either shard
+    // carry an LFU counter (minutes << 8 | 5) instead of an LRU clock.
+    let (a, b) = keys_on_two_shards();
+    for key in [&a, &b] {
+        assert_eq!(on1.call(&["SET", key, "v"]), "+OK\r\n");
+        let line = on0.call(&["DEBUG", "OBJECT", key]);
+        let lru: u64 =
+            line.split(' ').find_map(|f| f.strip_prefix("lru:")).unwrap().parse().unwrap();
+        assert!(lru < 1 << 24 && lru & 0xff == 5, "{key}: {line}");
+    }
+    // OBJECT FREQ, which needs an LFU policy, now works on both shards.
+    for key in [&a, &b] {
+        // A new key's counter is 5; it may have decayed by one if a minute
+        // boundary passed since the SET.
+        let freq = on0.call(&["OBJECT", "FREQ", key]);
+        assert!(freq == ":5\r\n" || freq == ":4\r\n", "{key}: {freq}");
+    }
+    assert_eq!(on1.call(&["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]), "+OK\r\n");
+    for key in [&a, &b] {
+        assert!(on0
+            .call(&["OBJECT", "FREQ", key])
+            .starts_with("-ERR An LFU maxmemory policy is not selected"));
+    }
+    for key in [&a, &b] {
+        assert_eq!(on0.call(&["SET", key, "w"]), "+OK\r\n");
+        let line = on1.call(&["DEBUG", "OBJECT", key]);
+        let lru: u64 =
+            line.split(' ').find_map(|f| f.strip_prefix("lru:")).unwrap().parse().unwrap();
+        assert!(lru > 1 << 30, "an LRU clock in seconds: {line}");
+    }
+}
+
+#[test]
+fn resetstat_clears_both_shards() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let (a, b) = keys_on_two_shards();
+    q::<String>(&mut c, &["SET", &a, "1"]).unwrap();
+    q::<String>(&mut c, &["SET", &b, "1"]).unwrap();
+    let _ = q::<String>(&mut c, &["NOSUCH"]);
+    let stats: String = q(&mut c, &["INFO", "commandstats"]).unwrap();
+    assert!(stats.contains("cmdstat_set:calls=2,"), "{stats}");
+    assert_eq!(q::<String>(&mut c, &["CONFIG", "RESETSTAT"]).unwrap(), "OK");
+    let stats: String = q(&mut c, &["INFO", "commandstats", "errorstats", "stats"]).unwrap();
+    assert!(!stats.contains("cmdstat_set"), "{stats}");
+    assert!(!stats.contains("errorstat_ERR"), "{stats}");
+    assert!(stats.contains("total_error_replies:0\r\n"), "{stats}");
+    // As in Redis, RESETSTAT itself is counted once it has run.
+    assert!(stats.contains("cmdstat_config|resetstat:calls=1,"), "{stats}");
+    assert_eq!(stats.matches("cmdstat_").count(), 1, "{stats}");
+}
+
+#[test]
+fn rewrite_and_help() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let err = q::<String>(&mut c, &["CONFIG", "REWRITE"]).unwrap_err();
+    assert!(err.to_string().contains("The server is running without a config file"), "{err}");
+    let help: Vec<String> = q(&mut c, &["config", "help"]).unwrap();
+    assert_eq!(help[0], "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+    assert!(help.contains(&"RESETSTAT".to_string()));
+
+    // A server started from a file writes its changes back into it.
+    let dir = std::env::temp_dir().join(format!("ringdb-config-it-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("ringdb.toml");
+    std::fs::write(&path, "# kept comment\nhz = 10\n").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ringdb"))
+        .arg(&path)
+        .args([
+            "--port",
+            &port.to_string(),
+            "--shards",
+            "2",
+            "--pin-cpus",
+            "no",
+            "--loglevel",
+            "warning",
+        ])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let client = redis::Client::open(format!("redis://127.0.0.1:{port}/")).unwrap();
+    let mut c = loop {
+        if let Ok(c) = client.get_connection() {
+            break c;
+        }
+        assert!(Instant::now() < deadline, "server did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(q::<String>(&mut c, &["CONFIG", "SET", "hz", "25", "timeout", "7"]).unwrap(), "OK");
+    assert_eq!(q::<String>(&mut c, &["CONFIG", "REWRITE"]).unwrap(), "OK");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let _ = child.kill();
+    let _ = child.wait();
+    std::fs::remove_dir_all(&dir).ok();
+    assert!(
+        text.contains("# kept comment") && text.contains("hz = 25") && text.contains("timeout = 7"),
+        "{text}"
+    );
+}
