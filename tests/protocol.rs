@@ -14,8 +14,19 @@ fn a_pipeline_of_thousands_of_commands() {
     for i in 0..10_000 {
         let key = format!("k{i}");
         let val = format!("v{i}");
-        batch.extend_from_slice(format!("*3\r\n$3\r\nSET\r\n${}\r\n{}\r\n${}\r\n{}\r\n", key.len(), key, val.len(), val).as_bytes());
-        batch.extend_from_slice(format!("*2\r\n$3\r\nGET\r\n${}\r\n{}\r\n", key.len(), key).as_bytes());
+        batch.extend_from_slice(
+            format!(
+                "*3\r\n$3\r\nSET\r\n${}\r\n{}\r\n${}\r\n{}\r\n",
+                key.len(),
+                key,
+                val.len(),
+                val
+            )
+            .as_bytes(),
+        );
+        batch.extend_from_slice(
+            format!("*2\r\n$3\r\nGET\r\n${}\r\n{}\r\n", key.len(), key).as_bytes(),
+        );
     }
     raw.send(&batch);
     for i in 0..10_000 {
@@ -150,7 +161,10 @@ fn unauthenticated_clients_get_small_limits_and_noauth() {
     let server = Server::start_with(&["--shards", "2", "--requirepass", "s3cret"]);
     let mut raw = server.raw();
     assert_eq!(raw.call(&["GET", "k"]), "-NOAUTH Authentication required.\r\n");
-    assert_eq!(raw.call(&["AUTH", "wrong"]), "-WRONGPASS invalid username-password pair or user is disabled.\r\n");
+    assert_eq!(
+        raw.call(&["AUTH", "wrong"]),
+        "-WRONGPASS invalid username-password pair or user is disabled.\r\n"
+    );
     assert_eq!(raw.call(&["AUTH", "s3cret"]), "+OK\r\n");
     assert_eq!(raw.call(&["GET", "k"]), "$-1\r\n");
     let mut raw = server.raw();

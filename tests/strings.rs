@@ -12,7 +12,10 @@ fn set_get_and_options() {
     assert_eq!(q::<String>(&mut c, &["SET", "k", "v"]).unwrap(), "OK");
     assert_eq!(q::<String>(&mut c, &["GET", "k"]).unwrap(), "v");
     assert_eq!(q::<Option<String>>(&mut c, &["SET", "k", "w", "NX"]).unwrap(), None);
-    assert_eq!(q::<Option<String>>(&mut c, &["SET", "k", "w", "XX", "GET"]).unwrap().as_deref(), Some("v"));
+    assert_eq!(
+        q::<Option<String>>(&mut c, &["SET", "k", "w", "XX", "GET"]).unwrap().as_deref(),
+        Some("v")
+    );
     assert_eq!(q::<Option<String>>(&mut c, &["SET", "nokey", "w", "XX"]).unwrap(), None);
     assert_eq!(q::<String>(&mut c, &["SET", "k", "x", "EX", "100"]).unwrap(), "OK");
     let ttl: i64 = q(&mut c, &["TTL", "k"]).unwrap_or(100);
@@ -45,7 +48,10 @@ fn mset_mget_across_shards() {
     assert_eq!(q::<i64>(&mut c, &["DEL", &a, &b, "missing"]).unwrap(), 2);
     let err = q::<String>(&mut c, &["MSET", &a, "1", &b]).unwrap_err();
     assert!(err.to_string().contains("wrong number of arguments for 'mset'"), "{err}");
-    assert_eq!(q::<Value>(&mut c, &["MGET", &a, &b]).unwrap(), Value::Array(vec![Value::Nil, Value::Nil]));
+    assert_eq!(
+        q::<Value>(&mut c, &["MGET", &a, &b]).unwrap(),
+        Value::Array(vec![Value::Nil, Value::Nil])
+    );
 }
 
 #[test]

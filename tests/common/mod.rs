@@ -16,7 +16,10 @@ pub struct Server {
 }
 
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map(|a| a.port()).expect("a free port")
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
 }
 
 impl Server {
@@ -110,15 +113,21 @@ impl Raw {
     /// Reads one complete reply frame (RESP2 or RESP3) and returns its bytes.
     pub fn read_frame(&mut self) -> Vec<u8> {
         loop {
-            if let Some(n) = ringdb_protocol::frame::frame_len(&self.buf, ringdb_protocol::Resp::V3) {
+            if let Some(n) = ringdb_protocol::frame::frame_len(&self.buf, ringdb_protocol::Resp::V3)
+            {
                 return self.buf.drain(..n).collect();
             }
-            if let Some(n) = ringdb_protocol::frame::frame_len(&self.buf, ringdb_protocol::Resp::V2) {
+            if let Some(n) = ringdb_protocol::frame::frame_len(&self.buf, ringdb_protocol::Resp::V2)
+            {
                 return self.buf.drain(..n).collect();
             }
             let mut chunk = [0u8; 65536];
             let n = self.stream.read(&mut chunk).expect("read");
-            assert!(n > 0, "connection closed while waiting for a reply; got so far: {:?}", String::from_utf8_lossy(&self.buf));
+            assert!(
+                n > 0,
+                "connection closed while waiting for a reply; got so far: {:?}",
+                String::from_utf8_lossy(&self.buf)
+            );
             self.buf.extend_from_slice(&chunk[..n]);
         }
     }
@@ -144,7 +153,10 @@ impl Raw {
 }
 
 /// `redis::cmd(name).arg(..)...` shorthand: runs a command and converts.
-pub fn q<T: redis::FromRedisValue>(con: &mut redis::Connection, args: &[&str]) -> redis::RedisResult<T> {
+pub fn q<T: redis::FromRedisValue>(
+    con: &mut redis::Connection,
+    args: &[&str],
+) -> redis::RedisResult<T> {
     let mut c = redis::cmd(args[0]);
     for a in &args[1..] {
         c.arg(*a);

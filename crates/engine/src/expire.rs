@@ -79,8 +79,15 @@ mod tests {
         let now = now_ms();
         for i in 0..10_000 {
             let key = format!("k{i}");
-            let expire = if i % 2 == 0 { Some(now - 1) } else if i % 3 == 0 { Some(now + 100_000) } else { None };
-            let e = Entry::new(key.as_bytes(), Value::Str(StrValue::from_bytes(b"v"))).with_expire(expire);
+            let expire = if i % 2 == 0 {
+                Some(now - 1)
+            } else if i % 3 == 0 {
+                Some(now + 100_000)
+            } else {
+                None
+            };
+            let e = Entry::new(key.as_bytes(), Value::Str(StrValue::from_bytes(b"v")))
+                .with_expire(expire);
             shard.keyspace.db_mut(0).insert(Box::new(e));
         }
         let mut total = 0;

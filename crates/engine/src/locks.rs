@@ -55,9 +55,8 @@ impl Held {
 
 fn conflicts(a: &LockSet, b: &LockSet) -> bool {
     a.iter().any(|(fa, ma)| {
-        b.iter().any(|(fb, mb)| {
-            fa == fb && (*ma == LockMode::Exclusive || *mb == LockMode::Exclusive)
-        })
+        b.iter()
+            .any(|(fb, mb)| fa == fb && (*ma == LockMode::Exclusive || *mb == LockMode::Exclusive))
     })
 }
 

@@ -105,7 +105,8 @@ fn writes_fire_the_funnel_for_every_changed_key_and_reads_never_do() {
         .filter(|r| matches!(r.spec.exec, Exec::Shard(_) | Exec::Split { .. }))
         .collect();
     for reg in &shard_rows {
-        let Some((_, line, expected)) = SAMPLES.iter().find(|(name, _, _)| *name == reg.full_name) else {
+        let Some((_, line, expected)) = SAMPLES.iter().find(|(name, _, _)| *name == reg.full_name)
+        else {
             problems.push(format!("{}: no sample in SAMPLES", reg.full_name));
             continue;
         };
@@ -114,13 +115,17 @@ fn writes_fire_the_funnel_for_every_changed_key_and_reads_never_do() {
         if reg.spec.is_write() {
             for key in expected.iter() {
                 if !changed.contains(*key) {
-                    problems.push(format!("{line}: changed {key} without firing the funnel (reply {reply:?})"));
+                    problems.push(format!(
+                        "{line}: changed {key} without firing the funnel (reply {reply:?})"
+                    ));
                 }
             }
             let args: BTreeSet<&str> = line.split(' ').skip(1).collect();
             for key in &changed {
                 if !args.contains(key.as_str()) {
-                    problems.push(format!("{line}: fired the funnel for {key}, which it does not name"));
+                    problems.push(format!(
+                        "{line}: fired the funnel for {key}, which it does not name"
+                    ));
                 }
             }
         } else if events > 0 {

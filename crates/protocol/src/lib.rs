@@ -20,4 +20,4 @@ pub mod parse;
 pub mod reply;
 
 pub use parse::{ParseError, ParseLimits, Request, RequestParser};
-pub use reply::{Resp, ReplyWriter};
+pub use reply::{ReplyWriter, Resp};

@@ -100,7 +100,10 @@ struct Multibulk {
 /// A command cut out of the buffer but not yet turned into [`Bytes`] slices.
 enum Parsed {
     /// Argument offsets `offsets[first..first + argc]`, relative to the batch.
-    Resp { first: usize, argc: usize },
+    Resp {
+        first: usize,
+        argc: usize,
+    },
     Inline(Vec<Bytes>),
 }
 
@@ -507,14 +510,23 @@ mod tests {
         );
         let mut p = RequestParser::new();
         let mut buf = BytesMut::from(&b"*1\r\n$16385\r\n"[..]);
-        assert_eq!(p.parse(&mut buf, &limits, &mut out), Err(ParseError::UnauthenticatedBulkLength));
+        assert_eq!(
+            p.parse(&mut buf, &limits, &mut out),
+            Err(ParseError::UnauthenticatedBulkLength)
+        );
     }
 
     #[test]
     fn inline_commands() {
         let (cmds, r, _) = parse_all(b"SET k \"a b\\x41\\n\" 'it\\'s'\r\nPING\n\r\n   \n");
         assert_eq!(r, Ok(()));
-        assert_eq!(cmds, vec![vec![b"SET".to_vec(), b"k".to_vec(), b"a bA\n".to_vec(), b"it's".to_vec()], cmd(&["PING"])]);
+        assert_eq!(
+            cmds,
+            vec![
+                vec![b"SET".to_vec(), b"k".to_vec(), b"a bA\n".to_vec(), b"it's".to_vec()],
+                cmd(&["PING"])
+            ]
+        );
         assert_eq!(parse_all(b"SET \"k\r\n").1, Err(ParseError::UnbalancedQuotes));
         assert_eq!(parse_all(b"SET \"k\"x\r\n").1, Err(ParseError::UnbalancedQuotes));
         assert_eq!(parse_all(b"SET 'k\r\n").1, Err(ParseError::UnbalancedQuotes));

@@ -35,7 +35,14 @@ pub fn init(loglevel: &str, logfile: &str) -> Result<(), String> {
             .map_err(|e| format!("cannot open logfile {logfile}: {e}"))?;
         // Log lines are rare and never on the request path, so a plain
         // locked file writer is fine here.
-        registry.with(fmt::layer().with_target(false).with_ansi(false).with_writer(std::sync::Mutex::new(file))).init();
+        registry
+            .with(
+                fmt::layer()
+                    .with_target(false)
+                    .with_ansi(false)
+                    .with_writer(std::sync::Mutex::new(file)),
+            )
+            .init();
     }
     let _ = LEVEL.set(handle);
     Ok(())

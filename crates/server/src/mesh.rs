@@ -91,7 +91,13 @@ impl Core {
             let f = f.clone();
             let (tx, rx) = flume::bounded(1);
             let shard = ShardId(i as u16);
-            self.send_job(shard, Box::new(move |core| { let _ = tx.send(f(core)); })).await;
+            self.send_job(
+                shard,
+                Box::new(move |core| {
+                    let _ = tx.send(f(core));
+                }),
+            )
+            .await;
             pending.push(rx);
         }
         let mut out = Vec::with_capacity(n);

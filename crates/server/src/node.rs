@@ -93,7 +93,9 @@ pub fn allowed_cpus() -> Vec<usize> {
     // SAFETY: sched_getaffinity writes at most size_of::<cpu_set_t>() bytes
     // into the zeroed set we own.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    let ok = unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) } == 0;
+    let ok =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) }
+            == 0;
     let cpus: Vec<usize> = if ok {
         (0..libc::CPU_SETSIZE as usize).filter(|&c| unsafe { libc::CPU_ISSET(c, &set) }).collect()
     } else {
@@ -143,7 +145,10 @@ pub fn run(config: Config) -> Result<(), String> {
     if bind.is_empty() {
         return Err("bind: no address to listen on".into());
     }
-    if config.protected_mode() && config.requirepass().is_none() && !bind.iter().all(|a| is_loopback(a)) {
+    if config.protected_mode()
+        && config.requirepass().is_none()
+        && !bind.iter().all(|a| is_loopback(a))
+    {
         return Err(format!(
             "refusing to listen on {} without a password: set requirepass, or protected-mode no",
             bind.join(" ")
@@ -276,7 +281,8 @@ async fn core_main(
     seed: u64,
     ready: flume::Sender<Result<(), String>>,
 ) {
-    let shard = Shard::new(id, shared.slot_map, Core::shard_settings(&config), seed ^ (id.0 as u64 + 1));
+    let shard =
+        Shard::new(id, shared.slot_map, Core::shard_settings(&config), seed ^ (id.0 as u64 + 1));
     let core = Rc::new(Core {
         id,
         shared,

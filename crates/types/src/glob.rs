@@ -70,7 +70,8 @@ fn match_impl(mut p: &[u8], mut s: &[u8], nocase: bool, skip_longer: &mut bool) 
                         if start > end {
                             std::mem::swap(&mut start, &mut end);
                         }
-                        let (start, end, c) = (lower(start, nocase), lower(end, nocase), lower(s[0], nocase));
+                        let (start, end, c) =
+                            (lower(start, nocase), lower(end, nocase), lower(s[0], nocase));
                         p = &p[2..];
                         if c >= start && c <= end {
                             matched = true;

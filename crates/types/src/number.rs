@@ -114,7 +114,18 @@ mod tests {
         assert_eq!(parse_i64(b"-1"), Some(-1));
         assert_eq!(parse_i64(b"9223372036854775807"), Some(i64::MAX));
         assert_eq!(parse_i64(b"-9223372036854775808"), Some(i64::MIN));
-        for bad in [&b""[..], b"+1", b" 1", b"1 ", b"01", b"-0", b"9223372036854775808", b"1.0", b"-", b"abc"] {
+        for bad in [
+            &b""[..],
+            b"+1",
+            b" 1",
+            b"1 ",
+            b"01",
+            b"-0",
+            b"9223372036854775808",
+            b"1.0",
+            b"-",
+            b"abc",
+        ] {
             assert_eq!(parse_i64(bad), None, "{:?}", std::str::from_utf8(bad));
         }
     }

@@ -25,9 +25,7 @@ const fn crc16_table() -> [u16; 256] {
 static CRC16_TABLE: [u16; 256] = crc16_table();
 
 pub fn crc16(data: &[u8]) -> u16 {
-    data.iter().fold(0u16, |crc, &b| {
-        (crc << 8) ^ CRC16_TABLE[(((crc >> 8) as u8) ^ b) as usize]
-    })
+    data.iter().fold(0u16, |crc, &b| (crc << 8) ^ CRC16_TABLE[(((crc >> 8) as u8) ^ b) as usize])
 }
 
 /// The part of `key` that is hashed: its `{tag}` if it has a non-empty one.

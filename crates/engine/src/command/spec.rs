@@ -231,7 +231,12 @@ impl KeySpec {
     }
 
     /// Keys after `keyword`.
-    pub const fn keyword(keyword: &'static str, startfrom: i32, find: FindKeys, flags: u32) -> Self {
+    pub const fn keyword(
+        keyword: &'static str,
+        startfrom: i32,
+        find: FindKeys,
+        flags: u32,
+    ) -> Self {
         KeySpec { flags, begin: BeginSearch::Keyword { keyword, startfrom }, find, notes: None }
     }
 
@@ -504,8 +509,12 @@ impl CommandSpec {
         if specs.is_empty() {
             return ((0, 0, 0), false);
         }
-        if let [KeySpec { flags, begin: BeginSearch::Index(pos), find: FindKeys::Range { lastkey, step, .. }, .. }] =
-            specs
+        if let [KeySpec {
+            flags,
+            begin: BeginSearch::Index(pos),
+            find: FindKeys::Range { lastkey, step, .. },
+            ..
+        }] = specs
         {
             let last = if *lastkey < 0 { *lastkey } else { pos + lastkey };
             return ((*pos, last, *step), flags & keyflags::INCOMPLETE != 0);
@@ -515,7 +524,8 @@ impl CommandSpec {
         let mut last: u32 = 0;
         let mut prev_last: u32 = 0;
         for spec in specs {
-            let (BeginSearch::Index(pos), FindKeys::Range { lastkey, step, .. }) = (spec.begin, spec.find)
+            let (BeginSearch::Index(pos), FindKeys::Range { lastkey, step, .. }) =
+                (spec.begin, spec.find)
             else {
                 movable = true;
                 continue;
@@ -678,7 +688,8 @@ mod tests {
         assert_eq!(mset.key_positions(&args("MSET a 1 b 2")), Some(vec![1, 3]));
         assert_eq!(mset.legacy_range(), ((1, -1, 2), false));
 
-        static ZUNION: &[KeySpec] = &[KeySpec::one(1, keyflags::OW), KeySpec::keynum(2, keyflags::RO)];
+        static ZUNION: &[KeySpec] =
+            &[KeySpec::one(1, keyflags::OW), KeySpec::keynum(2, keyflags::RO)];
         let z = CommandSpec::new("zunionstore", -4, flags::WRITE, Exec::Shard(noop)).keys(ZUNION);
         assert_eq!(z.key_positions(&args("ZUNIONSTORE d 2 a b WEIGHTS 1 2")), Some(vec![1, 3, 4]));
         assert_eq!(z.key_positions(&args("ZUNIONSTORE d x a")), None);

@@ -136,9 +136,9 @@ impl CommandTable {
             return Err(unknown_command(args));
         };
         let reg = match args.get(1) {
-            Some(sub) if !base.subcommands.is_empty() => {
-                base.subcommand(sub).ok_or_else(|| CmdError::unknown_subcommand(sub, base.spec.name))?
-            }
+            Some(sub) if !base.subcommands.is_empty() => base
+                .subcommand(sub)
+                .ok_or_else(|| CmdError::unknown_subcommand(sub, base.spec.name))?,
             _ => base,
         };
         let arity = reg.spec.arity;
@@ -160,7 +160,11 @@ fn lowercase<'b>(name: &[u8], buf: &'b mut [u8; 64]) -> Option<&'b str> {
     std::str::from_utf8(lower).ok()
 }
 
-fn register(spec: &'static CommandSpec, parent: Option<&'static CommandSpec>, next_id: &mut usize) -> Registered {
+fn register(
+    spec: &'static CommandSpec,
+    parent: Option<&'static CommandSpec>,
+    next_id: &mut usize,
+) -> Registered {
     let id = *next_id;
     *next_id += 1;
     let full_name = match parent {

@@ -144,7 +144,10 @@ fn set_key_flags(args: &[Bytes]) -> u32 {
 
 /// The string at `key` for reading: `Ok(None)` when missing, WRONGTYPE when
 /// the key holds another type.
-pub fn read_str<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Result<Option<&'a StrValue>, CmdError> {
+pub fn read_str<'a>(
+    ks: &'a mut KeyspaceView,
+    key: &[u8],
+) -> Result<Option<&'a StrValue>, CmdError> {
     match ks.read(key) {
         None => Ok(None),
         Some(e) => match &e.value {
@@ -156,7 +159,10 @@ pub fn read_str<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Result<Option<&'a S
 }
 
 /// The string at `key` for writing.
-pub fn write_str<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Result<Option<&'a mut StrValue>, CmdError> {
+pub fn write_str<'a>(
+    ks: &'a mut KeyspaceView,
+    key: &[u8],
+) -> Result<Option<&'a mut StrValue>, CmdError> {
     match ks.write(key) {
         None => Ok(None),
         Some(e) => match &mut e.value {
@@ -224,11 +230,12 @@ fn parse_set_options(args: &[Bytes], for_set: bool) -> Result<SetOptions<'_>, Cm
             o.expiry = Expiry::KeepTtl;
         } else if !for_set && is(opt, "PERSIST") && (no_expiry || o.expiry == Expiry::Persist) {
             o.expiry = Expiry::Persist;
-        } else if let Some(kind) = [("EX", Expiry::Ex), ("PX", Expiry::Px), ("EXAT", Expiry::ExAt), ("PXAT", Expiry::PxAt)]
-            .iter()
-            .find(|(w, _)| is(opt, w))
-            .map(|(_, k)| *k)
-            .filter(|k| (no_expiry || o.expiry == *k) && next.is_some())
+        } else if let Some(kind) =
+            [("EX", Expiry::Ex), ("PX", Expiry::Px), ("EXAT", Expiry::ExAt), ("PXAT", Expiry::PxAt)]
+                .iter()
+                .find(|(w, _)| is(opt, w))
+                .map(|(_, k)| *k)
+                .filter(|k| (no_expiry || o.expiry == *k) && next.is_some())
         {
             o.expiry = kind;
             o.expire_arg = next;

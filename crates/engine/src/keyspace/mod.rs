@@ -295,14 +295,17 @@ impl Db {
         let i = self.table_for_insert(pos.slot);
         let table = &mut self.tables[i];
         // One probe: replace in place when the key exists.
-        let (old, stored) = match table.table.entry(pos.hash, |e| e.key() == entry.key(), |e| key_hash(e.key())) {
-            hashbrown::hash_table::Entry::Occupied(occupied) => {
-                let slot = occupied.into_mut();
-                let old = std::mem::replace(slot, entry);
-                (Some(old), slot)
-            }
-            hashbrown::hash_table::Entry::Vacant(vacant) => (None, vacant.insert(entry).into_mut()),
-        };
+        let (old, stored) =
+            match table.table.entry(pos.hash, |e| e.key() == entry.key(), |e| key_hash(e.key())) {
+                hashbrown::hash_table::Entry::Occupied(occupied) => {
+                    let slot = occupied.into_mut();
+                    let old = std::mem::replace(slot, entry);
+                    (Some(old), slot)
+                }
+                hashbrown::hash_table::Entry::Vacant(vacant) => {
+                    (None, vacant.insert(entry).into_mut())
+                }
+            };
         let old_volatile = old.as_ref().map_or(0, |o| (o.expire_at != 0) as u32);
         table.volatile = table.volatile + volatile - old_volatile;
         self.volatile = self.volatile + volatile as usize - old_volatile as usize;

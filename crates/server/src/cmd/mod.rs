@@ -17,7 +17,12 @@ use std::time::Instant;
 
 /// Runs a node command, writing its reply to `conn.out`, and counts it in
 /// this core's command statistics.
-pub async fn run(conn: &mut Connection, cmd: NodeCommand, reg: &Registered, args: &[Bytes]) -> CmdResult {
+pub async fn run(
+    conn: &mut Connection,
+    cmd: NodeCommand,
+    reg: &Registered,
+    args: &[Bytes],
+) -> CmdResult {
     let started = Instant::now();
     let result = dispatch(conn, cmd, args).await;
     let usec = started.elapsed().as_micros() as u64;

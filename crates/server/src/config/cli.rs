@@ -72,7 +72,16 @@ mod tests {
 
     #[test]
     fn redis_style_flags() {
-        let cli = Cli::from_args(["ringdb", "my.toml", "--port", "7000", "--requirepass", "s3cret", "--logfile", ""]);
+        let cli = Cli::from_args([
+            "ringdb",
+            "my.toml",
+            "--port",
+            "7000",
+            "--requirepass",
+            "s3cret",
+            "--logfile",
+            "",
+        ]);
         assert_eq!(cli.config_file, Some(PathBuf::from("my.toml")));
         assert!(cli.overrides.contains(&("port".into(), "7000".into())));
         assert!(cli.overrides.contains(&("requirepass".into(), "s3cret".into())));

@@ -219,7 +219,8 @@ impl Config {
             return Err("The server is running without a config file".into());
         };
         let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-        let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e: toml_edit::TomlError| e.to_string())?;
+        let mut doc: toml_edit::DocumentMut =
+            text.parse().map_err(|e: toml_edit::TomlError| e.to_string())?;
         for (s, v) in SETTINGS.iter().zip(&self.values) {
             let present = doc.contains_key(s.name);
             if present || v != s.default {
@@ -273,7 +274,9 @@ mod tests {
 
     #[test]
     fn flags_override_and_validate() {
-        let c = Config::load(None, &[("port".into(), "7000".into()), ("shards".into(), "2".into())]).unwrap();
+        let c =
+            Config::load(None, &[("port".into(), "7000".into()), ("shards".into(), "2".into())])
+                .unwrap();
         assert_eq!(c.port(), 7000);
         assert_eq!(c.shards(), 2);
         assert!(Config::load(None, &[("port".into(), "x".into())]).is_err());

@@ -34,7 +34,13 @@ pub struct Setting {
     pub help: &'static str,
 }
 
-const fn s(name: &'static str, default: &'static str, kind: Kind, mutable: bool, help: &'static str) -> Setting {
+const fn s(
+    name: &'static str,
+    default: &'static str,
+    kind: Kind,
+    mutable: bool,
+    help: &'static str,
+) -> Setting {
     Setting { name, default, kind, mutable, sensitive: false, help }
 }
 
@@ -111,13 +117,16 @@ pub fn normalize(setting: &Setting, value: &str) -> Result<String, String> {
             _ => Err("argument must be 'yes' or 'no'".into()),
         },
         Kind::Int { min, max } => {
-            let n: i64 =
-                value.trim().parse().map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
+            let n: i64 = value
+                .trim()
+                .parse()
+                .map_err(|_| "argument couldn't be parsed into an integer".to_string())?;
             check_bounds(n, min, max)?;
             Ok(n.to_string())
         }
         Kind::Memory { min, max } => {
-            let n = parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?;
+            let n =
+                parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?;
             check_bounds(n, min, max)?;
             Ok(n.to_string())
         }

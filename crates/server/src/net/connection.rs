@@ -167,7 +167,10 @@ impl Connection {
             let parsed = self.parser.parse(&mut self.inbuf, &limits, &mut requests);
             let query_limit = self.core.config.borrow().client_query_buffer_limit();
             if self.inbuf.len() > query_limit {
-                tracing::warn!(client = self.state.id, "closing client that reached max query buffer length");
+                tracing::warn!(
+                    client = self.state.id,
+                    "closing client that reached max query buffer length"
+                );
                 return Err("query buffer limit".into());
             }
             if !requests.is_empty() {
@@ -218,7 +221,8 @@ impl Connection {
             )
             .await
         };
-        let n = futures_lite::future::or(async { read.await.map_err(|e| e.to_string()) }, stop).await?;
+        let n =
+            futures_lite::future::or(async { read.await.map_err(|e| e.to_string()) }, stop).await?;
         self.inbuf.extend_from_slice(&self.read_chunk[..n]);
         if n > 0 {
             let stats = &mut self.core.shard.borrow_mut().state.stats;

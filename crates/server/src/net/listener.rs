@@ -48,11 +48,12 @@ pub fn bind_all(
         // Probe: fails if anything at all listens on the port already.
         let probe = socket_for(addr)?;
         probe.set_reuse_address(true).map_err(|e| e.to_string())?;
-        probe
-            .bind(&addr.into())
-            .map_err(|e| format!("could not bind {addr}: {e} (is another server running on this port?)"))?;
+        probe.bind(&addr.into()).map_err(|e| {
+            format!("could not bind {addr}: {e} (is another server running on this port?)")
+        })?;
         if port == 0 {
-            port = probe.local_addr().ok().and_then(|a| a.as_socket()).map(|a| a.port()).unwrap_or(0);
+            port =
+                probe.local_addr().ok().and_then(|a| a.as_socket()).map(|a| a.port()).unwrap_or(0);
             addr.set_port(port);
         }
         drop(probe);
@@ -89,8 +90,11 @@ pub async fn accept_loop(core: Rc<Core>, listener: TcpListener) {
                 if shared.connected_clients.fetch_add(1, Ordering::Relaxed) >= maxclients {
                     shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
                     core.shard.borrow_mut().state.stats.rejected_connections += 1;
-                    glommio::spawn_local(Connection::refuse(stream, "ERR max number of clients reached"))
-                        .detach();
+                    glommio::spawn_local(Connection::refuse(
+                        stream,
+                        "ERR max number of clients reached",
+                    ))
+                    .detach();
                     continue;
                 }
                 glommio::spawn_local(Connection::serve(core.clone(), stream)).detach();

@@ -69,14 +69,20 @@ fn split_by_shard(conn: &Connection, command: &ShardCommand) -> Vec<Part> {
     by_shard.into_values().collect()
 }
 
-async fn split(conn: &mut Connection, command: ShardCommand, merge: Merge, atomic: bool) -> CmdResult {
+async fn split(
+    conn: &mut Connection,
+    command: ShardCommand,
+    merge: Merge,
+    atomic: bool,
+) -> CmdResult {
     // An odd MSET must fail as a whole, before any shard sets anything.
     if merge == Merge::Ok && command.args.len() % 2 == 0 {
         return Err(CmdError::wrong_args(command.spec.name));
     }
     let parts = split_by_shard(conn, &command);
     let replies: Vec<Vec<u8>> = if atomic {
-        let plan: Vec<(ShardId, LockSet)> = parts.iter().map(|p| (p.shard, p.command.lock_set())).collect();
+        let plan: Vec<(ShardId, LockSet)> =
+            parts.iter().map(|p| (p.shard, p.command.lock_set())).collect();
         let steps: Vec<AcquireStep<()>> =
             plan.iter().map(|(s, l)| (*s, l.clone(), Box::new(|_: &mut _| ()) as _)).collect();
         acquire_in_order(conn, steps).await?;
@@ -178,7 +184,9 @@ async fn acquire_in_order<T: Send + 'static>(
         let result = conn
             .core
             .invoke_deferred(shard, move |core, reply| {
-                core.shard.borrow_mut().tx_acquire(locks, Box::new(move |shard| reply.send(then(shard))));
+                core.shard
+                    .borrow_mut()
+                    .tx_acquire(locks, Box::new(move |shard| reply.send(then(shard))));
             })
             .await?;
         results.push(result);
@@ -215,7 +223,8 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
             (*shard, locks.clone(), copy)
         })
         .collect();
-    let gathered: Vec<(usize, Box<Entry>)> = acquire_in_order(conn, steps).await?.into_iter().flatten().collect();
+    let gathered: Vec<(usize, Box<Entry>)> =
+        acquire_in_order(conn, steps).await?.into_iter().flatten().collect();
 
     // Run the ordinary handler on the copies.
     let (settings, databases) = {

@@ -51,7 +51,13 @@ impl Segment {
     }
 
     /// Adds a command for `shard`. `suppress`: CLIENT REPLY OFF/SKIP.
-    pub fn push(&mut self, conn: &mut Connection, shard: ShardId, command: ShardCommand, suppress: bool) {
+    pub fn push(
+        &mut self,
+        conn: &mut Connection,
+        shard: ShardId,
+        command: ShardCommand,
+        suppress: bool,
+    ) {
         if shard == conn.core.id && !self.home_batched {
             let mut local = conn.core.shard.borrow_mut();
             let free = local.locks.is_idle() || local.locks.may_run(&command.lock_set());
