@@ -360,11 +360,11 @@ fn getex(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
             ctx.ks.set_expire(key, Some(at));
             ctx.ks.changed(key, NotifyClass::Generic, "expire");
         }
-        None if opts.expiry == Expiry::Persist => {
-            if ctx.ks.peek(key).and_then(|e| e.expire_at()).is_some() {
-                ctx.ks.set_expire(key, None);
-                ctx.ks.changed(key, NotifyClass::Generic, "persist");
-            }
+        None if opts.expiry == Expiry::Persist
+            && ctx.ks.peek(key).and_then(|e| e.expire_at()).is_some() =>
+        {
+            ctx.ks.set_expire(key, None);
+            ctx.ks.changed(key, NotifyClass::Generic, "persist");
         }
         None => {}
     }
@@ -395,7 +395,7 @@ fn mget(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 }
 
 fn mset(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return Err(CmdError::wrong_args("mset"));
     }
     for pair in args[1..].chunks(2) {
@@ -407,7 +407,7 @@ fn mset(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 }
 
 fn msetnx(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return Err(CmdError::wrong_args("msetnx"));
     }
     if args[1..].chunks(2).any(|pair| ctx.ks.write(&pair[0]).is_some()) {
@@ -433,10 +433,7 @@ pub fn check_string_length(ks: &KeyspaceView, len: u64, append: u64) -> CmdResul
 
 fn append(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let (key, tail) = (&args[1], &args[2]);
-    let current_len = match write_str(&mut ctx.ks, key)? {
-        Some(s) => Some(s.len()),
-        None => None,
-    };
+    let current_len = write_str(&mut ctx.ks, key)?.map(|s| s.len());
     let new_len = match current_len {
         None => {
             ctx.ks.set(key, Value::Str(StrValue::from_bytes(tail)), false);

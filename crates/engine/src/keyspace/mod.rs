@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Seed for the keyspace hash, set once at start-up from the OS's randomness
 /// so that clients cannot choose keys that collide.
-static HASH_SEED: AtomicU64 = AtomicU64::new(0x5eed_0f_a11_c0de);
+static HASH_SEED: AtomicU64 = AtomicU64::new(0x5eed_0fa1_1c0d_e5ed);
 
 pub fn set_hash_seed(seed: u64) {
     HASH_SEED.store(seed, Ordering::Relaxed);
@@ -123,7 +123,9 @@ impl SlotTable {
         self.table.find_mut(hash, |e| e.key() == key).map(|b| &mut **b)
     }
 
-    /// Removes every entry `drop_if` selects, returning them.
+    /// Removes every entry `drop_if` selects, returning them (still boxed, as
+    /// the table held them: no copy).
+    #[allow(clippy::vec_box)]
     fn drain_where(&mut self, mut drop_if: impl FnMut(&Entry) -> bool) -> Vec<Box<Entry>> {
         let out: Vec<Box<Entry>> = self.table.extract_if(|e| drop_if(e)).collect();
         self.volatile -= out.iter().filter(|e| e.expire_at != 0).count() as u32;
@@ -284,7 +286,7 @@ impl Db {
                 table.volatile += (at != 0) as u32;
                 self.volatile += (at != 0) as usize;
                 self.len += 1;
-                &mut **vacant.insert(Box::new(entry)).into_mut()
+                vacant.insert(Box::new(entry)).into_mut()
             }
         }
     }

@@ -214,7 +214,7 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
         keys_by_shard.iter().map(|(shard, keys)| (*shard, lock_set_for(&command, keys))).collect();
 
     // Lock and copy the keys, shard by shard.
-    let steps: Vec<AcquireStep<Vec<(usize, Box<Entry>)>>> = plan
+    let steps: Vec<AcquireStep<Copies>> = plan
         .iter()
         .map(|(shard, locks)| {
             let keys = keys_by_shard.get(shard).cloned().unwrap_or_default();
@@ -290,8 +290,11 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
     Ok(())
 }
 
+/// Copies of keys with the database each came from.
+type Copies = Vec<(usize, Box<Entry>)>;
+
 /// Copies of `keys` (in every database, skipping expired ones).
-fn copy_keys(shard: &mut ringdb_engine::Shard, keys: &[Bytes]) -> Vec<(usize, Box<Entry>)> {
+fn copy_keys(shard: &mut ringdb_engine::Shard, keys: &[Bytes]) -> Copies {
     let now = now_ms();
     let mut copies = Vec::new();
     for key in keys {
