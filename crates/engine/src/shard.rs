@@ -337,6 +337,34 @@ pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
 }
 
+/// Time as commands see it. "Now" in milliseconds is read once per batch
+/// (Redis also freezes the clock for a command; a batch is a few
+/// microseconds); durations for INFO commandstats chain from one command's
+/// end to the next one's, so a command costs one clock read, not three.
+pub struct Clock {
+    pub now_ms: u64,
+    mark: Instant,
+}
+
+impl Clock {
+    pub fn start() -> Self {
+        Clock { now_ms: now_ms(), mark: Instant::now() }
+    }
+
+    /// A clock frozen at `now_ms` (tests, scratch keyspaces).
+    pub fn at(now_ms: u64) -> Self {
+        Clock { now_ms, mark: Instant::now() }
+    }
+
+    /// Microseconds since the last lap.
+    fn lap_usec(&mut self) -> u64 {
+        let now = Instant::now();
+        let usec = now.duration_since(self.mark).as_micros() as u64;
+        self.mark = now;
+        usec
+    }
+}
+
 /// One command bound for a shard, with everything needed to run it there.
 #[derive(Clone)]
 pub struct ShardCommand {
@@ -415,7 +443,12 @@ impl Shard {
     /// Runs one command now, whatever the locks say (the caller checked, or
     /// holds them), appending its reply to `out`.
     pub fn execute(&mut self, cmd: &ShardCommand, out: &mut Vec<u8>) {
-        execute_on(&mut self.keyspace, &mut self.state, cmd, out, now_ms());
+        execute_timed(&mut self.keyspace, &mut self.state, cmd, out, &mut Clock::start());
+    }
+
+    /// [`execute`](Self::execute) on a caller's clock (a run of commands).
+    pub fn execute_with(&mut self, cmd: &ShardCommand, out: &mut Vec<u8>, clock: &mut Clock) {
+        execute_timed(&mut self.keyspace, &mut self.state, cmd, out, clock);
     }
 
     /// Runs a batch of commands from one connection in order, starting at
@@ -430,7 +463,7 @@ impl Shard {
         woken: bool,
         done: BatchDone,
     ) {
-        let now = now_ms();
+        let mut clock = Clock::start();
         // A woken batch runs its first command unconditionally: the lock
         // queue has just said its turn has come.
         let mut unchecked = woken;
@@ -449,7 +482,7 @@ impl Shard {
                     return;
                 }
             }
-            execute_on(&mut self.keyspace, &mut self.state, cmd, &mut reply.buf, now);
+            execute_timed(&mut self.keyspace, &mut self.state, cmd, &mut reply.buf, &mut clock);
             reply.ends.push(reply.buf.len());
             next += 1;
         }
@@ -492,7 +525,18 @@ pub fn execute_on(
     out: &mut Vec<u8>,
     now: u64,
 ) {
-    let started = Instant::now();
+    execute_timed(keyspace, state, cmd, out, &mut Clock::at(now))
+}
+
+/// [`execute_on`] with the time taken from `clock`.
+pub fn execute_timed(
+    keyspace: &mut Keyspace,
+    state: &mut ShardState,
+    cmd: &ShardCommand,
+    out: &mut Vec<u8>,
+    clock: &mut Clock,
+) {
+    let now = clock.now_ms;
     let Some(handler) = cmd.handler() else {
         ReplyWriter::new(out, cmd.client.resp).error("ERR command cannot run on a shard");
         return;
@@ -524,7 +568,7 @@ pub fn execute_on(
         ReplyWriter::new(out, cmd.client.resp).error(e.text());
         state.stats.error(e.code());
     }
-    let usec = started.elapsed().as_micros() as u64;
+    let usec = clock.lap_usec();
     let stat = state.stats.command(cmd.id);
     stat.calls += 1;
     stat.usec += usec;

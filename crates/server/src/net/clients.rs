@@ -34,12 +34,10 @@ pub struct ClientHandle {
     pub last_active: Cell<Instant>,
     pub view: RefCell<ClientView>,
     killed: Cell<bool>,
-    kill_tx: flume::Sender<()>,
 }
 
 impl ClientHandle {
-    pub fn new(id: u64, addr: String, laddr: String, fd: i32) -> (Rc<Self>, flume::Receiver<()>) {
-        let (kill_tx, kill_rx) = flume::bounded(1);
+    pub fn new(id: u64, addr: String, laddr: String, fd: i32) -> Rc<Self> {
         let now = Instant::now();
         let handle = ClientHandle {
             id,
@@ -50,16 +48,20 @@ impl ClientHandle {
             last_active: Cell::new(now),
             view: RefCell::new(ClientView::default()),
             killed: Cell::new(false),
-            kill_tx,
         };
-        (Rc::new(handle), kill_rx)
+        Rc::new(handle)
     }
 
-    /// Asks the connection to close (CLIENT KILL); it stops at its next
-    /// await point.
+    /// Closes the connection (CLIENT KILL): shutting the socket down ends
+    /// the connection's pending read at once, so nothing has to wait on a
+    /// second event beside every read. The connection leaves the registry
+    /// before it closes its socket, so `fd` is still its own here.
     pub fn kill(&self) {
         self.killed.set(true);
-        let _ = self.kill_tx.try_send(());
+        // SAFETY: plain syscall on a descriptor this connection still owns.
+        unsafe {
+            libc::shutdown(self.fd, libc::SHUT_RDWR);
+        }
     }
 
     pub fn is_killed(&self) -> bool {

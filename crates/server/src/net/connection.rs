@@ -66,7 +66,6 @@ pub struct Connection {
     pub core: Rc<Core>,
     stream: TcpStream,
     pub handle: Rc<ClientHandle>,
-    kill_rx: flume::Receiver<()>,
     parser: RequestParser,
     inbuf: BytesMut,
     read_chunk: Vec<u8>,
@@ -100,7 +99,7 @@ impl Connection {
         let id = core.shared.next_client_id.fetch_add(1, Ordering::Relaxed);
         let addr = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
         let laddr = stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
-        let (handle, kill_rx) = ClientHandle::new(id, addr, laddr, stream.as_raw_fd());
+        let handle = ClientHandle::new(id, addr, laddr, stream.as_raw_fd());
         core.shard.borrow_mut().state.stats.connections_received += 1;
         core.clients.borrow_mut().add(handle.clone());
         let authenticated = core.config.borrow().requirepass().is_none();
@@ -108,7 +107,6 @@ impl Connection {
             core: core.clone(),
             stream,
             handle,
-            kill_rx,
             parser: RequestParser::new(),
             inbuf: BytesMut::with_capacity(READ_CHUNK),
             read_chunk: vec![0; READ_CHUNK],
@@ -129,8 +127,10 @@ impl Connection {
         if let Err(reason) = conn.run().await {
             debug!(client = id, "connection closed: {reason}");
         }
-        let _ = conn.stream.close().await;
+        // Leave the registry first: CLIENT KILL must never reach a descriptor
+        // number the kernel may hand out again once the socket is closed.
         core.clients.borrow_mut().remove(id);
+        let _ = conn.stream.close().await;
         core.shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
     }
 
@@ -189,8 +189,8 @@ impl Connection {
         }
     }
 
-    /// Reads what is available (waiting for at least one byte), unless the
-    /// client is killed meanwhile.
+    /// Reads what is available (waiting for at least one byte). CLIENT KILL
+    /// shuts the socket down, which ends the read; so does `timeout`.
     async fn read_some(&mut self) -> Result<usize, String> {
         let wanted = self.parser.pending_bulk(self.inbuf.len()).unwrap_or(0);
         let chunk = wanted.clamp(READ_CHUNK, MAX_READ_CHUNK);
@@ -201,28 +201,17 @@ impl Connection {
             self.read_chunk.shrink_to_fit();
         }
         let idle_limit = self.core.config.borrow().timeout();
-        let kill = self.kill_rx.recv_async();
         let read = self.stream.read(&mut self.read_chunk);
-        let stop = async {
-            if idle_limit == 0 {
-                let _ = kill.await;
-                return Err("killed".to_string());
-            }
+        let n = if idle_limit == 0 {
+            read.await.map_err(|e| e.to_string())?
+        } else {
             let idle = glommio::timer::sleep(Duration::from_secs(idle_limit));
-            futures_lite::future::or(
-                async {
-                    let _ = kill.await;
-                    Err("killed".to_string())
-                },
-                async {
-                    idle.await;
-                    Err("idle timeout".to_string())
-                },
-            )
-            .await
+            futures_lite::future::or(async { read.await.map_err(|e| e.to_string()) }, async {
+                idle.await;
+                Err("idle timeout".to_string())
+            })
+            .await?
         };
-        let n =
-            futures_lite::future::or(async { read.await.map_err(|e| e.to_string()) }, stop).await?;
         self.inbuf.extend_from_slice(&self.read_chunk[..n]);
         if n > 0 {
             let stats = &mut self.core.shard.borrow_mut().state.stats;

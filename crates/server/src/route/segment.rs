@@ -10,7 +10,7 @@
 
 use crate::net::connection::Connection;
 use ringdb_engine::command::CmdError;
-use ringdb_engine::shard::BatchReply;
+use ringdb_engine::shard::{BatchReply, Clock};
 use ringdb_engine::{ShardCommand, ShardId};
 use ringdb_protocol::ReplyWriter;
 use std::ops::Range;
@@ -23,8 +23,10 @@ enum Part {
     Batch { shard: ShardId, index: usize, suppress: bool },
 }
 
-#[derive(Default)]
 pub struct Segment {
+    /// The time the commands run at: read when the first shard command of
+    /// the segment runs here, so server commands cost no clock read.
+    clock: Option<Clock>,
     /// Replies after the first pending one, in request order.
     parts: Vec<Part>,
     side: Vec<u8>,
@@ -33,6 +35,18 @@ pub struct Segment {
     /// Whether this core's shard has a batch (because a local command had to
     /// wait for a lock): later local commands must queue behind it.
     home_batched: bool,
+}
+
+impl Default for Segment {
+    fn default() -> Self {
+        Segment {
+            clock: None,
+            parts: Vec::new(),
+            side: Vec::new(),
+            batches: Vec::new(),
+            home_batched: false,
+        }
+    }
 }
 
 impl Segment {
@@ -64,14 +78,14 @@ impl Segment {
             if free {
                 if self.pending() {
                     let start = self.side.len();
-                    local.execute(&command, &mut self.side);
+                    local.execute_with(&command, &mut self.side, self.clock.get_or_insert_with(Clock::start));
                     if suppress {
                         self.side.truncate(start);
                     }
                     self.parts.push(Part::Side(start..self.side.len()));
                 } else {
                     let mark = conn.out.len();
-                    local.execute(&command, &mut conn.out);
+                    local.execute_with(&command, &mut conn.out, self.clock.get_or_insert_with(Clock::start));
                     if suppress {
                         conn.out.truncate(mark);
                     }
@@ -104,6 +118,9 @@ impl Segment {
     /// Sends the batches, waits for every reply and writes them all, in
     /// request order, to the connection's output.
     pub async fn finish(&mut self, conn: &mut Connection) {
+        // What runs next (a server or cross-shard command) is timed on its
+        // own; the next shard command starts a new clock.
+        self.clock = None;
         if !self.pending() {
             return;
         }
