@@ -8,11 +8,20 @@
 //! quotes.
 
 /// Encoding thresholds, named after their CONFIG parameters.
+///
+/// Redis 7.0 behaviour (what Redis 7.0.15's own test suite asserts) is two
+/// settings away: `list_listpack: false` (7.0 reports every list as a
+/// quicklist) and `set_max_listpack_entries: 0` (7.0 has no listpack sets:
+/// strings go straight to a hashtable).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Limits {
     /// `list-max-listpack-size`: negative = node size class (-1 = 4 KiB …
     /// -5 = 64 KiB), positive = entries per node.
     pub list_max_listpack_size: i64,
+    /// Whether small lists use the listpack encoding (Redis 7.2). Not a
+    /// Redis CONFIG parameter: false makes lists quicklists from their first
+    /// element and never convert back, as Redis 7.0 reports them.
+    pub list_listpack: bool,
     /// `hash-max-listpack-entries`.
     pub hash_max_listpack_entries: usize,
     /// `hash-max-listpack-value`: longest field or value kept in a listpack.
@@ -33,6 +42,7 @@ impl Default for Limits {
     fn default() -> Self {
         Limits {
             list_max_listpack_size: -2,
+            list_listpack: true,
             hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,

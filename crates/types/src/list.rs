@@ -11,7 +11,9 @@
 //! is the old listpack; after shrinking (pop, rem, trim, set) a quicklist of
 //! one node at most half the limit becomes a listpack again. Each mutating
 //! call below does these checks where the Redis command does, so the
-//! command families only pass [`Limits`].
+//! command families only pass [`Limits`]. With `Limits::list_listpack`
+//! false, lists are quicklists from the first element, as Redis 7.0
+//! reports them.
 //!
 //! Node sizes are compared with Redis's `lpBytes` (see [`Pack::redis_bytes`])
 //! so conversions and node splits happen at the same sizes as in Redis; the
@@ -124,7 +126,9 @@ impl List {
     /// `add_bytes` total length and `add_count` elements.
     fn grow_check(&mut self, add_bytes: usize, add_count: usize, limits: &Limits) {
         if let List::Pack(p) = self {
-            if limits.list_exceeds(p.redis_bytes() + add_bytes, p.len() + add_count) {
+            if !limits.list_listpack
+                || limits.list_exceeds(p.redis_bytes() + add_bytes, p.len() + add_count)
+            {
                 let pack = std::mem::take(p);
                 let len = pack.len();
                 let mut nodes = VecDeque::new();
@@ -140,7 +144,7 @@ impl List {
     /// most half the limit becomes a listpack again.
     fn shrink_check(&mut self, limits: &Limits) {
         if let List::Quick(q) = self {
-            if q.nodes.len() != 1 {
+            if q.nodes.len() != 1 || !limits.list_listpack {
                 return;
             }
             let (size_limit, count_limit) = limits.list_node_limit();
@@ -830,6 +834,17 @@ mod tests {
         let big = vec![b'z'; 9000];
         l.push(End::Head, &[&big], &lim);
         assert_eq!(l.encoding(), "quicklist");
+    }
+
+    #[test]
+    fn redis_7_0_lists_are_always_quicklists() {
+        let lim = Limits { list_listpack: false, ..Limits::default() };
+        let mut l = List::new();
+        l.push(End::Tail, &[b"a", b"b"], &lim);
+        assert_eq!(l.encoding(), "quicklist");
+        l.pop(End::Tail, &lim);
+        assert_eq!((l.len(), l.encoding()), (1, "quicklist"));
+        assert_eq!(l.pop(End::Head, &lim), Some(b("a")));
     }
 
     #[test]

@@ -658,6 +658,16 @@ mod tests {
     }
 
     #[test]
+    fn redis_7_0_sets_have_no_listpack() {
+        let lim = Limits { set_max_listpack_entries: 0, ..Limits::default() };
+        assert_eq!(set_of(&["foo"], &lim).encoding(), "hashtable");
+        let mut s = set_of(&["1", "2"], &lim);
+        assert_eq!(s.encoding(), "intset");
+        s.add(b"foo", &lim);
+        assert_eq!(s.encoding(), "hashtable");
+    }
+
+    #[test]
     fn matches_a_hashset_model() {
         for (seed, intsets, packs) in
             [(1u64, 512usize, 128usize), (2, 4, 4), (3, 0, 0), (4, 512, 0)]
