@@ -9,15 +9,41 @@
 //! - [`bits`]: bitmap algorithms (BITCOUNT, BITPOS, BITFIELD, BITOP).
 //! - [`lcs`]: longest common subsequence (LCS).
 //! - [`sha1`]: SHA-1, for DEBUG DIGEST's Redis-compatible signatures.
+//! - [`limits`]: the CONFIG thresholds that pick a collection's encoding.
+//! - [`pack`]: the compact contiguous encoding of small collections (listpack's
+//!   role), also the nodes of big lists and the leaves of big sorted sets.
+//! - [`intset`]: sorted integers at the smallest width (small integer sets).
+//! - [`table`]: the segmented hash table of big hashes, sets and sorted-set
+//!   indexes, with a SCAN cursor that survives resizes.
+//! - [`hash`]: hashes (`listpack` / `hashtable`).
+//! - [`list`]: lists (`listpack` / `quicklist`).
+//! - [`set`]: sets (`intset` / `listpack` / `hashtable`) and set algebra.
+//! - [`zset`]: sorted sets (`listpack` / `skiplist`), score and lex ranges.
+//! - [`score_tree`]: the order-statistic B+tree of big sorted sets.
+//! - [`thin_bytes`]: one-word strings, the elements of big hash tables.
+//! - [`sample`]: random picks for SRANDMEMBER, SPOP, HRANDFIELD, ZRANDMEMBER.
 //!
 //! Everything here is tested with plain `#[test]`s beside the code.
 
 pub mod bits;
 pub mod glob;
+pub mod hash;
+pub mod intset;
 pub mod lcs;
+pub mod limits;
+pub mod list;
 pub mod number;
+pub mod pack;
+pub mod sample;
+pub mod score_tree;
+pub mod set;
 pub mod sha1;
 pub mod slot;
 pub mod small_bytes;
+pub mod table;
+#[cfg(test)]
+mod test_alloc;
+pub mod thin_bytes;
+pub mod zset;
 
 pub use small_bytes::SmallBytes;

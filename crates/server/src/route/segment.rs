@@ -78,14 +78,22 @@ impl Segment {
             if free {
                 if self.pending() {
                     let start = self.side.len();
-                    local.execute_with(&command, &mut self.side, self.clock.get_or_insert_with(Clock::start));
+                    local.execute_with(
+                        &command,
+                        &mut self.side,
+                        self.clock.get_or_insert_with(Clock::start),
+                    );
                     if suppress {
                         self.side.truncate(start);
                     }
                     self.parts.push(Part::Side(start..self.side.len()));
                 } else {
                     let mark = conn.out.len();
-                    local.execute_with(&command, &mut conn.out, self.clock.get_or_insert_with(Clock::start));
+                    local.execute_with(
+                        &command,
+                        &mut conn.out,
+                        self.clock.get_or_insert_with(Clock::start),
+                    );
                     if suppress {
                         conn.out.truncate(mark);
                     }
