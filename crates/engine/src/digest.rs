@@ -8,6 +8,7 @@
 //! non-empty database's number, in order, before XOR-ing its keys in.
 
 use crate::keyspace::{Db, Entry, Value};
+use ringdb_protocol::reply::format_double;
 use ringdb_types::sha1::sha1;
 
 pub type Digest = [u8; 20];
@@ -32,6 +33,10 @@ fn mix(digest: &mut Digest, data: &[u8]) {
 fn type_code(value: &Value) -> u32 {
     match value {
         Value::Str(_) => 0,
+        Value::List(_) => 1,
+        Value::Set(_) => 2,
+        Value::ZSet(_) => 3,
+        Value::Hash(_) => 4,
     }
 }
 
@@ -39,10 +44,44 @@ fn type_code(value: &Value) -> u32 {
 /// key has a TTL (its time is not part of the signature).
 fn mix_value(digest: &mut Digest, entry: &Entry) {
     mix(digest, &type_code(&entry.value).to_be_bytes());
+    let mut tmp = [0u8; 24];
     match &entry.value {
         Value::Str(s) => {
             let mut tmp = [0u8; 20];
             mix(digest, s.as_bytes(&mut tmp));
+        }
+        // Lists mix their elements in order.
+        Value::List(list) => {
+            for item in list.iter() {
+                mix(digest, item.bytes(&mut tmp));
+            }
+        }
+        // Sets, hashes and sorted sets XOR per-element signatures, so
+        // their internal order does not matter.
+        Value::Set(set) => {
+            for item in set.iter() {
+                xor_data(digest, item.bytes(&mut tmp));
+            }
+        }
+        Value::Hash(hash) => {
+            let mut tmp2 = [0u8; 24];
+            for (field, value) in hash.iter() {
+                let mut element = [0u8; 20];
+                mix(&mut element, field.bytes(&mut tmp));
+                mix(&mut element, value.bytes(&mut tmp2));
+                xor_into(digest, &element);
+            }
+        }
+        Value::ZSet(zset) => {
+            let mut score_text = Vec::with_capacity(32);
+            for (member, score) in zset.iter() {
+                let mut element = [0u8; 20];
+                mix(&mut element, member.bytes(&mut tmp));
+                score_text.clear();
+                format_double(&mut score_text, score);
+                mix(&mut element, &score_text);
+                xor_into(digest, &element);
+            }
         }
     }
     if entry.expire_at().is_some() {

@@ -232,6 +232,8 @@ pub struct ShardSettings {
     pub lfu_decay_time: u32,
     /// `proto-max-bulk-len`: no string may grow beyond it.
     pub max_bulk_len: u64,
+    /// When collections leave their compact encodings.
+    pub limits: ringdb_types::limits::Limits,
 }
 
 impl Default for ShardSettings {
@@ -243,6 +245,12 @@ impl Default for ShardSettings {
             lfu_log_factor: 10,
             lfu_decay_time: 1,
             max_bulk_len: 512 * 1024 * 1024,
+            limits: ringdb_types::limits::Limits {
+                list_listpack: false,
+                set_max_listpack_entries: 0,
+                set_max_listpack_value: 0,
+                ..Default::default()
+            },
         }
     }
 }

@@ -72,6 +72,7 @@ impl Core {
             lfu_log_factor: config.lfu_log_factor(),
             lfu_decay_time: config.lfu_decay_time(),
             max_bulk_len: config.proto_max_bulk_len(),
+            limits: config.collection_limits(),
         }
     }
 
@@ -156,6 +157,7 @@ pub fn run(config: Config) -> Result<(), String> {
     }
     let seed = random_seed();
     ringdb_engine::keyspace::set_hash_seed(seed);
+    ringdb_types::table::init_hash_seed(seed.rotate_left(17));
 
     let cpus = allowed_cpus();
     let shards = if config.shards() == 0 { cpus.len() } else { config.shards() };

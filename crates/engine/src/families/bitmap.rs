@@ -114,7 +114,6 @@ fn str_bytes(s: &StrValue) -> Cow<'_, [u8]> {
 fn raw_string(entry: &mut Entry) -> Result<&mut Vec<u8>, CmdError> {
     match &mut entry.value {
         Value::Str(s) => Ok(s.make_raw()),
-        #[allow(unreachable_patterns)]
         _ => Err(WRONG_TYPE),
     }
 }
@@ -258,7 +257,6 @@ fn bitop(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
             .iter()
             .map(|key| match ks.peek(key).map(|e| &e.value) {
                 Some(Value::Str(s)) => str_bytes(s),
-                #[allow(unreachable_patterns)]
                 _ => Cow::Borrowed(&[][..]),
             })
             .collect();

@@ -152,7 +152,6 @@ pub fn read_str<'a>(
         None => Ok(None),
         Some(e) => match &e.value {
             Value::Str(s) => Ok(Some(s)),
-            #[allow(unreachable_patterns)]
             _ => Err(WRONG_TYPE),
         },
     }
@@ -167,7 +166,6 @@ pub fn write_str<'a>(
         None => Ok(None),
         Some(e) => match &mut e.value {
             Value::Str(s) => Ok(Some(s)),
-            #[allow(unreachable_patterns)]
             _ => Err(WRONG_TYPE),
         },
     }
@@ -605,7 +603,6 @@ fn setrange(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 fn read_len(ks: &KeyspaceView, key: &[u8]) -> usize {
     match ks.peek(key).map(|e| &e.value) {
         Some(Value::Str(s)) => s.len(),
-        #[allow(unreachable_patterns)]
         _ => 0,
     }
 }

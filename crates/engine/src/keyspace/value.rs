@@ -1,9 +1,15 @@
 //! The values a key can hold. Strings keep Redis's three encodings because
 //! `OBJECT ENCODING` reports them and clients (and Redis's tests) rely on
 //! them: `int` for strings that are canonical 64-bit integers, `embstr` for
-//! short strings never modified in place, `raw` for the rest.
+//! short strings never modified in place, `raw` for the rest. Collections
+//! (`ringdb_types`' lists, hashes, sets, sorted sets) report their own
+//! encodings. Every variant is at most 16 bytes, so a `Value` is 24.
 
+use ringdb_types::hash::Hash;
+use ringdb_types::list::List;
 use ringdb_types::number::parse_i64;
+use ringdb_types::set::Set;
+use ringdb_types::zset::ZSet;
 use ringdb_types::SmallBytes;
 
 /// Longest string Redis stores as `embstr` (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
@@ -12,6 +18,10 @@ pub const EMBSTR_MAX: usize = 44;
 #[derive(Clone, Debug)]
 pub enum Value {
     Str(StrValue),
+    List(List),
+    Hash(Hash),
+    Set(Set),
+    ZSet(ZSet),
 }
 
 #[derive(Clone, Debug)]
@@ -30,6 +40,10 @@ impl Value {
     pub fn type_name(&self) -> &'static str {
         match self {
             Value::Str(_) => "string",
+            Value::List(_) => "list",
+            Value::Hash(_) => "hash",
+            Value::Set(_) => "set",
+            Value::ZSet(_) => "zset",
         }
     }
 
@@ -39,7 +53,27 @@ impl Value {
             Value::Str(StrValue::Int(_)) => "int",
             Value::Str(StrValue::Emb(_)) => "embstr",
             Value::Str(StrValue::Raw(_)) => "raw",
+            Value::List(l) => l.encoding(),
+            Value::Hash(h) => h.encoding(),
+            Value::Set(s) => s.encoding(),
+            Value::ZSet(z) => z.encoding(),
         }
+    }
+
+    /// Number of elements of a collection (1 for a string), for the lazy-free
+    /// and statistics decisions that depend on size.
+    pub fn len(&self) -> usize {
+        match self {
+            Value::Str(_) => 1,
+            Value::List(l) => l.len(),
+            Value::Hash(h) => h.len(),
+            Value::Set(s) => s.len(),
+            Value::ZSet(z) => z.len(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// Approximate heap bytes owned by the value (for INFO and MEMORY USAGE).
@@ -48,6 +82,10 @@ impl Value {
             Value::Str(StrValue::Int(_)) => 0,
             Value::Str(StrValue::Emb(s)) => s.heap_size(),
             Value::Str(StrValue::Raw(v)) => 24 + v.capacity(),
+            Value::List(l) => l.heap_size(),
+            Value::Hash(h) => h.heap_size(),
+            Value::Set(s) => s.heap_size(),
+            Value::ZSet(z) => z.heap_size(),
         }
     }
 }

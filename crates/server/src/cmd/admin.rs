@@ -394,8 +394,32 @@ fn object_line(core: &Core, entry: &Entry) -> Result<String, CmdError> {
 }
 
 /// Length of the value in RDB form without compression (`rdbSavedObjectLen`).
+/// Collections are measured in RDB's element-by-element forms (count, then
+/// each element as an RDB string; sorted-set scores as 8-byte doubles).
 fn serialized_len(value: &Value) -> usize {
+    let mut tmp = [0u8; 24];
+    let elements = |count: usize, lens: &mut dyn Iterator<Item = usize>| {
+        rdb_len_len(count) + lens.sum::<usize>()
+    };
     match value {
+        Value::List(l) => {
+            elements(l.len(), &mut l.iter().map(|i| string_rdb_len(i.bytes(&mut tmp))))
+        }
+        Value::Set(set) => {
+            elements(set.len(), &mut set.iter().map(|i| string_rdb_len(i.bytes(&mut tmp))))
+        }
+        Value::Hash(h) => {
+            let mut tmp2 = [0u8; 24];
+            elements(
+                h.len(),
+                &mut h.iter().map(|(f, v)| {
+                    string_rdb_len(f.bytes(&mut tmp)) + string_rdb_len(v.bytes(&mut tmp2))
+                }),
+            )
+        }
+        Value::ZSet(z) => {
+            elements(z.len(), &mut z.iter().map(|(m, _)| string_rdb_len(m.bytes(&mut tmp)) + 8))
+        }
         Value::Str(StrValue::Int(n)) => rdb_int_len(*n).unwrap_or_else(|| {
             let digits = n.to_string().len();
             rdb_len_len(digits) + digits

@@ -236,7 +236,10 @@ mod tests {
         let config = Config::default();
         let found = matching(&config, &args("HZ h* port nosuch"));
         let names: Vec<&str> = found.iter().map(|f| f.shown.as_str()).collect();
-        assert_eq!(names, vec!["HZ", "port"]);
+        assert_eq!(
+            names,
+            vec!["HZ", "hash-max-listpack-entries", "hash-max-listpack-value", "port"]
+        );
         assert_eq!(found[0].value, "10");
         let all = matching(&config, &args("*"));
         assert_eq!(all.len(), crate::config::settings::SETTINGS.len());

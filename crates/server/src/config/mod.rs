@@ -72,7 +72,7 @@ impl Config {
     }
 
     fn index(name: &str) -> Option<usize> {
-        SETTINGS.iter().position(|s| s.name.eq_ignore_ascii_case(name))
+        SETTINGS.iter().position(|s| s.is_named(name))
     }
 
     /// Sets any setting, mutable or not (start-up).
@@ -188,6 +188,23 @@ impl Config {
 
     pub fn lfu_decay_time(&self) -> u32 {
         self.int("lfu-decay-time") as u32
+    }
+
+    /// The encoding thresholds of lists, hashes, sets and sorted sets.
+    /// Encodings follow Redis 7.0 (the version of the test suite ringdb is
+    /// held to): lists are always quicklists and sets of strings hashtables.
+    pub fn collection_limits(&self) -> ringdb_types::limits::Limits {
+        ringdb_types::limits::Limits {
+            list_max_listpack_size: self.int("list-max-listpack-size"),
+            list_listpack: false,
+            hash_max_listpack_entries: self.int("hash-max-listpack-entries") as usize,
+            hash_max_listpack_value: self.int("hash-max-listpack-value") as usize,
+            set_max_intset_entries: self.int("set-max-intset-entries") as usize,
+            set_max_listpack_entries: 0,
+            set_max_listpack_value: 0,
+            zset_max_listpack_entries: self.int("zset-max-listpack-entries") as usize,
+            zset_max_listpack_value: self.int("zset-max-listpack-value") as usize,
+        }
     }
 
     pub fn io_memory(&self) -> usize {

@@ -31,7 +31,18 @@ pub struct Setting {
     pub mutable: bool,
     /// Never shown in logs (passwords).
     pub sensitive: bool,
+    /// Redis's older name, accepted everywhere the name is
+    /// (`hash-max-ziplist-entries` for `hash-max-listpack-entries`).
+    pub alias: Option<&'static str>,
     pub help: &'static str,
+}
+
+impl Setting {
+    /// Whether `name` is this setting's name or alias (any case).
+    pub fn is_named(&self, name: &str) -> bool {
+        self.name.eq_ignore_ascii_case(name)
+            || self.alias.is_some_and(|a| a.eq_ignore_ascii_case(name))
+    }
 }
 
 const fn s(
@@ -41,7 +52,12 @@ const fn s(
     mutable: bool,
     help: &'static str,
 ) -> Setting {
-    Setting { name, default, kind, mutable, sensitive: false, help }
+    Setting { name, default, kind, mutable, sensitive: false, alias: None, help }
+}
+
+/// A setting with Redis's older name as an alias.
+const fn aliased(setting: Setting, alias: &'static str) -> Setting {
+    Setting { alias: Some(alias), ..setting }
 }
 
 const MAXMEMORY_POLICIES: &[&str] = &[
@@ -97,6 +113,23 @@ pub static SETTINGS: &[Setting] = &[
       "LFU counter logarithm factor, as in Redis."),
     s("lfu-decay-time", "1", Kind::Int { min: 0, max: INT_MAX }, true,
       "Minutes of idleness for each step an LFU counter decays, as in Redis."),
+    aliased(s("list-max-listpack-size", "-2", Kind::Int { min: i32::MIN as i64, max: INT_MAX }, true,
+      "List node size: negative = bytes per node (-1 4 KiB, -2 8 KiB, ... -5 64 KiB), positive = elements per node."),
+      "list-max-ziplist-size"),
+    aliased(s("hash-max-listpack-entries", "512", Kind::Int { min: 0, max: i64::MAX }, true,
+      "Hashes with at most this many fields stay in the compact listpack encoding."),
+      "hash-max-ziplist-entries"),
+    aliased(s("hash-max-listpack-value", "64", Kind::Int { min: 0, max: i64::MAX }, true,
+      "Hashes whose fields and values are at most this long stay in the compact listpack encoding."),
+      "hash-max-ziplist-value"),
+    s("set-max-intset-entries", "512", Kind::Int { min: 0, max: i64::MAX }, true,
+      "Sets of integers with at most this many members stay in the compact intset encoding."),
+    aliased(s("zset-max-listpack-entries", "128", Kind::Int { min: 0, max: i64::MAX }, true,
+      "Sorted sets with at most this many members stay in the compact listpack encoding."),
+      "zset-max-ziplist-entries"),
+    aliased(s("zset-max-listpack-value", "64", Kind::Int { min: 0, max: i64::MAX }, true,
+      "Sorted sets whose members are at most this long stay in the compact listpack encoding."),
+      "zset-max-ziplist-value"),
     s("io-memory", "1048576", Kind::Memory { min: 512 * 1024, max: i64::MAX }, false,
       "Memory each shard registers with io_uring for its I/O buffers (counts against ulimit -l)."),
     s("spin-before-park", "0", Kind::Int { min: 0, max: 1_000_000 }, false,
@@ -104,7 +137,7 @@ pub static SETTINGS: &[Setting] = &[
 ];
 
 pub fn find(name: &str) -> Option<&'static Setting> {
-    SETTINGS.iter().find(|s| s.name.eq_ignore_ascii_case(name))
+    SETTINGS.iter().find(|s| s.is_named(name))
 }
 
 /// Reads `value` as `setting` requires and returns its canonical form, or the

@@ -23,6 +23,7 @@ enum Part {
     Batch { shard: ShardId, index: usize, suppress: bool },
 }
 
+#[derive(Default)]
 pub struct Segment {
     /// The time the commands run at: read when the first shard command of
     /// the segment runs here, so server commands cost no clock read.
@@ -35,18 +36,6 @@ pub struct Segment {
     /// Whether this core's shard has a batch (because a local command had to
     /// wait for a lock): later local commands must queue behind it.
     home_batched: bool,
-}
-
-impl Default for Segment {
-    fn default() -> Self {
-        Segment {
-            clock: None,
-            parts: Vec::new(),
-            side: Vec::new(),
-            batches: Vec::new(),
-            home_batched: false,
-        }
-    }
 }
 
 impl Segment {
