@@ -7,9 +7,13 @@
 pub mod bitmap;
 pub mod command;
 pub mod connection;
+pub mod hash;
 pub mod keys;
+pub mod list;
 pub mod server;
+pub mod set;
 pub mod string;
+pub mod zset;
 
 use crate::command::CommandSpec;
 
@@ -17,6 +21,10 @@ use crate::command::CommandSpec;
 pub static ALL: &[&[CommandSpec]] = &[
     string::COMMANDS,
     bitmap::COMMANDS,
+    list::COMMANDS,
+    hash::COMMANDS,
+    set::COMMANDS,
+    zset::COMMANDS,
     keys::COMMANDS,
     connection::COMMANDS,
     server::COMMANDS,
