@@ -107,3 +107,52 @@ fn msetnx_sets_all_or_none_under_contention() {
         assert!(v[0].is_some() && v[0] == v[1], "MSETNX left {v:?}");
     }
 }
+
+#[test]
+fn flushall_is_atomic_across_shards() {
+    // MSET writes two keys on different shards while FLUSHALL runs: an
+    // MGET must see both keys or neither, never one flushed and one not.
+    let server = Server::start(2);
+    let (a, b) = keys_on_two_shards();
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut workers = Vec::new();
+    {
+        let (a, b, stop, url) = (a.clone(), b.clone(), stop.clone(), server.url());
+        workers.push(thread::spawn(move || {
+            let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+            let mut i = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                i += 1;
+                q::<String>(&mut c, &["MSET", &a, &i.to_string(), &b, &i.to_string()]).unwrap();
+            }
+        }));
+    }
+    {
+        let (stop, url) = (stop.clone(), server.url());
+        workers.push(thread::spawn(move || {
+            let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+            while !stop.load(Ordering::Relaxed) {
+                q::<String>(&mut c, &["FLUSHALL"]).unwrap();
+            }
+        }));
+    }
+    let mut c = server.client();
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let (mut both, mut neither) = (0, 0);
+    while Instant::now() < deadline {
+        let v: Vec<Option<String>> = q(&mut c, &["MGET", &a, &b]).unwrap();
+        match (&v[0], &v[1]) {
+            (Some(x), Some(y)) => {
+                assert_eq!(x, y);
+                both += 1;
+            }
+            (None, None) => neither += 1,
+            _ => panic!("MGET saw one shard flushed and the other not: {v:?}"),
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        w.join().unwrap();
+    }
+    assert!(both > 0 && neither > 0, "both={both} neither={neither}");
+}

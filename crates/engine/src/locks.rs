@@ -23,6 +23,11 @@ use std::collections::VecDeque;
 /// Hash of (database, key) that locks are taken on.
 pub type Fingerprint = u64;
 
+/// The lock on a whole shard (FLUSHDB, FLUSHALL, SWAPDB): conflicts with
+/// every other lock. A key whose fingerprint happens to equal it only makes
+/// its commands wait a little more, never lets a conflict through.
+pub const WHOLE_SHARD: Fingerprint = u64::MAX;
+
 pub fn fingerprint(db: usize, key: &[u8]) -> Fingerprint {
     key_hash(key) ^ (db as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
@@ -53,7 +58,14 @@ impl Held {
     }
 }
 
+fn takes_whole_shard(locks: &LockSet) -> bool {
+    locks.iter().any(|(fp, _)| *fp == WHOLE_SHARD)
+}
+
 fn conflicts(a: &LockSet, b: &LockSet) -> bool {
+    if (takes_whole_shard(a) && !b.is_empty()) || (takes_whole_shard(b) && !a.is_empty()) {
+        return true;
+    }
     a.iter().any(|(fa, ma)| {
         b.iter()
             .any(|(fb, mb)| fa == fb && (*ma == LockMode::Exclusive || *mb == LockMode::Exclusive))
@@ -89,7 +101,14 @@ impl<W> LockTable<W> {
     }
 
     fn admitted_by_held(&self, locks: &LockSet) -> bool {
-        locks.iter().all(|(fp, mode)| self.held.get(fp).is_none_or(|h| h.admits(*mode)))
+        if locks.is_empty() {
+            return true;
+        }
+        if takes_whole_shard(locks) {
+            return self.held.is_empty();
+        }
+        !self.held.contains_key(&WHOLE_SHARD)
+            && locks.iter().all(|(fp, mode)| self.held.get(fp).is_none_or(|h| h.admits(*mode)))
     }
 
     /// Whether a command needing `locks` may run now: nothing held conflicts,
@@ -196,6 +215,22 @@ mod tests {
         assert_eq!(t.release(&a), vec!["writer"]);
         assert!(!t.may_run(&vec![(1, Shared)]));
         assert!(t.release(&vec![(1, Exclusive)]).is_empty());
+        assert!(t.is_idle());
+    }
+
+    #[test]
+    fn the_whole_shard_lock_excludes_everything() {
+        let mut t: LockTable<&str> = LockTable::default();
+        let key = vec![(5, Shared)];
+        let whole = vec![(WHOLE_SHARD, Exclusive)];
+        assert!(t.try_acquire(&key));
+        assert!(!t.try_acquire(&whole));
+        t.enqueue(whole.clone(), true, "flush");
+        // Nothing new may overtake the queued flush.
+        assert!(!t.may_run(&vec![(6, Shared)]));
+        assert_eq!(t.release(&key), vec!["flush"]);
+        assert!(!t.may_run(&vec![(7, Exclusive)]));
+        assert!(t.release(&whole).is_empty());
         assert!(t.is_idle());
     }
 

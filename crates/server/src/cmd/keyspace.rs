@@ -24,7 +24,8 @@ pub async fn swapdb(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let databases = conn.core.config.borrow().databases();
     let in_range = |n: i64| usize::try_from(n).ok().filter(|&n| n < databases);
     let (Some(a), Some(b)) = (in_range(a), in_range(b)) else { return Err(DB_INDEX_OUT_OF_RANGE) };
-    conn.core.invoke_on_all(move |core| op_swap_db(&mut core.shard.borrow_mut(), a, b)).await?;
+    crate::route::cross::on_every_shard_exclusively(conn, move |shard| op_swap_db(shard, a, b))
+        .await?;
     conn.reply().ok();
     Ok(())
 }
@@ -40,14 +41,16 @@ pub async fn dbsize(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
 pub async fn flushdb(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     parse_flush_mode(args)?;
     let db = conn.state.db;
-    conn.core.invoke_on_all(move |core| op_flush(&mut core.shard.borrow_mut(), Some(db))).await?;
+    crate::route::cross::on_every_shard_exclusively(conn, move |shard| op_flush(shard, Some(db)))
+        .await?;
     conn.reply().ok();
     Ok(())
 }
 
 pub async fn flushall(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     parse_flush_mode(args)?;
-    conn.core.invoke_on_all(move |core| op_flush(&mut core.shard.borrow_mut(), None)).await?;
+    crate::route::cross::on_every_shard_exclusively(conn, move |shard| op_flush(shard, None))
+        .await?;
     conn.reply().ok();
     Ok(())
 }

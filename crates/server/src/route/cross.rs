@@ -194,6 +194,43 @@ async fn acquire_in_order<T: Send + 'static>(
     Ok(results)
 }
 
+/// Runs `f` on every shard as one transaction that locks each whole shard
+/// (FLUSHDB, FLUSHALL, SWAPDB): no command sees one shard done and another
+/// not, and no gathered command writes back into a shard after it.
+pub async fn on_every_shard_exclusively<F>(conn: &Connection, f: F) -> Result<(), CmdError>
+where
+    F: Fn(&mut ringdb_engine::Shard) + Send + Sync + Clone + 'static,
+{
+    use ringdb_engine::locks::{LockMode, WHOLE_SHARD};
+    let whole: LockSet = vec![(WHOLE_SHARD, LockMode::Exclusive)];
+    let shards = conn.core.shared.shards();
+    let steps: Vec<AcquireStep<()>> = (0..shards)
+        .map(|i| (ShardId(i as u16), whole.clone(), Box::new(|_: &mut _| ()) as _))
+        .collect();
+    acquire_in_order(conn, steps).await?;
+    let mut waiting = Vec::with_capacity(shards);
+    for i in 0..shards {
+        let (f, whole) = (f.clone(), whole.clone());
+        let (tx, rx) = flume::bounded(1);
+        conn.core
+            .send_job(
+                ShardId(i as u16),
+                Box::new(move |core| {
+                    let mut shard = core.shard.borrow_mut();
+                    f(&mut shard);
+                    shard.tx_release(&whole);
+                    let _ = tx.send(());
+                }),
+            )
+            .await;
+        waiting.push(rx);
+    }
+    for rx in waiting {
+        rx.recv_async().await.map_err(|_| NO_ANSWER)?;
+    }
+    Ok(())
+}
+
 /// A key's final state after a gathered command, for its owner.
 struct Change {
     db: usize,
