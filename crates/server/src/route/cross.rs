@@ -247,8 +247,11 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
         let key = command.args[pos].clone();
         keys_by_shard.entry(slot_map.shard_of_key(&key)).or_default().push(key);
     }
-    let plan: Vec<(ShardId, LockSet)> =
-        keys_by_shard.iter().map(|(shard, keys)| (*shard, lock_set_for(&command, keys))).collect();
+    let databases = conn.core.config.borrow().databases();
+    let plan: Vec<(ShardId, LockSet)> = keys_by_shard
+        .iter()
+        .map(|(shard, keys)| (*shard, lock_set_for(&command, keys, databases)))
+        .collect();
 
     // Lock and copy the keys, shard by shard.
     let steps: Vec<AcquireStep<Copies>> = plan
@@ -346,11 +349,13 @@ fn copy_keys(shard: &mut ringdb_engine::Shard, keys: &[Bytes]) -> Copies {
     copies
 }
 
-/// The locks a gathered command takes on `keys` of one shard.
-fn lock_set_for(command: &ShardCommand, keys: &[Bytes]) -> LockSet {
+/// The locks a gathered command takes on `keys` of one shard: in every
+/// database, because the keys are copied from every database (COPY … DB n
+/// and MOVE name another database than the client's).
+fn lock_set_for(command: &ShardCommand, keys: &[Bytes], databases: usize) -> LockSet {
     use ringdb_engine::locks::{fingerprint, LockMode};
     let mode = if command.spec.is_write() { LockMode::Exclusive } else { LockMode::Shared };
-    keys.iter().map(|k| (fingerprint(command.client.db, k), mode)).collect()
+    keys.iter().flat_map(|k| (0..databases).map(move |db| (fingerprint(db, k), mode))).collect()
 }
 
 /// Applies a gathered command's changes on their owner, through its funnel.
