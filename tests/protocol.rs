@@ -172,3 +172,39 @@ fn unauthenticated_clients_get_small_limits_and_noauth() {
     assert_eq!(raw.read_frame(), b"-ERR Protocol error: unauthenticated multibulk length\r\n");
     assert!(raw.is_closed());
 }
+
+#[test]
+fn a_slow_reader_of_big_replies_does_not_grow_server_memory() {
+    // 200 GETs of 1 MiB values are 200 MiB of replies; the server writes
+    // them as it goes and waits for the reader, so its memory stays small.
+    // The two keys live on different shards, so both the connection's own
+    // shard and a batch sent to the other shard are exercised.
+    let server = Server::start(2);
+    let mut c = server.client();
+    let (a, b) = common::keys_on_two_shards();
+    let big = vec![b'v'; 1 << 20];
+    for key in [&a, &b] {
+        redis::cmd("SET").arg(key).arg(&big).query::<()>(&mut c).unwrap();
+    }
+    let mut raw = server.raw();
+    let mut pipeline = Vec::new();
+    for i in 0..200 {
+        let key = if i % 2 == 0 { &a } else { &b };
+        pipeline.extend_from_slice(
+            format!("*2\r\n$3\r\nGET\r\n${}\r\n{}\r\n", key.len(), key).as_bytes(),
+        );
+    }
+    raw.send(&pipeline);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let info: String = q(&mut c, &["INFO", "memory"]).unwrap();
+    let used: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("used_memory:"))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("used_memory in INFO");
+    assert!(used < 64 << 20, "server holds {used} bytes while the client is not reading");
+    for _ in 0..200 {
+        let frame = raw.read_frame();
+        assert_eq!(frame.len(), (1 << 20) + "$1048576\r\n".len() + 2);
+    }
+}

@@ -406,11 +406,19 @@ impl ShardCommand {
 }
 
 /// The replies of a batch: one buffer, and where each reply ends in it.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct BatchReply {
     pub buf: Vec<u8>,
     pub ends: Vec<usize>,
+    /// Commands not run yet: the batch stopped early because its replies
+    /// reached [`BATCH_REPLY_LIMIT`]. The sender writes out what it has and
+    /// sends these again.
+    pub rest: Vec<ShardCommand>,
 }
+
+/// Bytes of replies a batch collects before it returns early, so that a
+/// pipeline of big replies is never held in memory whole.
+pub const BATCH_REPLY_LIMIT: usize = 1 << 20;
 
 impl BatchReply {
     pub fn reply(&self, i: usize) -> &[u8] {
@@ -459,13 +467,18 @@ impl Shard {
         execute_timed(&mut self.keyspace, &mut self.state, cmd, out, clock);
     }
 
-    /// Runs a batch of commands from one connection in order, starting at
-    /// `next`. A command whose keys are locked by a transaction parks the
-    /// rest of the batch in the lock queue; it resumes when its turn comes.
-    /// `done` receives all the replies once the last command has run.
-    pub fn run_batch(
+    /// Runs a batch of commands from one connection in order. A command
+    /// whose keys are locked by a transaction parks the rest of the batch in
+    /// the lock queue; it resumes when its turn comes. `done` receives the
+    /// replies once the last command has run, or once they pass
+    /// [`BATCH_REPLY_LIMIT`] (then `rest` holds the commands still to run).
+    pub fn run_batch(&mut self, cmds: Vec<ShardCommand>, done: BatchDone) {
+        self.resume_batch(cmds, 0, BatchReply::default(), false, done)
+    }
+
+    fn resume_batch(
         &mut self,
-        cmds: Vec<ShardCommand>,
+        mut cmds: Vec<ShardCommand>,
         mut next: usize,
         mut reply: BatchReply,
         woken: bool,
@@ -476,6 +489,10 @@ impl Shard {
         // queue has just said its turn has come.
         let mut unchecked = woken;
         while next < cmds.len() {
+            if reply.buf.len() >= BATCH_REPLY_LIMIT {
+                reply.rest = cmds.split_off(next);
+                break;
+            }
             let cmd = &cmds[next];
             if !std::mem::take(&mut unchecked) && !self.locks.is_idle() {
                 let locks = cmd.lock_set();
@@ -484,7 +501,7 @@ impl Shard {
                         locks,
                         false,
                         Box::new(move |shard: &mut Shard| {
-                            shard.run_batch(cmds, next, reply, true, done)
+                            shard.resume_batch(cmds, next, reply, true, done)
                         }),
                     );
                     return;

@@ -24,7 +24,7 @@ use ringdb_engine::command::{CmdError, CmdResult, Exec, Merge};
 use ringdb_engine::funnel::{KeyEvent, NotifyClass};
 use ringdb_engine::keyspace::{Entry, Keyspace};
 use ringdb_engine::locks::LockSet;
-use ringdb_engine::shard::{execute_on, now_ms, BatchReply, ShardState};
+use ringdb_engine::shard::{execute_on, now_ms, ShardState};
 use ringdb_engine::{ShardCommand, ShardId};
 use ringdb_protocol::frame;
 use std::collections::BTreeMap;
@@ -118,11 +118,10 @@ async fn split(
                 .send_job(
                     part.shard,
                     Box::new(move |core| {
+                        // One command: it always runs before the batch could
+                        // stop at its reply limit.
                         core.shard.borrow_mut().run_batch(
                             vec![cmd],
-                            0,
-                            BatchReply::default(),
-                            false,
                             Box::new(move |_, reply| {
                                 let _ = tx.send(reply.buf);
                             }),

@@ -25,12 +25,25 @@ use ringdb_engine::{ShardCommand, ShardId};
 use ringdb_protocol::Request;
 use segment::Segment;
 
+/// Replies buffered beyond this are written before more commands run.
+const OUTPUT_FLUSH_BYTES: usize = 1 << 20;
+
 /// Runs the commands of one read and leaves their replies in `conn.out`.
 pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
     let mut segment = Segment::default();
     for request in requests {
         if conn.state.close_after_reply {
             break;
+        }
+        // A long pipeline of big replies is written out as it goes, so the
+        // replies held in memory stay bounded (and a slow reader holds the
+        // pipeline back instead of growing our buffers).
+        if conn.out.len() + segment.buffered() >= OUTPUT_FLUSH_BYTES {
+            segment.finish(conn).await;
+            if conn.flush().await.is_err() {
+                conn.state.close_after_reply = true;
+                break;
+            }
         }
         let args = request.args;
         let skip = std::mem::take(&mut conn.state.skip_next);

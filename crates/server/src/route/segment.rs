@@ -43,14 +43,20 @@ impl Segment {
         !self.parts.is_empty()
     }
 
+    /// Bytes of replies held aside.
+    pub fn buffered(&self) -> usize {
+        self.side.len()
+    }
+
     fn batch_for(&mut self, shard: ShardId) -> &mut Vec<ShardCommand> {
-        match self.batches.iter().position(|(s, _)| *s == shard) {
-            Some(i) => &mut self.batches[i].1,
+        let i = match self.batches.iter().position(|(s, _)| *s == shard) {
+            Some(i) => i,
             None => {
                 self.batches.push((shard, Vec::new()));
-                &mut self.batches.last_mut().expect("just pushed").1
+                self.batches.len() - 1
             }
-        }
+        };
+        &mut self.batches[i].1
     }
 
     /// Adds a command for `shard`. `suppress`: CLIENT REPLY OFF/SKIP.
@@ -112,8 +118,12 @@ impl Segment {
         }
     }
 
-    /// Sends the batches, waits for every reply and writes them all, in
-    /// request order, to the connection's output.
+    /// Sends the batches, waits for the replies and writes them all, in
+    /// request order, to the connection's output. A batch whose replies
+    /// pass the shard's limit comes back early with the commands it did not
+    /// run; what can be written is written out to the socket, and the rest
+    /// is sent again. So a pipeline of big replies streams through a bounded
+    /// amount of memory.
     pub async fn finish(&mut self, conn: &mut Connection) {
         // What runs next (a server or cross-shard command) is timed on its
         // own; the next shard command starts a new clock.
@@ -121,45 +131,119 @@ impl Segment {
         if !self.pending() {
             return;
         }
-        let batches = std::mem::take(&mut self.batches);
-        let mut replies: Vec<(ShardId, BatchReply)> = Vec::with_capacity(batches.len());
-        let mut waiting = Vec::with_capacity(batches.len());
-        for (shard, commands) in batches {
-            let (tx, rx) = flume::bounded(1);
-            let job: crate::mesh::Job = Box::new(move |core| {
-                core.shard.borrow_mut().run_batch(
-                    commands,
-                    0,
-                    BatchReply::default(),
-                    false,
-                    Box::new(move |_, reply| {
-                        let _ = tx.send(reply);
-                    }),
-                );
-            });
-            conn.core.send_job(shard, job).await;
-            waiting.push((shard, rx));
-        }
-        for (shard, rx) in waiting {
-            // A dropped batch can only come from a panicking job; its
-            // replies become errors below rather than a stuck connection.
-            let reply = rx.recv_async().await.unwrap_or_default();
-            replies.push((shard, reply));
-        }
-        for part in std::mem::take(&mut self.parts) {
-            match part {
-                Part::Side(range) => conn.out.extend_from_slice(&self.side[range]),
-                Part::Batch { shard, index, suppress } => {
-                    let reply = replies.iter().find(|(s, _)| *s == shard).map(|(_, r)| r);
-                    match reply.filter(|r| index < r.ends.len()) {
-                        Some(r) if !suppress => conn.out.extend_from_slice(r.reply(index)),
-                        Some(_) => {}
-                        None => conn.reply().error(crate::mesh::NO_ANSWER.text()),
+        let mut to_send = std::mem::take(&mut self.batches);
+        let mut received: Vec<Received> = Vec::new();
+        let parts = std::mem::take(&mut self.parts);
+        let mut next_part = 0;
+        loop {
+            let mut waiting = Vec::with_capacity(to_send.len());
+            for (shard, commands) in to_send.drain(..) {
+                let (tx, rx) = flume::bounded(1);
+                let job: crate::mesh::Job = Box::new(move |core| {
+                    core.shard.borrow_mut().run_batch(
+                        commands,
+                        Box::new(move |_, reply| {
+                            let _ = tx.send(reply);
+                        }),
+                    );
+                });
+                conn.core.send_job(shard, job).await;
+                waiting.push((shard, rx));
+            }
+            for (shard, rx) in waiting {
+                // A dropped batch can only come from a panicking job; its
+                // replies become errors below rather than a stuck connection.
+                let mut reply: BatchReply = rx.recv_async().await.unwrap_or_default();
+                if !reply.rest.is_empty() {
+                    to_send.push((shard, std::mem::take(&mut reply.rest)));
+                }
+                match received.iter_mut().find(|r| r.shard == shard) {
+                    Some(r) => r.append(reply),
+                    None => received.push(Received::new(shard, reply)),
+                }
+            }
+            // Write every reply available in order, up to the first that
+            // is still to come.
+            while let Some(part) = parts.get(next_part) {
+                match part {
+                    Part::Side(range) => conn.out.extend_from_slice(&self.side[range.clone()]),
+                    Part::Batch { shard, index, suppress } => {
+                        let r = received.iter_mut().find(|r| r.shard == *shard);
+                        match r.as_ref().and_then(|r| r.get(*index)) {
+                            Some(reply) if !suppress => conn.out.extend_from_slice(reply),
+                            Some(_) => {}
+                            None if to_send.iter().any(|(s, _)| s == shard) => break,
+                            None => conn.reply().error(crate::mesh::NO_ANSWER.text()),
+                        }
+                        if let Some(r) = r {
+                            r.consumed(*index);
+                        }
                     }
                 }
+                next_part += 1;
+            }
+            if to_send.is_empty() {
+                break;
+            }
+            for r in &mut received {
+                r.compact();
+            }
+            if conn.flush().await.is_err() {
+                conn.state.close_after_reply = true;
+                break;
             }
         }
         self.side.clear();
         self.home_batched = false;
+    }
+}
+
+/// The replies received so far from one shard in this segment. Replies are
+/// numbered from the start of the segment; those already written are
+/// dropped from the front.
+struct Received {
+    shard: ShardId,
+    buf: Vec<u8>,
+    /// End offset in `buf` of each reply kept.
+    ends: Vec<usize>,
+    /// Number of the first reply kept.
+    first: usize,
+    /// Replies before this number have been written.
+    written: usize,
+}
+
+impl Received {
+    fn new(shard: ShardId, reply: BatchReply) -> Self {
+        Received { shard, buf: reply.buf, ends: reply.ends, first: 0, written: 0 }
+    }
+
+    fn append(&mut self, reply: BatchReply) {
+        let base = self.buf.len();
+        self.buf.extend_from_slice(&reply.buf);
+        self.ends.extend(reply.ends.iter().map(|e| e + base));
+    }
+
+    fn get(&self, index: usize) -> Option<&[u8]> {
+        let i = index.checked_sub(self.first)?;
+        let end = *self.ends.get(i)?;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        Some(&self.buf[start..end])
+    }
+
+    fn consumed(&mut self, index: usize) {
+        self.written = self.written.max(index + 1);
+    }
+
+    /// Drops the replies already written.
+    fn compact(&mut self) {
+        let drop = self.written.saturating_sub(self.first).min(self.ends.len());
+        if drop == 0 {
+            return;
+        }
+        let bytes = self.ends[drop - 1];
+        self.buf.drain(..bytes);
+        self.ends.drain(..drop);
+        self.ends.iter_mut().for_each(|e| *e -= bytes);
+        self.first += drop;
     }
 }
