@@ -9,6 +9,7 @@
 //! asserts that every command flagged `write` fires it for each key it
 //! changes and that read commands never do.
 
+use crate::watch::WatchTable;
 use bytes::Bytes;
 
 /// The keyspace-notification class of a change (the letters of
@@ -55,29 +56,36 @@ pub struct Funnel {
     /// a cross-shard transaction replays them on the keys' owners, and tests
     /// inspect them.
     record: Option<Vec<KeyEvent>>,
+    /// Keys clients WATCH, with their versions.
+    pub watches: WatchTable,
 }
 
 impl Funnel {
     /// A funnel that records every event.
     pub fn recording() -> Self {
-        Funnel { dirty: 0, record: Some(Vec::new()) }
+        Funnel { record: Some(Vec::new()), ..Funnel::default() }
     }
 
     /// `key` in database `db` changed.
     pub fn key_changed(&mut self, db: usize, key: &[u8], class: NotifyClass, event: &'static str) {
         self.dirty += 1;
+        if !self.watches.is_empty() {
+            self.watches.touch(db, key);
+        }
         if let Some(record) = &mut self.record {
             record.push(KeyEvent { db, key: Bytes::copy_from_slice(key), class, event });
         }
     }
 
-    /// Every key of database `db` (all databases for `None`) may have
-    /// changed at once: FLUSHDB, FLUSHALL, and each side of SWAPDB (Redis's
+    /// Every key of database `db` for which `affected` says yes changed at
+    /// once: FLUSHDB, FLUSHALL, and each side of SWAPDB (Redis's
     /// `signalFlushedDb` / `touchAllWatchedKeysInDb`). Whole-database
-    /// reactions (failing WATCHes on that database, dropping its reactive
-    /// watches) hang off here rather than off one event per key.
-    pub fn flushed(&mut self, _db: Option<usize>) {
+    /// reactions hang off here rather than off one event per key.
+    pub fn flushed(&mut self, db: usize, affected: impl Fn(&[u8]) -> bool) {
         self.dirty += 1;
+        if !self.watches.is_empty() {
+            self.watches.touch_db(db, affected);
+        }
     }
 
     /// Takes the recorded events (empty when not recording).

@@ -12,6 +12,7 @@
 //! - [`expire`]: the active expiry cycle.
 //! - [`digest`]: DEBUG DIGEST's Redis-compatible dataset signatures.
 //! - [`scan`]: SCAN's cursor over slots and shards.
+//! - [`watch`]: versions of WATCHed keys (optimistic MULTI/EXEC).
 //!
 //! The rule this crate keeps: no I/O, no threads, no glommio. A shard is plain
 //! data driven by the server; everything here is tested with plain `#[test]`.
@@ -25,5 +26,6 @@ pub mod keyspace;
 pub mod locks;
 pub mod scan;
 pub mod shard;
+pub mod watch;
 
 pub use shard::{Shard, ShardCommand, ShardId, SlotMap};

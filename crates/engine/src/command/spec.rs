@@ -283,6 +283,11 @@ pub enum Merge {
 /// the table only names them, so that there is still one table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NodeCommand {
+    Multi,
+    Exec,
+    Discard,
+    Watch,
+    Unwatch,
     Ping,
     Echo,
     Hello,

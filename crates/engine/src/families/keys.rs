@@ -697,15 +697,16 @@ pub fn op_random_key(shard: &mut Shard, db: usize, now_ms: u64) -> Option<Bytes>
 
 /// FLUSHDB (`Some(db)`) or FLUSHALL (`None`) on one shard.
 pub fn op_flush(shard: &mut Shard, db: Option<usize>) {
-    match db {
-        Some(db) => shard.keyspace.db_mut(db).clear(),
-        None => {
-            for db in 0..shard.keyspace.db_count() {
-                shard.keyspace.db_mut(db).clear();
-            }
-        }
+    let dbs = match db {
+        Some(db) => db..db + 1,
+        None => 0..shard.keyspace.db_count(),
+    };
+    for db in dbs {
+        // Watched keys that existed are changed by the flush.
+        let keyspace = &shard.keyspace;
+        shard.state.funnel.flushed(db, |key| keyspace.db(db).get(key).is_some());
+        shard.keyspace.db_mut(db).clear();
     }
-    shard.state.funnel.flushed(db);
 }
 
 /// SWAPDB on one shard. Every key of both databases may look different to
@@ -714,9 +715,13 @@ pub fn op_swap_db(shard: &mut Shard, a: usize, b: usize) {
     if a == b {
         return;
     }
+    // A watched key changes if it exists on either side of the swap.
+    let keyspace = &shard.keyspace;
+    let on_either =
+        |key: &[u8]| keyspace.db(a).get(key).is_some() || keyspace.db(b).get(key).is_some();
+    shard.state.funnel.flushed(a, on_either);
+    shard.state.funnel.flushed(b, on_either);
     shard.keyspace.swap(a, b);
-    shard.state.funnel.flushed(Some(a));
-    shard.state.funnel.flushed(Some(b));
 }
 
 /// FLUSHDB's and FLUSHALL's optional `ASYNC | SYNC` (both free memory at

@@ -13,6 +13,7 @@ pub mod list;
 pub mod server;
 pub mod set;
 pub mod string;
+pub mod transactions;
 pub mod zset;
 
 use crate::command::CommandSpec;
@@ -26,6 +27,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     set::COMMANDS,
     zset::COMMANDS,
     keys::COMMANDS,
+    transactions::COMMANDS,
     connection::COMMANDS,
     server::COMMANDS,
     command::COMMANDS,

@@ -167,7 +167,9 @@ pub fn hello(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
 /// RESET: the connection as newly connected (Redis's
 /// `clearClientConnectionState`); the library name and version stay, since
 /// they still describe the client behind the connection.
-pub fn reset(conn: &mut Connection) -> CmdResult {
+pub async fn reset(conn: &mut Connection) -> CmdResult {
+    conn.state.multi = None;
+    crate::route::multi::unwatch_all(conn).await;
     conn.state.db = 0;
     conn.state.resp = Resp::V2;
     conn.state.reply_off = false;

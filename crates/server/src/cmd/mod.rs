@@ -9,6 +9,7 @@ pub mod config;
 pub mod connection;
 pub mod info;
 pub mod keyspace;
+pub mod transactions;
 
 use crate::net::connection::Connection;
 use bytes::Bytes;
@@ -38,13 +39,18 @@ pub async fn run(
 async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> CmdResult {
     use NodeCommand as N;
     match cmd {
+        N::Multi => transactions::multi(conn),
+        N::Exec => transactions::exec(conn).await,
+        N::Discard => transactions::discard(conn).await,
+        N::Watch => transactions::watch(conn, args).await,
+        N::Unwatch => transactions::unwatch(conn).await,
         N::Ping => connection::ping(conn, args),
         N::Echo => connection::echo(conn, args),
         N::Select => connection::select(conn, args),
         N::Quit => connection::quit(conn),
         N::Hello => connection::hello(conn, args),
         N::Auth => connection::auth(conn, args),
-        N::Reset => connection::reset(conn),
+        N::Reset => connection::reset(conn).await,
         N::SwapDb => keyspace::swapdb(conn, args).await,
         N::DbSize => keyspace::dbsize(conn, args).await,
         N::FlushDb => keyspace::flushdb(conn, args).await,

@@ -54,6 +54,12 @@ pub struct ClientState {
     pub no_evict: bool,
     /// Close once the replies so far are written (QUIT, protocol errors).
     pub close_after_reply: bool,
+    /// The open MULTI, if any: commands are queued until EXEC.
+    pub multi: Option<crate::route::multi::Multi>,
+    /// Keys WATCHed for the next EXEC.
+    pub watched: Vec<crate::route::multi::WatchedKey>,
+    /// EXEC is running this connection's transaction, which holds its locks.
+    pub in_exec: bool,
 }
 
 impl ClientState {
@@ -122,10 +128,16 @@ impl Connection {
                 no_touch: false,
                 no_evict: false,
                 close_after_reply: false,
+                multi: None,
+                watched: Vec::new(),
+                in_exec: false,
             },
         };
         if let Err(reason) = conn.run().await {
             debug!(client = id, "connection closed: {reason}");
+        }
+        if !conn.state.watched.is_empty() {
+            crate::route::multi::unwatch_all(&mut conn).await;
         }
         // Leave the registry first: CLIENT KILL must never reach a descriptor
         // number the kernel may hand out again once the socket is closed.

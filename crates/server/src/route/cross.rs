@@ -11,6 +11,10 @@
 //!   there, and sends each changed key back to its owner, where the change
 //!   goes through the owner's write funnel like any other write.
 //!
+//! Inside EXEC (`conn.state.in_exec`) the transaction already holds every
+//! lock its commands need, so these run their steps without taking or
+//! releasing any.
+//!
 //! The transaction scheme (see ARCHITECTURE.md and `ringdb_engine::locks`):
 //! intent locks are taken shard by shard in ascending shard order, so two
 //! transactions never wait for each other in a cycle; the last step on each
@@ -80,12 +84,19 @@ async fn split(
         return Err(CmdError::wrong_args(command.spec.name));
     }
     let parts = split_by_shard(conn, &command);
-    let replies: Vec<Vec<u8>> = if atomic {
-        let plan: Vec<(ShardId, LockSet)> =
-            parts.iter().map(|p| (p.shard, p.command.lock_set())).collect();
-        let steps: Vec<AcquireStep<()>> =
-            plan.iter().map(|(s, l)| (*s, l.clone(), Box::new(|_: &mut _| ()) as _)).collect();
-        acquire_in_order(conn, steps).await?;
+    // Inside EXEC the transaction already holds every lock: the parts run
+    // directly, without taking or releasing anything.
+    let held = conn.state.in_exec;
+    let replies: Vec<Vec<u8>> = if atomic || held {
+        let plan: Vec<(ShardId, LockSet)> = parts
+            .iter()
+            .map(|p| (p.shard, if held { Vec::new() } else { p.command.lock_set() }))
+            .collect();
+        if !held {
+            let steps: Vec<AcquireStep<()>> =
+                plan.iter().map(|(s, l)| (*s, l.clone(), Box::new(|_: &mut _| ()) as _)).collect();
+            acquire_in_order(conn, steps).await?;
+        }
         let mut waiting = Vec::new();
         for (part, (_, locks)) in parts.iter().zip(plan) {
             let cmd = part.command.clone();
@@ -97,7 +108,9 @@ async fn split(
                         let mut shard = core.shard.borrow_mut();
                         let mut out = Vec::new();
                         shard.execute(&cmd, &mut out);
-                        shard.tx_release(&locks);
+                        if !locks.is_empty() {
+                            shard.tx_release(&locks);
+                        }
                         let _ = tx.send(out);
                     }),
                 )
@@ -168,17 +181,27 @@ async fn split(
 
 /// A step of lock acquisition: on `shard`, take `locks`, then run the
 /// closure there (while holding them) and return its result.
-type AcquireStep<T> = (ShardId, LockSet, Box<dyn FnOnce(&mut ringdb_engine::Shard) -> T + Send>);
+pub(crate) type AcquireStep<T> =
+    (ShardId, LockSet, Box<dyn FnOnce(&mut ringdb_engine::Shard) -> T + Send>);
 
 /// Takes each step's locks shard by shard in ascending shard order, running
 /// each step's closure once its locks are held. The locks stay held until a
 /// later step releases them.
-async fn acquire_in_order<T: Send + 'static>(
+pub(crate) async fn acquire_in_order<T: Send + 'static>(
     conn: &Connection,
     steps: Vec<AcquireStep<T>>,
 ) -> Result<Vec<T>, CmdError> {
     debug_assert!(steps.windows(2).all(|w| w[0].0 < w[1].0), "steps must be in shard order");
     let mut results = Vec::with_capacity(steps.len());
+    if conn.state.in_exec {
+        // Inside EXEC the locks are held already: just run the steps.
+        for (shard, _, then) in steps {
+            results.push(
+                conn.core.invoke_on(shard, move |core| then(&mut core.shard.borrow_mut())).await?,
+            );
+        }
+        return Ok(results);
+    }
     for (shard, locks, then) in steps {
         let result = conn
             .core
@@ -207,6 +230,7 @@ where
         .map(|i| (ShardId(i as u16), whole.clone(), Box::new(|_: &mut _| ()) as _))
         .collect();
     acquire_in_order(conn, steps).await?;
+    let held = conn.state.in_exec;
     let mut waiting = Vec::with_capacity(shards);
     for i in 0..shards {
         let (f, whole) = (f.clone(), whole.clone());
@@ -217,7 +241,9 @@ where
                 Box::new(move |core| {
                     let mut shard = core.shard.borrow_mut();
                     f(&mut shard);
-                    shard.tx_release(&whole);
+                    if !held {
+                        shard.tx_release(&whole);
+                    }
                     let _ = tx.send(());
                 }),
             )
@@ -306,6 +332,7 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
             change.entry = scratch.db_mut(change.db).remove(&change.key);
         }
     }
+    let held = conn.state.in_exec;
     let mut waiting = Vec::new();
     for (shard, locks) in plan {
         let list = changes.remove(&shard).unwrap_or_default();
@@ -316,7 +343,9 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
                 Box::new(move |core| {
                     let mut shard = core.shard.borrow_mut();
                     apply_changes(&mut shard, list);
-                    shard.tx_release(&locks);
+                    if !held {
+                        shard.tx_release(&locks);
+                    }
                     let _ = tx.send(());
                 }),
             )

@@ -14,6 +14,7 @@
 //! Replies always go out in request order.
 
 pub mod cross;
+pub mod multi;
 pub mod segment;
 
 use crate::net::connection::Connection;
@@ -55,6 +56,10 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
                 if let Some(row) = rejected_row(&args) {
                     conn.core.shard.borrow_mut().state.stats.command(row.id).rejected_calls += 1;
                 }
+                // A refused command makes an open MULTI fail at EXEC.
+                if let Some(multi) = &mut conn.state.multi {
+                    multi.failed = true;
+                }
                 segment.reply_error(conn, &e, skip || conn.state.reply_off);
                 continue;
             }
@@ -63,7 +68,14 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
         conn.handle.view.borrow_mut().last_cmd = reg.full_name.as_str();
         if !conn.state.authenticated && !spec.has(flags::NO_AUTH) && !is_auth_command(spec.name) {
             conn.core.shard.borrow_mut().state.stats.command(reg.id).rejected_calls += 1;
+            if let Some(multi) = &mut conn.state.multi {
+                multi.failed = true;
+            }
             segment.reply_error(conn, &NOAUTH, skip || conn.state.reply_off);
+            continue;
+        }
+        if conn.state.multi.is_some() && !controls_transaction(spec.exec) {
+            queue(conn, &mut segment, reg, args, skip);
             continue;
         }
         match spec.exec {
@@ -117,20 +129,58 @@ fn rejected_row(args: &[Bytes]) -> Option<&'static Registered> {
     table().get_full(format!("{}|{}", reg.spec.name, sub).as_bytes())
 }
 
+/// Commands that run at once even inside MULTI (they control it or the
+/// connection), as in Redis's `processCommand`.
+fn controls_transaction(exec: Exec) -> bool {
+    use ringdb_engine::command::NodeCommand as N;
+    matches!(exec, Exec::Node(N::Exec | N::Discard | N::Multi | N::Watch | N::Quit | N::Reset))
+}
+
+/// Queues a command of an open MULTI: `+QUEUED`, or Redis's error for a
+/// command that may not run in a transaction (which fails the EXEC).
+fn queue(
+    conn: &mut Connection,
+    segment: &mut Segment,
+    reg: &'static ringdb_engine::command::Registered,
+    args: Vec<bytes::Bytes>,
+    skip: bool,
+) {
+    let suppress = skip || conn.state.reply_off;
+    if !multi::allowed_in_multi(reg) {
+        if let Some(m) = &mut conn.state.multi {
+            m.failed = true;
+        }
+        segment.reply_error(
+            conn,
+            &CmdError::new("ERR Command not allowed inside a transaction"),
+            suppress,
+        );
+        return;
+    }
+    if let Some(m) = &mut conn.state.multi {
+        // An aborted transaction keeps nothing (Redis frees nothing it will
+        // not run either).
+        if !m.failed {
+            m.queued.push(multi::Queued { reg, args });
+        }
+    }
+    segment.reply_status(conn, "QUEUED", suppress);
+}
+
 /// Commands that may run before authentication besides the NO_AUTH ones:
 /// Redis lets AUTH and HELLO through (they carry the credentials).
 fn is_auth_command(name: &str) -> bool {
     name == "auth" || name == "hello"
 }
 
-enum Target {
+pub(crate) enum Target {
     One(ShardId),
     Many,
 }
 
 /// The shard a command must run on: the owner of its keys, this core for a
 /// keyless command, or several.
-fn target(conn: &Connection, command: &ShardCommand) -> Target {
+pub(crate) fn target(conn: &Connection, command: &ShardCommand) -> Target {
     let slot_map = conn.core.shared.slot_map;
     let home = conn.core.id;
     let mut first = None;

@@ -118,6 +118,20 @@ impl Segment {
         }
     }
 
+    /// A status reply in request order (`+QUEUED`).
+    pub fn reply_status(&mut self, conn: &mut Connection, status: &str, suppress: bool) {
+        if suppress {
+            return;
+        }
+        if self.pending() {
+            let start = self.side.len();
+            ReplyWriter::new(&mut self.side, conn.state.resp).simple(status);
+            self.parts.push(Part::Side(start..self.side.len()));
+        } else {
+            conn.reply().simple(status);
+        }
+    }
+
     /// Sends the batches, waits for the replies and writes them all, in
     /// request order, to the connection's output. A batch whose replies
     /// pass the shard's limit comes back early with the commands it did not

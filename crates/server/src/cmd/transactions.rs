@@ -1,0 +1,44 @@
+//! MULTI, EXEC, DISCARD, WATCH, UNWATCH (the transaction itself runs in
+//! `route::multi`).
+
+use crate::net::connection::Connection;
+use crate::route::multi::{self, Multi};
+use bytes::Bytes;
+use ringdb_engine::command::{CmdError, CmdResult};
+
+pub fn multi(conn: &mut Connection) -> CmdResult {
+    if conn.state.multi.is_some() {
+        return Err(CmdError::new("ERR MULTI calls can not be nested"));
+    }
+    conn.state.multi = Some(Multi::default());
+    conn.reply().ok();
+    Ok(())
+}
+
+pub async fn exec(conn: &mut Connection) -> CmdResult {
+    multi::exec(conn).await
+}
+
+pub async fn discard(conn: &mut Connection) -> CmdResult {
+    if conn.state.multi.take().is_none() {
+        return Err(CmdError::new("ERR DISCARD without MULTI"));
+    }
+    multi::unwatch_all(conn).await;
+    conn.reply().ok();
+    Ok(())
+}
+
+pub async fn watch(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    if conn.state.multi.is_some() {
+        return Err(CmdError::new("ERR WATCH inside MULTI is not allowed"));
+    }
+    multi::watch(conn, &args[1..]).await?;
+    conn.reply().ok();
+    Ok(())
+}
+
+pub async fn unwatch(conn: &mut Connection) -> CmdResult {
+    multi::unwatch_all(conn).await;
+    conn.reply().ok();
+    Ok(())
+}
