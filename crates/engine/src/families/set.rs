@@ -155,19 +155,37 @@ fn write_set<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Result<Option<&'a mut 
     }
 }
 
-/// The set at `key` together with the shard state (for its random numbers),
-/// borrowed apart. Call after [`read_set`] or [`write_set`] found the set:
-/// this lookup has no side effects.
+/// How a key is looked up: for reading (hits and misses counted) or for
+/// writing.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lookup {
+    Read,
+    Write,
+}
+
+/// The set at `key` together with the shard state (for its random
+/// numbers), borrowed apart; `Ok(None)` when missing, WRONGTYPE when the
+/// key holds another type.
 fn set_and_state<'a>(
     ks: &'a mut KeyspaceView,
     key: &[u8],
-) -> Option<(&'a mut Set, &'a mut ShardState)> {
+    lookup: Lookup,
+) -> Result<Option<(&'a mut Set, &'a mut ShardState)>, CmdError> {
+    let found = match lookup {
+        Lookup::Read => read_set(ks, key)?.is_some(),
+        Lookup::Write => write_set(ks, key)?.is_some(),
+    };
+    if !found {
+        return Ok(None);
+    }
+    // The lookup above did expiry, statistics and the type check; this one
+    // only splits the borrow of the keyspace from the shard state.
     let db = ks.db;
     let state = &mut *ks.state;
-    match &mut ks.keyspace.db_mut(db).get_mut(key)?.value {
-        Value::Set(s) => Some((s, state)),
+    Ok(match ks.keyspace.db_mut(db).get_mut(key).map(|e| &mut e.value) {
+        Some(Value::Set(s)) => Some((s, state)),
         _ => None,
-    }
+    })
 }
 
 /// Redis's `setTypeCreate`: the encoding a new set gets from its first
@@ -282,12 +300,10 @@ fn srandmember(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         3 => return srandmember_count(ctx, args),
         _ => return Err(SYNTAX),
     }
-    let key = &args[1];
-    if read_set(&mut ctx.ks, key)?.is_none() {
+    let Some((set, state)) = set_and_state(&mut ctx.ks, &args[1], Lookup::Read)? else {
         ctx.out.null();
         return Ok(());
-    }
-    let Some((set, state)) = set_and_state(&mut ctx.ks, key) else { return Ok(()) };
+    };
     match set.random(&mut || state.random()) {
         Some(m) => reply_item(&mut ctx.out, m),
         None => ctx.out.null(),
@@ -308,7 +324,8 @@ fn srandmember_count(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     }
     let unique = count >= 0;
     let count = count.unsigned_abs() as usize;
-    let Some(size) = read_set(&mut ctx.ks, key)?.map(|s| s.len()) else {
+    let limit = ctx.ks.state.settings.max_bulk_len;
+    let Some((set, state)) = set_and_state(&mut ctx.ks, key, Lookup::Read)? else {
         ctx.out.array(0);
         return Ok(());
     };
@@ -316,8 +333,7 @@ fn srandmember_count(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         ctx.out.array(0);
         return Ok(());
     }
-    let limit = ctx.ks.state.settings.max_bulk_len;
-    let Some((set, state)) = set_and_state(&mut ctx.ks, key) else { return Ok(()) };
+    let size = set.len();
     let mut rng = || state.random();
     let out = &mut ctx.out;
     if !unique || count == 1 {
@@ -363,11 +379,10 @@ fn spop(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         _ => return Err(SYNTAX),
     }
     let key = &args[1];
-    if write_set(&mut ctx.ks, key)?.is_none() {
+    let Some((set, state)) = set_and_state(&mut ctx.ks, key, Lookup::Write)? else {
         ctx.out.null();
         return Ok(());
-    }
-    let Some((set, state)) = set_and_state(&mut ctx.ks, key) else { return Ok(()) };
+    };
     let popped = set.pop_random(&mut || state.random());
     let emptied = set.is_empty();
     ctx.ks.changed(key, NotifyClass::Set, "spop");
@@ -392,12 +407,12 @@ fn spop_count(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     if count < 0 {
         return Err(MUST_BE_POSITIVE);
     }
-    if write_set(&mut ctx.ks, key)?.is_none() || count == 0 {
+    let limits = ctx.ks.state.settings.limits;
+    let found = set_and_state(&mut ctx.ks, key, Lookup::Write)?;
+    let Some((set, state)) = found.filter(|_| count > 0) else {
         ctx.out.set(0);
         return Ok(());
-    }
-    let limits = ctx.ks.state.settings.limits;
-    let Some((set, state)) = set_and_state(&mut ctx.ks, key) else { return Ok(()) };
+    };
     let popped = set.pop_many(count as usize, &mut || state.random(), &limits);
     let emptied = set.is_empty();
     ctx.ks.changed(key, NotifyClass::Set, "spop");
@@ -433,7 +448,10 @@ fn smove(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         ctx.out.int(found as i64);
         return Ok(());
     }
-    let Some(source) = write_set(&mut ctx.ks, src)? else { return Ok(()) };
+    let Some(source) = write_set(&mut ctx.ks, src)? else {
+        ctx.out.int(0);
+        return Ok(());
+    };
     if !source.remove(member) {
         ctx.out.int(0);
         return Ok(());
