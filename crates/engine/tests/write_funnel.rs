@@ -69,16 +69,40 @@ const SAMPLES: &[(&str, &str, &[&str])] = &[
     ("object|idletime", "OBJECT IDLETIME s", &[]),
     ("object|refcount", "OBJECT REFCOUNT s", &[]),
     ("object|help", "OBJECT HELP", &[]),
+    // Sets.
+    ("sadd", "SADD st x", &["st"]),
+    ("srem", "SREM st a", &["st"]),
+    ("scard", "SCARD st", &[]),
+    ("sismember", "SISMEMBER st a", &[]),
+    ("smismember", "SMISMEMBER st a z", &[]),
+    ("smembers", "SMEMBERS st", &[]),
+    ("srandmember", "SRANDMEMBER st -5", &[]),
+    ("spop", "SPOP st 2", &["st"]),
+    ("smove", "SMOVE st new a", &["st", "new"]),
+    ("sinter", "SINTER st missing", &[]),
+    ("sintercard", "SINTERCARD 2 st st LIMIT 1", &[]),
+    ("sunion", "SUNION st missing", &[]),
+    ("sdiff", "SDIFF st missing", &[]),
+    ("sinterstore", "SINTERSTORE new st st", &["new"]),
+    ("sunionstore", "SUNIONSTORE s st", &["s"]),
+    ("sdiffstore", "SDIFFSTORE new st missing", &["new"]),
+    ("sscan", "SSCAN st 0 MATCH * COUNT 5", &[]),
 ];
 
-/// A keyspace with a string `s`, a counter `n`, a bitmap `b` and a string `t`
-/// with a TTL.
+/// A keyspace with a string `s`, a counter `n`, a bitmap `b`, a string `t`
+/// with a TTL and a set `st` of `a`, `b`, `c`.
 fn fixture() -> Keyspace {
     let mut ks = Keyspace::scratch(16);
     let db = ks.db_mut(0);
     for (k, v) in [("s", &b"hello"[..]), ("n", b"10"), ("b", b"\x00\xff"), ("t", b"x")] {
         db.insert(Box::new(Entry::new(k.as_bytes(), Value::Str(StrValue::from_bytes(v)))));
     }
+    let limits = ringdb_types::limits::Limits::default();
+    let mut set = ringdb_types::set::Set::new_for(b"a", 1, &limits);
+    for m in [&b"a"[..], b"b", b"c"] {
+        set.add(m, &limits);
+    }
+    db.insert(Box::new(Entry::new(b"st", Value::Set(set))));
     db.set_expire(b"t", Some(now_ms() + 1_000_000));
     ks
 }

@@ -390,7 +390,9 @@ impl Set {
     /// reaches the size; random picks when few are taken; otherwise the
     /// members that *stay* are picked into a new set, which replaces this
     /// one (its encoding rebuilt from scratch, so a hashtable can become an
-    /// intset or a listpack). Returns the popped members.
+    /// intset or a listpack; with listpack sets disabled, as in Redis 7.0,
+    /// the survivors start as `setTypeCreate` of the first one). Returns the
+    /// popped members.
     pub fn pop_many(
         &mut self,
         count: usize,
@@ -451,6 +453,10 @@ impl Set {
             let new = kept.get_or_insert_with(|| {
                 if from_intset {
                     Set::new_intset()
+                } else if limits.set_max_listpack_entries == 0 {
+                    // Redis 7.0 (no listpack sets): `setTypeCreate` of the
+                    // first survivor, an intset when it is an integer.
+                    Set::new_for(&m, 1, limits)
                 } else {
                     Set::new_listpack()
                 }
@@ -464,7 +470,7 @@ impl Set {
     }
 
     /// SSCAN step: small encodings return everything with cursor 0.
-    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(Item<'_>)) -> u64 {
+    pub fn scan<'a>(&'a self, cursor: u64, count: usize, mut f: impl FnMut(Item<'a>)) -> u64 {
         match self {
             Set::Table(t) => t.scan(cursor, count, |m| f(Item::Str(&m.0))),
             Set::Small(_) => {
@@ -498,8 +504,13 @@ impl Set {
     /// missing key, so the intersection is empty), iterating the smallest
     /// set; `f` returns false to stop (SINTERCARD LIMIT). Pass the same
     /// reference for a repeated key: it is then not probed against itself.
-    pub fn for_each_in_intersection(sets: &[Option<&Set>], mut f: impl FnMut(Item<'_>) -> bool) {
-        let Some(mut sorted) = sets.iter().copied().collect::<Option<Vec<&Set>>>() else { return };
+    pub fn for_each_in_intersection<'a>(
+        sets: &[Option<&'a Set>],
+        mut f: impl FnMut(Item<'a>) -> bool,
+    ) {
+        let Some(mut sorted) = sets.iter().copied().collect::<Option<Vec<&'a Set>>>() else {
+            return;
+        };
         if sorted.is_empty() {
             return;
         }
@@ -740,6 +751,19 @@ mod tests {
         assert_eq!(s.encoding(), "intset");
         s.pop_many(390, &mut rng, &lim);
         assert_eq!((s.len(), s.encoding()), (10, "intset"));
+        // Redis 7.0 (no listpack sets) starts the survivors with
+        // `setTypeCreate` of the first one: numeric survivors of a hashtable
+        // end as an intset, strings as a hashtable.
+        let lim70 = Limits { set_max_listpack_entries: 0, ..Limits::default() };
+        let mut s = set_of(&refs, &lim70);
+        assert_eq!(s.encoding(), "hashtable");
+        s.pop_many(995, &mut rng, &lim70);
+        assert_eq!((s.len(), s.encoding()), (5, "intset"));
+        let words: Vec<String> = (0..1000).map(|i| format!("m{i}")).collect();
+        let refs: Vec<&str> = words.iter().map(|s| s.as_str()).collect();
+        let mut s = set_of(&refs, &lim70);
+        s.pop_many(995, &mut rng, &lim70);
+        assert_eq!((s.len(), s.encoding()), (5, "hashtable"));
     }
 
     #[test]

@@ -360,7 +360,7 @@ impl<E: Keyed> ScanTable<E> {
     /// One SCAN step from hash position `cursor`: calls `f` for every
     /// element in a window `[cursor, next)` holding about `count` elements
     /// and returns `next` (0 when the window reached the end).
-    pub fn scan(&self, cursor: u64, count: usize, mut f: impl FnMut(&E)) -> u64 {
+    pub fn scan<'a>(&'a self, cursor: u64, count: usize, mut f: impl FnMut(&'a E)) -> u64 {
         let count = count.max(1);
         let mut pos = cursor;
         let mut emitted = 0;
