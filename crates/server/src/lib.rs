@@ -6,6 +6,7 @@
 //! - [`route`]: which shard each command runs on, batching per shard,
 //!   cross-shard operations and the transaction scheme;
 //! - [`mesh`]: how cores ask each other to run things;
+//! - [`push`]: what is sent to clients unasked (Pub/Sub messages), per core;
 //! - [`cmd`]: commands that run on the connection's core (connection state,
 //!   CLIENT, CONFIG, INFO, COMMAND, DBSIZE, SCAN, …);
 //! - [`node`]: start-up, one pinned glommio executor per shard;
@@ -29,4 +30,5 @@ pub mod mesh;
 pub mod metrics;
 pub mod net;
 pub mod node;
+pub mod push;
 pub mod route;

@@ -58,6 +58,8 @@ pub struct Core {
     /// This core's copy of the configuration (CONFIG SET updates all copies).
     pub config: RefCell<Config>,
     pub clients: RefCell<ClientRegistry>,
+    /// Mailboxes and Pub/Sub subscriptions of this core's connections.
+    pub push: RefCell<crate::push::PushHub>,
     /// Unix time (s) of the last successful save, for LASTSAVE.
     pub last_save: Cell<u64>,
 }
@@ -291,6 +293,7 @@ async fn core_main(
         shard: RefCell::new(shard),
         config: RefCell::new(config),
         clients: RefCell::new(ClientRegistry::default()),
+        push: RefCell::new(crate::push::PushHub::default()),
         last_save: Cell::new(ringdb_engine::shard::now_ms() / 1000),
     });
     glommio::spawn_local(crate::mesh::serve(core.clone(), mesh_rx)).detach();

@@ -283,6 +283,20 @@ pub enum Merge {
 /// the table only names them, so that there is still one table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NodeCommand {
+    Subscribe,
+    Unsubscribe,
+    PSubscribe,
+    PUnsubscribe,
+    SSubscribe,
+    SUnsubscribe,
+    Publish,
+    SPublish,
+    PubSubChannels,
+    PubSubNumSub,
+    PubSubNumPat,
+    PubSubShardChannels,
+    PubSubShardNumSub,
+    PubSubHelp,
     Multi,
     Exec,
     Discard,

@@ -10,6 +10,7 @@ pub mod connection;
 pub mod hash;
 pub mod keys;
 pub mod list;
+pub mod pubsub;
 pub mod server;
 pub mod set;
 pub mod string;
@@ -28,6 +29,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     zset::COMMANDS,
     keys::COMMANDS,
     transactions::COMMANDS,
+    pubsub::COMMANDS,
     connection::COMMANDS,
     server::COMMANDS,
     command::COMMANDS,

@@ -18,7 +18,15 @@ pub fn ping(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     if args.len() > 2 {
         return Err(CmdError::wrong_args("ping"));
     }
+    // A RESP2 subscriber gets PING's answer as a Pub/Sub-style array.
+    let subscriber = !conn.state.subscriptions.is_empty() && conn.state.resp == Resp::V2;
     let mut out = conn.reply();
+    if subscriber {
+        out.array(2);
+        out.bulk(b"pong");
+        out.bulk(args.get(1).map_or(&b""[..], |m| &m[..]));
+        return Ok(());
+    }
     match args.get(1) {
         Some(msg) => out.bulk(msg),
         None => out.simple("PONG"),
@@ -170,6 +178,7 @@ pub fn hello(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
 pub async fn reset(conn: &mut Connection) -> CmdResult {
     conn.state.multi = None;
     crate::route::multi::unwatch_all(conn).await;
+    conn.leave_push_hub().await;
     conn.state.db = 0;
     conn.state.resp = Resp::V2;
     conn.state.reply_off = false;

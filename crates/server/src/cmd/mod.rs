@@ -9,6 +9,7 @@ pub mod config;
 pub mod connection;
 pub mod info;
 pub mod keyspace;
+pub mod pubsub;
 pub mod transactions;
 
 use crate::net::connection::Connection;
@@ -39,6 +40,20 @@ pub async fn run(
 async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> CmdResult {
     use NodeCommand as N;
     match cmd {
+        N::Subscribe => pubsub::subscribe(conn, args).await,
+        N::Unsubscribe => pubsub::unsubscribe(conn, args).await,
+        N::PSubscribe => pubsub::psubscribe(conn, args).await,
+        N::PUnsubscribe => pubsub::punsubscribe(conn, args).await,
+        N::SSubscribe => pubsub::ssubscribe(conn, args).await,
+        N::SUnsubscribe => pubsub::sunsubscribe(conn, args).await,
+        N::Publish => pubsub::publish(conn, args).await,
+        N::SPublish => pubsub::spublish(conn, args).await,
+        N::PubSubChannels => pubsub::pubsub_channels(conn, args).await,
+        N::PubSubNumSub => pubsub::pubsub_numsub(conn, args).await,
+        N::PubSubNumPat => pubsub::pubsub_numpat(conn, args).await,
+        N::PubSubShardChannels => pubsub::pubsub_shardchannels(conn, args).await,
+        N::PubSubShardNumSub => pubsub::pubsub_shardnumsub(conn, args).await,
+        N::PubSubHelp => pubsub::pubsub_help(conn, args).await,
         N::Multi => transactions::multi(conn),
         N::Exec => transactions::exec(conn).await,
         N::Discard => transactions::discard(conn).await,

@@ -78,7 +78,11 @@ impl Config {
     /// Sets any setting, mutable or not (start-up).
     fn set_any(&mut self, name: &str, value: &str) -> Result<(), String> {
         let i = Self::index(name).ok_or_else(|| "unknown setting".to_string())?;
-        self.values[i] = normalize(&SETTINGS[i], value)?;
+        self.values[i] = match SETTINGS[i].kind {
+            // Classes not named keep their current limits.
+            Kind::BufferLimits => settings::merge_buffer_limits(&self.values[i], value)?,
+            _ => normalize(&SETTINGS[i], value)?,
+        };
         Ok(())
     }
 
@@ -207,6 +211,21 @@ impl Config {
         }
     }
 
+    /// `client-output-buffer-limit` of the pubsub class.
+    pub fn pubsub_buffer_limit(&self) -> crate::push::BufferLimit {
+        let text = self.get("client-output-buffer-limit").unwrap_or("");
+        let words: Vec<&str> = text.split_whitespace().collect();
+        words
+            .chunks(4)
+            .find(|c| c[0] == "pubsub")
+            .map(|c| crate::push::BufferLimit {
+                hard: c[1].parse().unwrap_or(0),
+                soft: c[2].parse().unwrap_or(0),
+                soft_seconds: c[3].parse().unwrap_or(0),
+            })
+            .unwrap_or_default()
+    }
+
     pub fn io_memory(&self) -> usize {
         self.int("io-memory") as usize
     }
@@ -244,7 +263,7 @@ impl Config {
                 let value: toml_edit::Value = match s.kind {
                     Kind::Bool => (v == "yes").into(),
                     Kind::Int { .. } | Kind::Memory { .. } => v.parse::<i64>().unwrap_or(0).into(),
-                    Kind::Enum(_) | Kind::Text => v.as_str().into(),
+                    Kind::Enum(_) | Kind::Text | Kind::BufferLimits => v.as_str().into(),
                 };
                 match doc.get_mut(s.name).and_then(|item| item.as_value_mut()) {
                     Some(existing) => {
@@ -268,7 +287,7 @@ fn toml_value(s: &Setting, v: &str) -> String {
     match s.kind {
         Kind::Bool => (v == "yes").to_string(),
         Kind::Int { .. } | Kind::Memory { .. } => v.to_string(),
-        Kind::Enum(_) | Kind::Text => format!("{v:?}"),
+        Kind::Enum(_) | Kind::Text | Kind::BufferLimits => format!("{v:?}"),
     }
 }
 

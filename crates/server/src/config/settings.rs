@@ -20,6 +20,9 @@ pub enum Kind {
     Enum(&'static [&'static str]),
     /// Free text.
     Text,
+    /// `client-output-buffer-limit`: `<class> <hard> <soft> <seconds>`
+    /// triples for the classes normal, replica (or slave) and pubsub.
+    BufferLimits,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -130,6 +133,9 @@ pub static SETTINGS: &[Setting] = &[
     aliased(s("zset-max-listpack-value", "64", Kind::Int { min: 0, max: i64::MAX }, true,
       "Sorted sets whose members are at most this long stay in the compact listpack encoding."),
       "zset-max-ziplist-value"),
+    s("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
+      Kind::BufferLimits, true,
+      "Per client class: hard limit, soft limit and soft seconds of a client's pending output; a subscriber past them is disconnected."),
     s("io-memory", "1048576", Kind::Memory { min: 512 * 1024, max: i64::MAX }, false,
       "Memory each shard registers with io_uring for its I/O buffers (counts against ulimit -l)."),
     s("spin-before-park", "0", Kind::Int { min: 0, max: 1_000_000 }, false,
@@ -172,6 +178,7 @@ pub fn normalize(setting: &Setting, value: &str) -> Result<String, String> {
             }
         }
         Kind::Text => Ok(value.to_string()),
+        Kind::BufferLimits => merge_buffer_limits(setting.default, value),
     }
 }
 
@@ -180,6 +187,60 @@ fn check_bounds(n: i64, min: i64, max: i64) -> Result<(), String> {
         return Err(format!("argument must be between {min} and {max} inclusive"));
     }
     Ok(())
+}
+
+/// Applies `<class> <hard> <soft> <seconds>` triples from `new` over
+/// `current` (classes not named keep their limits), as Redis's CONFIG SET
+/// client-output-buffer-limit does; the result is printed in bytes.
+pub fn merge_buffer_limits(current: &str, new: &str) -> Result<String, String> {
+    const BAD: &str = "Wrong number of arguments in buffer limit configuration.";
+    let mut classes: Vec<(String, [i64; 3])> = Vec::new();
+    let mut parse_into = |text: &str, strict: bool| -> Result<(), String> {
+        let words: Vec<&str> = text.split_whitespace().collect();
+        if words.len() % 4 != 0 {
+            return Err(BAD.into());
+        }
+        for chunk in words.chunks(4) {
+            let class = match chunk[0].to_ascii_lowercase().as_str() {
+                "normal" => "normal",
+                "slave" | "replica" => "slave",
+                "pubsub" => "pubsub",
+                other if strict => {
+                    return Err(format!(
+                        "Invalid client class specified in buffer limit configuration: {other}"
+                    ))
+                }
+                _ => continue,
+            };
+            let hard = parse_memory(chunk[1]).ok_or(
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration.",
+            )?;
+            let soft = parse_memory(chunk[2]).ok_or(
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration.",
+            )?;
+            let secs: i64 = chunk[3].parse().map_err(|_| {
+                "Error in hard, soft or soft_seconds setting in buffer limit configuration."
+            })?;
+            if hard < 0 || soft < 0 || secs < 0 {
+                return Err(
+                    "Error in hard, soft or soft_seconds setting in buffer limit configuration."
+                        .into(),
+                );
+            }
+            match classes.iter_mut().find(|(c, _)| c == class) {
+                Some((_, limits)) => *limits = [hard, soft, secs],
+                None => classes.push((class.to_string(), [hard, soft, secs])),
+            }
+        }
+        Ok(())
+    };
+    parse_into(current, false)?;
+    parse_into(new, true)?;
+    Ok(classes
+        .iter()
+        .map(|(c, [h, s, t])| format!("{c} {h} {s} {t}"))
+        .collect::<Vec<_>>()
+        .join(" "))
 }
 
 /// Redis's `memtoull`: `1gb`, `512mb`, `64k`, plain bytes.

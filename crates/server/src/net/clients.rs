@@ -23,6 +23,12 @@ pub struct ClientView {
     pub no_touch: bool,
     pub qbuf: usize,
     pub obuf: usize,
+    /// Channel, pattern and shard-channel subscriptions.
+    pub sub: usize,
+    pub psub: usize,
+    pub ssub: usize,
+    /// Commands queued in an open MULTI (-1: no MULTI).
+    pub multi: i64,
 }
 
 pub struct ClientHandle {
@@ -34,6 +40,10 @@ pub struct ClientHandle {
     pub last_active: Cell<Instant>,
     pub view: RefCell<ClientView>,
     killed: Cell<bool>,
+    /// Bytes of pushes waiting in the mailbox (output buffer limit).
+    pub pending_push_bytes: Cell<usize>,
+    /// Since when the pending bytes are over the soft limit.
+    pub soft_limit_since: Cell<Option<Instant>>,
 }
 
 impl ClientHandle {
@@ -46,8 +56,10 @@ impl ClientHandle {
             fd,
             created: now,
             last_active: Cell::new(now),
-            view: RefCell::new(ClientView::default()),
+            view: RefCell::new(ClientView { multi: -1, ..ClientView::default() }),
             killed: Cell::new(false),
+            pending_push_bytes: Cell::new(0),
+            soft_limit_since: Cell::new(None),
         };
         Rc::new(handle)
     }
@@ -73,6 +85,12 @@ impl ClientHandle {
         let v = self.view.borrow();
         let now = Instant::now();
         let mut flags = String::new();
+        if v.sub + v.psub + v.ssub > 0 {
+            flags.push('P');
+        }
+        if v.multi >= 0 {
+            flags.push('x');
+        }
         if v.no_evict {
             flags.push('e');
         }
@@ -83,7 +101,7 @@ impl ClientHandle {
             flags.push('N');
         }
         format!(
-            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub=0 psub=0 ssub=0 multi=-1 \
+            "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
              qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem={} tot-mem={} \
              events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
             self.id,
@@ -95,6 +113,10 @@ impl ClientHandle {
             now.duration_since(self.last_active.get()).as_secs(),
             flags,
             v.db,
+            v.sub,
+            v.psub,
+            v.ssub,
+            v.multi,
             v.qbuf,
             16384usize.saturating_sub(v.qbuf),
             v.obuf,

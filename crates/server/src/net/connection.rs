@@ -60,6 +60,8 @@ pub struct ClientState {
     pub watched: Vec<crate::route::multi::WatchedKey>,
     /// EXEC is running this connection's transaction, which holds its locks.
     pub in_exec: bool,
+    /// Pub/Sub subscriptions (also registered in the core's push hub).
+    pub subscriptions: std::collections::BTreeSet<(crate::push::Kind, bytes::Bytes)>,
 }
 
 impl ClientState {
@@ -77,6 +79,10 @@ pub struct Connection {
     read_chunk: Vec<u8>,
     /// Replies waiting to be written.
     pub out: Vec<u8>,
+    /// Pushes for this client (made on its first subscription).
+    mailbox: Option<flume::Receiver<crate::push::Push>>,
+    /// A push taken from the mailbox while waiting for input.
+    pushes_in: Vec<crate::push::Push>,
     pub state: ClientState,
 }
 
@@ -117,6 +123,8 @@ impl Connection {
             inbuf: BytesMut::with_capacity(READ_CHUNK),
             read_chunk: vec![0; READ_CHUNK],
             out: Vec::with_capacity(READ_CHUNK),
+            mailbox: None,
+            pushes_in: Vec::new(),
             state: ClientState {
                 id,
                 db: 0,
@@ -131,6 +139,7 @@ impl Connection {
                 multi: None,
                 watched: Vec::new(),
                 in_exec: false,
+                subscriptions: Default::default(),
             },
         };
         if let Err(reason) = conn.run().await {
@@ -139,6 +148,7 @@ impl Connection {
         if !conn.state.watched.is_empty() {
             crate::route::multi::unwatch_all(&mut conn).await;
         }
+        conn.leave_push_hub().await;
         // Leave the registry first: CLIENT KILL must never reach a descriptor
         // number the kernel may hand out again once the socket is closed.
         core.clients.borrow_mut().remove(id);
@@ -152,6 +162,40 @@ impl Connection {
         config.protected_mode()
             && config.requirepass().is_none()
             && stream.peer_addr().map(|a| !a.ip().is_loopback()).unwrap_or(false)
+    }
+
+    /// Gives this connection a mailbox in its core's push hub (its first
+    /// subscription).
+    pub fn ensure_mailbox(&mut self) {
+        if self.mailbox.is_none() {
+            self.mailbox = Some(self.core.push.borrow_mut().register(self.handle.clone()));
+        }
+    }
+
+    /// Writes the pushes waiting for this client after its replies.
+    fn write_pushes(&mut self) {
+        let Some(mailbox) = &self.mailbox else { return };
+        let mut pushes = std::mem::take(&mut self.pushes_in);
+        pushes.extend(mailbox.try_iter());
+        let mut out = ReplyWriter::new(&mut self.out, self.state.resp);
+        for push in &pushes {
+            crate::push::encode(push, &mut out);
+            let pending = &self.handle.pending_push_bytes;
+            pending.set(pending.get().saturating_sub(push.size()));
+        }
+    }
+
+    /// Leaves the push hub (disconnect, RESET): drops every subscription and
+    /// tells the other cores about channels this core no longer has.
+    pub async fn leave_push_hub(&mut self) {
+        if self.mailbox.take().is_none() {
+            return;
+        }
+        self.state.subscriptions.clear();
+        let emptied = self.core.push.borrow_mut().unregister(self.state.id);
+        for (kind, name) in emptied {
+            crate::cmd::pubsub::tell_other_cores(&self.core, kind, name, false).await;
+        }
     }
 
     /// A reply writer on this connection's output, in its protocol.
@@ -175,6 +219,14 @@ impl Connection {
             if n == 0 {
                 return Ok(());
             }
+            if n == usize::MAX {
+                self.write_pushes();
+                self.flush().await?;
+                if self.handle.is_killed() {
+                    return Ok(());
+                }
+                continue;
+            }
             let limits = self.limits();
             let parsed = self.parser.parse(&mut self.inbuf, &limits, &mut requests);
             let query_limit = self.core.config.borrow().client_query_buffer_limit();
@@ -193,6 +245,7 @@ impl Connection {
                 self.reply().error(&e.to_string());
                 self.state.close_after_reply = true;
             }
+            self.write_pushes();
             self.flush().await?;
             if self.state.close_after_reply || self.handle.is_killed() {
                 return Ok(());
@@ -201,8 +254,9 @@ impl Connection {
         }
     }
 
-    /// Reads what is available (waiting for at least one byte). CLIENT KILL
-    /// shuts the socket down, which ends the read; so does `timeout`.
+    /// Reads what is available (waiting for at least one byte), or returns
+    /// `usize::MAX` when a push arrived first. CLIENT KILL shuts the socket
+    /// down, which ends the read; so does `timeout`.
     async fn read_some(&mut self) -> Result<usize, String> {
         let wanted = self.parser.pending_bulk(self.inbuf.len()).unwrap_or(0);
         let chunk = wanted.clamp(READ_CHUNK, MAX_READ_CHUNK);
@@ -212,18 +266,36 @@ impl Connection {
             self.read_chunk.truncate(READ_CHUNK);
             self.read_chunk.shrink_to_fit();
         }
-        let idle_limit = self.core.config.borrow().timeout();
+        // Subscribers wait for pushes as well as for input, and are never
+        // closed for being idle (as in Redis).
+        let idle_limit =
+            if self.mailbox.is_some() { 0 } else { self.core.config.borrow().timeout() };
         let read = self.stream.read(&mut self.read_chunk);
-        let n = if idle_limit == 0 {
-            read.await.map_err(|e| e.to_string())?
-        } else {
-            let idle = glommio::timer::sleep(Duration::from_secs(idle_limit));
-            futures_lite::future::or(async { read.await.map_err(|e| e.to_string()) }, async {
-                idle.await;
-                Err("idle timeout".to_string())
-            })
-            .await?
+        let read = async { read.await.map(Some).map_err(|e| e.to_string()) };
+        let pushes_in = &mut self.pushes_in;
+        let n = match (&self.mailbox, idle_limit) {
+            (Some(mailbox), _) => {
+                let push = async {
+                    // A closed mailbox cannot happen while we hold it.
+                    if let Ok(p) = mailbox.recv_async().await {
+                        pushes_in.push(p);
+                    }
+                    Ok(None)
+                };
+                futures_lite::future::or(read, push).await?
+            }
+            (None, 0) => read.await?,
+            (None, secs) => {
+                let idle = glommio::timer::sleep(Duration::from_secs(secs));
+                futures_lite::future::or(read, async {
+                    idle.await;
+                    Err("idle timeout".to_string())
+                })
+                .await?
+            }
         };
+        // A push woke us: nothing was read.
+        let Some(n) = n else { return Ok(usize::MAX) };
         self.inbuf.extend_from_slice(&self.read_chunk[..n]);
         if n > 0 {
             let stats = &mut self.core.shard.borrow_mut().state.stats;
@@ -255,7 +327,14 @@ impl Connection {
     /// Publishes the state CLIENT LIST shows (also called by CLIENT LIST and
     /// INFO themselves, so that the caller's own line is current).
     pub fn update_view(&self) {
+        use crate::push::Kind;
         let mut view = self.handle.view.borrow_mut();
+        let count =
+            |kind: Kind| self.state.subscriptions.iter().filter(|(k, _)| *k == kind).count();
+        view.sub = count(Kind::Channel);
+        view.psub = count(Kind::Pattern);
+        view.ssub = count(Kind::ShardChannel);
+        view.multi = self.state.multi.as_ref().map_or(-1, |m| m.queued.len() as i64);
         view.db = self.state.db;
         view.resp = self.state.resp;
         view.no_evict = self.state.no_evict;

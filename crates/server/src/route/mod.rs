@@ -74,6 +74,14 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
             segment.reply_error(conn, &NOAUTH, skip || conn.state.reply_off);
             continue;
         }
+        if !conn.state.subscriptions.is_empty()
+            && conn.state.resp == ringdb_protocol::Resp::V2
+            && !allowed_to_subscribers(spec.exec)
+        {
+            let error = crate::cmd::pubsub::subscriber_mode_error(&reg.full_name);
+            segment.reply_error(conn, &error, skip || conn.state.reply_off);
+            continue;
+        }
         if conn.state.multi.is_some() && !controls_transaction(spec.exec) {
             queue(conn, &mut segment, reg, args, skip);
             continue;
@@ -105,7 +113,11 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
                     conn.reply().error(e.text());
                     conn.core.shard.borrow_mut().state.stats.error(e.code());
                 }
-                if std::mem::take(&mut conn.state.skip_current) || conn.state.reply_off {
+                // Subscription confirmations are pushes: CLIENT REPLY OFF or
+                // SKIP does not hold them back (Redis's CLIENT_PUSHING).
+                let suppressed =
+                    std::mem::take(&mut conn.state.skip_current) || conn.state.reply_off;
+                if suppressed && !confirms_subscription(node) {
                     conn.out.truncate(mark);
                 }
             }
@@ -127,6 +139,39 @@ fn rejected_row(args: &[Bytes]) -> Option<&'static Registered> {
     }
     let sub = String::from_utf8_lossy(args.get(1)?);
     table().get_full(format!("{}|{}", reg.spec.name, sub).as_bytes())
+}
+
+/// The (un)subscribe commands, whose replies are pushes.
+fn confirms_subscription(node: ringdb_engine::command::NodeCommand) -> bool {
+    use ringdb_engine::command::NodeCommand as N;
+    matches!(
+        node,
+        N::Subscribe
+            | N::SSubscribe
+            | N::PSubscribe
+            | N::Unsubscribe
+            | N::SUnsubscribe
+            | N::PUnsubscribe
+    )
+}
+
+/// What a RESP2 client in subscriber mode may still run.
+fn allowed_to_subscribers(exec: Exec) -> bool {
+    use ringdb_engine::command::NodeCommand as N;
+    matches!(
+        exec,
+        Exec::Node(
+            N::Ping
+                | N::Subscribe
+                | N::SSubscribe
+                | N::PSubscribe
+                | N::Unsubscribe
+                | N::SUnsubscribe
+                | N::PUnsubscribe
+                | N::Quit
+                | N::Reset
+        )
+    )
 }
 
 /// Commands that run at once even inside MULTI (they control it or the
