@@ -1,13 +1,14 @@
 //! The write funnel: the one function every change to a key goes through on
 //! its shard (Redis's `signalModifiedKey` + `notifyKeyspaceEvent`).
 //!
-//! Everything that reacts to change hangs off [`Funnel::key_changed`]:
-//! today the dirty counter and (for cross-shard transactions and tests) the
-//! event record; later issues add optimistic WATCH versions, the reactive
-//! watch table, client-side caching invalidation, keyspace notifications,
-//! blocked-client wake-ups, hot-key counting and the append-only log. A test
-//! asserts that every command flagged `write` fires it for each key it
-//! changes and that read commands never do.
+//! Everything that reacts to change hangs off [`Funnel::key_changed`]: the
+//! dirty counter, the versions of WATCHed keys, keyspace notifications
+//! (queued in the outbox the server publishes from) and, for cross-shard
+//! transactions and tests, the event record. Later issues hang the reactive
+//! watch table, client-side caching invalidation, blocked-client wake-ups,
+//! hot-key counting and the append-only log off it too. A test asserts that
+//! every command flagged `write` fires it for each key it changes and that
+//! read commands never do.
 
 use crate::watch::WatchTable;
 use bytes::Bytes;
@@ -36,6 +37,100 @@ pub enum NotifyClass {
     Evicted,
     /// `n`: a key was created.
     New,
+    /// `m`: a read missed (not a change; never recorded as one).
+    KeyMiss,
+}
+
+/// `notify-keyspace-events` flags, as Redis numbers them.
+pub mod notify {
+    pub const KEYSPACE: u32 = 1 << 0;
+    pub const KEYEVENT: u32 = 1 << 1;
+    pub const GENERIC: u32 = 1 << 2;
+    pub const STRING: u32 = 1 << 3;
+    pub const LIST: u32 = 1 << 4;
+    pub const SET: u32 = 1 << 5;
+    pub const HASH: u32 = 1 << 6;
+    pub const ZSET: u32 = 1 << 7;
+    pub const EXPIRED: u32 = 1 << 8;
+    pub const EVICTED: u32 = 1 << 9;
+    pub const STREAM: u32 = 1 << 10;
+    pub const KEY_MISS: u32 = 1 << 11;
+    pub const MODULE: u32 = 1 << 12;
+    pub const NEW: u32 = 1 << 13;
+    /// `A`: every class but key-miss and new.
+    pub const ALL: u32 =
+        GENERIC | STRING | LIST | SET | HASH | ZSET | EXPIRED | EVICTED | STREAM | MODULE;
+
+    const LETTERS: &[(u8, u32)] = &[
+        (b'g', GENERIC),
+        (b'$', STRING),
+        (b'l', LIST),
+        (b's', SET),
+        (b'h', HASH),
+        (b'z', ZSET),
+        (b'x', EXPIRED),
+        (b'e', EVICTED),
+        (b't', STREAM),
+        (b'd', MODULE),
+        (b'n', NEW),
+    ];
+
+    /// Redis's `keyspaceEventsStringToFlags`; `None` for an unknown letter.
+    pub fn parse(classes: &str) -> Option<u32> {
+        let mut flags = 0;
+        for c in classes.bytes() {
+            flags |= match c {
+                b'A' => ALL,
+                b'K' => KEYSPACE,
+                b'E' => KEYEVENT,
+                b'm' => KEY_MISS,
+                other => LETTERS.iter().find(|(l, _)| *l == other)?.1,
+            };
+        }
+        Some(flags)
+    }
+
+    /// Redis's `keyspaceEventsFlagsToString`.
+    pub fn to_string(flags: u32) -> String {
+        let mut out = String::new();
+        if flags & ALL == ALL {
+            out.push('A');
+            if flags & NEW != 0 {
+                out.push('n');
+            }
+        } else {
+            for (letter, flag) in LETTERS {
+                if flags & flag != 0 {
+                    out.push(*letter as char);
+                }
+            }
+        }
+        for (letter, flag) in [('K', KEYSPACE), ('E', KEYEVENT), ('m', KEY_MISS)] {
+            if flags & flag != 0 {
+                out.push(letter);
+            }
+        }
+        out
+    }
+}
+
+impl NotifyClass {
+    /// The `notify-keyspace-events` flag of this class.
+    pub fn flag(self) -> u32 {
+        match self {
+            NotifyClass::Generic => notify::GENERIC,
+            NotifyClass::String => notify::STRING,
+            NotifyClass::List => notify::LIST,
+            NotifyClass::Hash => notify::HASH,
+            NotifyClass::Set => notify::SET,
+            NotifyClass::ZSet => notify::ZSET,
+            NotifyClass::Stream => notify::STREAM,
+            NotifyClass::Expired => notify::EXPIRED,
+            NotifyClass::Evicted => notify::EVICTED,
+            NotifyClass::New => notify::NEW,
+            NotifyClass::KeyMiss => notify::KEY_MISS,
+        }
+    }
 }
 
 /// One change to one key.
@@ -58,6 +153,11 @@ pub struct Funnel {
     record: Option<Vec<KeyEvent>>,
     /// Keys clients WATCH, with their versions.
     pub watches: WatchTable,
+    /// `notify-keyspace-events` flags (0: notifications off).
+    pub notify_flags: u32,
+    /// Keyspace notifications waiting to be published by the server, in
+    /// order.
+    pub outbox: Vec<KeyEvent>,
 }
 
 impl Funnel {
@@ -72,6 +172,7 @@ impl Funnel {
         if !self.watches.is_empty() {
             self.watches.touch(db, key);
         }
+        self.notify(db, key, class, event);
         if let Some(record) = &mut self.record {
             record.push(KeyEvent { db, key: Bytes::copy_from_slice(key), class, event });
         }
@@ -85,6 +186,16 @@ impl Funnel {
         self.dirty += 1;
         if !self.watches.is_empty() {
             self.watches.touch_db(db, affected);
+        }
+    }
+
+    /// Queues a keyspace notification if its class is enabled. Read misses
+    /// (`keymiss`) come here directly: they change nothing.
+    pub fn notify(&mut self, db: usize, key: &[u8], class: NotifyClass, event: &'static str) {
+        if self.notify_flags & class.flag() != 0
+            && self.notify_flags & (notify::KEYSPACE | notify::KEYEVENT) != 0
+        {
+            self.outbox.push(KeyEvent { db, key: Bytes::copy_from_slice(key), class, event });
         }
     }
 

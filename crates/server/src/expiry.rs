@@ -16,5 +16,7 @@ pub async fn run(core: Rc<Core>) {
             // Redis's slow cycle: at most 25% of the period.
             ringdb_engine::expire::active_cycle(&mut shard, period / 4);
         }
+        drop(shard);
+        core.publish_notifications();
     }
 }

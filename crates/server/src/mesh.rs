@@ -29,6 +29,7 @@ pub async fn serve(core: Rc<Core>, rx: flume::Receiver<Job>) {
         if catch_unwind(AssertUnwindSafe(|| job(&core))).is_err() {
             tracing::error!(shard = core.id.0, "a mesh job panicked");
         }
+        core.publish_notifications();
     }
 }
 

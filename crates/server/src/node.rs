@@ -86,7 +86,71 @@ impl Core {
         let mut shard = self.shard.borrow_mut();
         let active_expire = shard.state.settings.active_expire;
         shard.state.settings = ShardSettings { active_expire, ..Self::shard_settings(&config) };
+        shard.state.funnel.notify_flags = config.notify_flags();
         *self.config.borrow_mut() = config;
+    }
+
+    /// Publishes the keyspace notifications this core's shard queued. Called
+    /// after shard work (a command, a batch, a mesh job, an expiry cycle),
+    /// before the reply leaves; costs one check when there are none.
+    pub fn publish_notifications(&self) {
+        let events = {
+            let mut shard = self.shard.borrow_mut();
+            if shard.state.funnel.outbox.is_empty() {
+                return;
+            }
+            std::mem::take(&mut shard.state.funnel.outbox)
+        };
+        self.publish_events(events);
+    }
+
+    /// Publishes keyspace notifications (`__keyspace@<db>__:<key>` and
+    /// `__keyevent@<db>__:<event>`) without waiting: the deliveries are
+    /// queued to the subscribers' cores before this returns, so they arrive
+    /// before anything the caller sends afterwards — a client that sees a
+    /// command's reply and runs another sees their notifications in order,
+    /// whatever shards the keys live on. Does not borrow the shard.
+    pub fn publish_events(&self, events: Vec<ringdb_engine::funnel::KeyEvent>) {
+        use ringdb_engine::funnel::notify;
+        let flags = self.config.borrow().notify_flags();
+        for event in events {
+            if flags & notify::KEYSPACE != 0 {
+                let mut channel = format!("__keyspace@{}__:", event.db).into_bytes();
+                channel.extend_from_slice(&event.key);
+                let payload = bytes::Bytes::from_static(event.event.as_bytes());
+                self.publish_now(channel.into(), payload);
+            }
+            if flags & notify::KEYEVENT != 0 {
+                let channel = format!("__keyevent@{}__:{}", event.db, event.event).into_bytes();
+                self.publish_now(channel.into(), event.key.clone());
+            }
+        }
+    }
+
+    /// Queues a message's delivery on every core with a subscriber of
+    /// `channel`, without waiting for counts. This core's own subscribers
+    /// are reached through its own queue too, so a notification can never
+    /// overtake one another shard queued here earlier.
+    fn publish_now(&self, channel: bytes::Bytes, payload: bytes::Bytes) {
+        use crate::push::Kind;
+        let targets = self.push.borrow().targets(Kind::Channel, &channel, self.id.0);
+        for target in targets {
+            let (channel, payload) = (channel.clone(), payload.clone());
+            let job: Job = Box::new(move |core| {
+                let limit = core.config.borrow().pubsub_buffer_limit();
+                core.push.borrow_mut().deliver(Kind::Channel, &channel, &payload, limit);
+            });
+            if let Err(flume::TrySendError::Full(job)) =
+                self.shared.mesh[target as usize].try_send(job)
+            {
+                // The target's queue is full: wait for room on a task.
+                let sender = self.shared.mesh[target as usize].clone();
+                glommio::spawn_local(async move {
+                    let _ = sender.send_async(job).await;
+                })
+                .detach();
+            }
+        }
     }
 }
 
@@ -285,8 +349,9 @@ async fn core_main(
     seed: u64,
     ready: flume::Sender<Result<(), String>>,
 ) {
-    let shard =
+    let mut shard =
         Shard::new(id, shared.slot_map, Core::shard_settings(&config), seed ^ (id.0 as u64 + 1));
+    shard.state.funnel.notify_flags = config.notify_flags();
     let core = Rc::new(Core {
         id,
         shared,

@@ -80,6 +80,7 @@ impl<'a> KeyspaceView<'a> {
             }
             None => {
                 self.state.stats.keyspace_misses += 1;
+                self.state.funnel.notify(self.db, key, NotifyClass::KeyMiss, "keymiss");
                 None
             }
         }
@@ -114,13 +115,21 @@ impl<'a> KeyspaceView<'a> {
     pub fn set(&mut self, key: &[u8], value: Value, keep_ttl: bool) -> &mut Entry {
         let clock = self.state.new_access(self.now_ms);
         let now = self.now_ms;
-        self.keyspace.db_mut(self.db).store(key, value, clock, |old| {
+        let mut created = false;
+        let entry = self.keyspace.db_mut(self.db).store(key, value, clock, |old| {
+            let live = old.filter(|e| !e.is_expired(now));
+            created = live.is_none();
             if keep_ttl {
-                old.filter(|e| !e.is_expired(now)).and_then(Entry::expire_at)
+                live.and_then(Entry::expire_at)
             } else {
                 None
             }
-        })
+        });
+        // Redis's dbAdd: a created key is also a `new` notification.
+        if created {
+            self.state.funnel.notify(self.db, key, NotifyClass::New, "new");
+        }
+        entry
     }
 
     /// Deletes `key`; returns whether it existed (and had not expired).

@@ -47,19 +47,29 @@ fn reply(conn: &mut Connection, word: &[u8], name: Option<&[u8]>, count: i64) {
 }
 
 /// Tells the other cores that this one gained its first (`present`) or lost
-/// its last subscriber of `name`.
+/// its last subscriber of `name`, and waits until they all know: once
+/// SUBSCRIBE has answered, a PUBLISH on any core reaches the subscriber.
 pub async fn tell_other_cores(core: &Rc<Core>, kind: Kind, name: Bytes, present: bool) {
     let me = core.id.0;
+    let mut waiting = Vec::new();
     for i in 0..core.shared.shards() {
         if i as u16 == me {
             continue;
         }
         let name = name.clone();
+        let (tx, rx) = flume::bounded(1);
         core.send_job(
             ShardId(i as u16),
-            Box::new(move |c| c.push.borrow_mut().note_remote(kind, name, me, present)),
+            Box::new(move |c| {
+                c.push.borrow_mut().note_remote(kind, name, me, present);
+                let _ = tx.send(());
+            }),
         )
         .await;
+        waiting.push(rx);
+    }
+    for rx in waiting {
+        let _ = rx.recv_async().await;
     }
 }
 

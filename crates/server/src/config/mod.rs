@@ -211,6 +211,12 @@ impl Config {
         }
     }
 
+    /// `notify-keyspace-events` as flags.
+    pub fn notify_flags(&self) -> u32 {
+        ringdb_engine::funnel::notify::parse(self.get("notify-keyspace-events").unwrap_or(""))
+            .unwrap_or(0)
+    }
+
     /// `client-output-buffer-limit` of the pubsub class.
     pub fn pubsub_buffer_limit(&self) -> crate::push::BufferLimit {
         let text = self.get("client-output-buffer-limit").unwrap_or("");
@@ -263,7 +269,9 @@ impl Config {
                 let value: toml_edit::Value = match s.kind {
                     Kind::Bool => (v == "yes").into(),
                     Kind::Int { .. } | Kind::Memory { .. } => v.parse::<i64>().unwrap_or(0).into(),
-                    Kind::Enum(_) | Kind::Text | Kind::BufferLimits => v.as_str().into(),
+                    Kind::Enum(_) | Kind::Text | Kind::BufferLimits | Kind::NotifyEvents => {
+                        v.as_str().into()
+                    }
                 };
                 match doc.get_mut(s.name).and_then(|item| item.as_value_mut()) {
                     Some(existing) => {
@@ -287,7 +295,7 @@ fn toml_value(s: &Setting, v: &str) -> String {
     match s.kind {
         Kind::Bool => (v == "yes").to_string(),
         Kind::Int { .. } | Kind::Memory { .. } => v.to_string(),
-        Kind::Enum(_) | Kind::Text | Kind::BufferLimits => format!("{v:?}"),
+        Kind::Enum(_) | Kind::Text | Kind::BufferLimits | Kind::NotifyEvents => format!("{v:?}"),
     }
 }
 

@@ -20,6 +20,9 @@ pub enum Kind {
     Enum(&'static [&'static str]),
     /// Free text.
     Text,
+    /// `notify-keyspace-events` classes (`KEA`, `Kx`, …), printed in
+    /// Redis's canonical order.
+    NotifyEvents,
     /// `client-output-buffer-limit`: `<class> <hard> <soft> <seconds>`
     /// triples for the classes normal, replica (or slave) and pubsub.
     BufferLimits,
@@ -133,6 +136,8 @@ pub static SETTINGS: &[Setting] = &[
     aliased(s("zset-max-listpack-value", "64", Kind::Int { min: 0, max: i64::MAX }, true,
       "Sorted sets whose members are at most this long stay in the compact listpack encoding."),
       "zset-max-ziplist-value"),
+    s("notify-keyspace-events", "", Kind::NotifyEvents, true,
+      "Keyspace notifications to publish (Redis's letters: K keyspace, E keyevent, A all, g $ l s h z x e t m n)."),
     s("client-output-buffer-limit", "normal 0 0 0 slave 268435456 67108864 60 pubsub 33554432 8388608 60",
       Kind::BufferLimits, true,
       "Per client class: hard limit, soft limit and soft seconds of a client's pending output; a subscriber past them is disconnected."),
@@ -179,6 +184,9 @@ pub fn normalize(setting: &Setting, value: &str) -> Result<String, String> {
         }
         Kind::Text => Ok(value.to_string()),
         Kind::BufferLimits => merge_buffer_limits(setting.default, value),
+        Kind::NotifyEvents => ringdb_engine::funnel::notify::parse(value)
+            .map(ringdb_engine::funnel::notify::to_string)
+            .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string()),
     }
 }
 

@@ -111,6 +111,8 @@ async fn split(
                         if !locks.is_empty() {
                             shard.tx_release(&locks);
                         }
+                        drop(shard);
+                        core.publish_notifications();
                         let _ = tx.send(out);
                     }),
                 )
@@ -133,9 +135,14 @@ async fn split(
                     Box::new(move |core| {
                         // One command: it always runs before the batch could
                         // stop at its reply limit.
+                        let notifier = core.clone();
                         core.shard.borrow_mut().run_batch(
                             vec![cmd],
-                            Box::new(move |_, reply| {
+                            Box::new(move |shard, reply| {
+                                let events = std::mem::take(&mut shard.state.funnel.outbox);
+                                if !events.is_empty() {
+                                    notifier.publish_events(events);
+                                }
                                 let _ = tx.send(reply.buf);
                             }),
                         )
@@ -244,6 +251,8 @@ where
                     if !held {
                         shard.tx_release(&whole);
                     }
+                    drop(shard);
+                    core.publish_notifications();
                     let _ = tx.send(());
                 }),
             )
@@ -346,6 +355,8 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
                     if !held {
                         shard.tx_release(&locks);
                     }
+                    drop(shard);
+                    core.publish_notifications();
                     let _ = tx.send(());
                 }),
             )

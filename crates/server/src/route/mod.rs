@@ -128,6 +128,7 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
         }
     }
     segment.finish(conn).await;
+    conn.core.publish_notifications();
 }
 
 /// The row a request that failed to resolve would have run, when the command

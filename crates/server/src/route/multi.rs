@@ -296,6 +296,8 @@ async fn run_group(conn: &mut Connection, group: Option<(ShardId, Vec<ShardComma
             for command in &commands {
                 shard.execute_with(command, &mut out, &mut clock);
             }
+            drop(shard);
+            core.publish_notifications();
             out
         })
         .await;

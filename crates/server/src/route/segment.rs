@@ -154,9 +154,15 @@ impl Segment {
             for (shard, commands) in to_send.drain(..) {
                 let (tx, rx) = flume::bounded(1);
                 let job: crate::mesh::Job = Box::new(move |core| {
+                    let notifier = core.clone();
                     core.shard.borrow_mut().run_batch(
                         commands,
-                        Box::new(move |_, reply| {
+                        Box::new(move |shard, reply| {
+                            // Notifications leave before the reply does.
+                            let events = std::mem::take(&mut shard.state.funnel.outbox);
+                            if !events.is_empty() {
+                                notifier.publish_events(events);
+                            }
                             let _ = tx.send(reply);
                         }),
                     );
