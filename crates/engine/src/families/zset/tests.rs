@@ -371,6 +371,53 @@ fn algebra_with_weights_aggregates_and_plain_sets() {
     assert!(db.run("ZUNION 2 str a WEIGHTS x y").starts_with("-WRONGTYPE"), "types before options");
 }
 
+/// Stores a plain set at `key` (SADD belongs to the set family).
+fn plain_set(db: &mut Db, key: &str, members: &[&str]) {
+    let limits = db.state.settings.limits;
+    let mut set = ringdb_types::set::Set::new_for(members[0].as_bytes(), members.len(), &limits);
+    for m in members {
+        set.add(m.as_bytes(), &limits);
+    }
+    db.ks.db_mut(0).insert(Box::new(crate::keyspace::Entry::new(key.as_bytes(), Value::Set(set))));
+}
+
+/// Redis's own tests of plain sets as inputs (zset.tcl), with the sets in
+/// each of their encodings.
+#[test]
+fn plain_sets_as_inputs_in_every_encoding() {
+    for (set_listpack_entries, set_encoding) in [(128, "listpack"), (0, "hashtable")] {
+        let mut db = Db::new();
+        db.state.settings.limits.set_max_listpack_entries = set_listpack_entries;
+        db.state.settings.limits.set_max_listpack_value = 64;
+        db.run("ZADD zsetb 1 b 2 c 3 d");
+        plain_set(&mut db, "seta", &["a", "b", "c"]);
+        let encoding = db.encoding("seta");
+        assert_eq!(encoding, Some(set_encoding));
+        assert_eq!(db.run("ZUNIONSTORE zsetc 2 seta zsetb WEIGHTS 2 3"), ":4\r\n", "{encoding:?}");
+        assert_eq!(
+            db.run("ZRANGE zsetc 0 -1 WITHSCORES"),
+            bulks(&["a", "2", "b", "5", "c", "8", "d", "9"])
+        );
+        assert_eq!(db.run("ZINTERSTORE zsetc 2 seta zsetb WEIGHTS 2 3"), ":2\r\n");
+        assert_eq!(db.run("ZRANGE zsetc 0 -1 WITHSCORES"), bulks(&["b", "5", "c", "8"]));
+        assert_eq!(db.run("ZDIFFSTORE zsetc 2 seta zsetb"), ":1\r\n");
+        assert_eq!(db.run("ZRANGE zsetc 0 -1 WITHSCORES"), bulks(&["a", "1"]));
+        plain_set(&mut db, "set1", &["a"]);
+        plain_set(&mut db, "set2", &["10"]);
+        assert_eq!(db.encoding("set2"), Some("intset"));
+        assert_eq!(db.run("ZINTERSTORE set3 2 set1 set2"), ":0\r\n");
+        plain_set(&mut db, "one", &["100", "101", "102", "103"]);
+        plain_set(&mut db, "two", &["100", "200", "201", "202"]);
+        db.run("ZADD three 1 500 1 501 1 502 1 503 1 100");
+        db.run("ZINTERSTORE to_here 3 one two three WEIGHTS 0 0 1");
+        assert_eq!(db.run("ZRANGE to_here 0 -1"), bulks(&["100"]));
+        assert_eq!(
+            db.run("ZUNION 2 one seta"),
+            bulks(&["100", "101", "102", "103", "a", "b", "c"])
+        );
+    }
+}
+
 #[test]
 fn store_results_take_the_listpack_when_small() {
     let mut db = Db::new();
@@ -491,7 +538,19 @@ fn reads_of_other_types_are_wrongtype_and_events_name_classes() {
     ] {
         assert!(db.run(line).starts_with("-WRONGTYPE"), "{line}");
     }
-    db.run("ZADD z 1 a");
-    let events = db.state.funnel.take_events();
-    assert_eq!(events.last().map(|e| e.class), Some(NotifyClass::ZSet));
+    db.state.funnel.take_events();
+    // Each write's events, with their notification classes, in Redis's order.
+    let classes = |db: &mut Db| -> Vec<(&'static str, NotifyClass)> {
+        db.state.funnel.take_events().into_iter().map(|e| (e.event, e.class)).collect()
+    };
+    db.run("ZADD z 1 a 2 b");
+    assert_eq!(classes(&mut db), [("zadd", NotifyClass::ZSet)]);
+    db.run("ZDIFFSTORE d 1 z");
+    assert_eq!(classes(&mut db), [("zdiffstore", NotifyClass::ZSet)]);
+    db.run("ZMPOP 2 nope z MAX COUNT 5");
+    assert_eq!(classes(&mut db), [("zpopmax", NotifyClass::ZSet), ("del", NotifyClass::Generic)]);
+    db.run("ZDIFFSTORE d 1 z");
+    assert_eq!(classes(&mut db), [("del", NotifyClass::Generic)]);
+    db.run("ZINCRBY z 1 a");
+    assert_eq!(classes(&mut db), [("zincr", NotifyClass::ZSet)]);
 }
