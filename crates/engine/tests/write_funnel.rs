@@ -10,6 +10,8 @@ use ringdb_engine::command::{table, ClientInfo, Exec};
 use ringdb_engine::keyspace::{Entry, Keyspace, StrValue, Value};
 use ringdb_engine::shard::{execute_on, now_ms, ShardSettings, ShardState};
 use ringdb_engine::ShardCommand;
+use ringdb_types::limits::Limits;
+use ringdb_types::zset::{AddFlags, ZSet};
 use std::collections::BTreeSet;
 
 /// (row, command line, keys it must report as changed).
@@ -87,10 +89,44 @@ const SAMPLES: &[(&str, &str, &[&str])] = &[
     ("sunionstore", "SUNIONSTORE s st", &["s"]),
     ("sdiffstore", "SDIFFSTORE new st missing", &["new"]),
     ("sscan", "SSCAN st 0 MATCH * COUNT 5", &[]),
+    // Sorted sets.
+    ("zadd", "ZADD z 5 e", &["z"]),
+    ("zincrby", "ZINCRBY z 1 a", &["z"]),
+    ("zrem", "ZREM z a", &["z"]),
+    ("zcard", "ZCARD z", &[]),
+    ("zcount", "ZCOUNT z 0 10", &[]),
+    ("zlexcount", "ZLEXCOUNT z - +", &[]),
+    ("zscore", "ZSCORE z a", &[]),
+    ("zmscore", "ZMSCORE z a b", &[]),
+    ("zrank", "ZRANK z a", &[]),
+    ("zrevrank", "ZREVRANK z a WITHSCORE", &[]),
+    ("zrange", "ZRANGE z 0 -1 WITHSCORES", &[]),
+    ("zrangestore", "ZRANGESTORE new z 0 1", &["new"]),
+    ("zrevrange", "ZREVRANGE z 0 -1", &[]),
+    ("zrangebyscore", "ZRANGEBYSCORE z 1 2", &[]),
+    ("zrevrangebyscore", "ZREVRANGEBYSCORE z 2 1", &[]),
+    ("zrangebylex", "ZRANGEBYLEX z - +", &[]),
+    ("zrevrangebylex", "ZREVRANGEBYLEX z + -", &[]),
+    ("zremrangebyrank", "ZREMRANGEBYRANK z 0 0", &["z"]),
+    ("zremrangebyscore", "ZREMRANGEBYSCORE z 1 2", &["z"]),
+    ("zremrangebylex", "ZREMRANGEBYLEX z - +", &["z"]),
+    ("zpopmin", "ZPOPMIN z", &["z"]),
+    ("zpopmax", "ZPOPMAX z 5", &["z"]),
+    ("zmpop", "ZMPOP 2 missing z MIN", &["z"]),
+    ("zrandmember", "ZRANDMEMBER z -5 WITHSCORES", &[]),
+    ("zunion", "ZUNION 2 z missing WITHSCORES", &[]),
+    ("zinter", "ZINTER 1 z", &[]),
+    ("zdiff", "ZDIFF 2 z missing", &[]),
+    ("zunionstore", "ZUNIONSTORE new 2 z missing", &["new"]),
+    ("zinterstore", "ZINTERSTORE z 2 z z", &["z"]),
+    ("zdiffstore", "ZDIFFSTORE new 1 z", &["new"]),
+    ("zintercard", "ZINTERCARD 1 z", &[]),
+    ("zscan", "ZSCAN z 0", &[]),
 ];
 
 /// A keyspace with a string `s`, a counter `n`, a bitmap `b`, a string `t`
-/// with a TTL and a set `st` of `a`, `b`, `c`.
+/// with a TTL, a set `st` of `a`, `b`, `c` and a sorted set `z` (a:1 b:2
+/// c:3).
 fn fixture() -> Keyspace {
     let mut ks = Keyspace::scratch(16);
     let db = ks.db_mut(0);
@@ -104,6 +140,11 @@ fn fixture() -> Keyspace {
     }
     db.insert(Box::new(Entry::new(b"st", Value::Set(set))));
     db.set_expire(b"t", Some(now_ms() + 1_000_000));
+    let mut z = ZSet::new();
+    for (member, score) in [("a", 1.0), ("b", 2.0), ("c", 3.0)] {
+        let _ = z.add(member.as_bytes(), score, AddFlags::default(), &Limits::default());
+    }
+    db.insert(Box::new(Entry::new(b"z", Value::ZSet(z))));
     ks
 }
 
