@@ -10,6 +10,7 @@ use ringdb_engine::command::{table, ClientInfo, Exec};
 use ringdb_engine::keyspace::{Entry, Keyspace, StrValue, Value};
 use ringdb_engine::shard::{execute_on, now_ms, ShardSettings, ShardState};
 use ringdb_engine::ShardCommand;
+use ringdb_types::list::{End, List};
 use std::collections::BTreeSet;
 
 /// (row, command line, keys it must report as changed).
@@ -69,10 +70,28 @@ const SAMPLES: &[(&str, &str, &[&str])] = &[
     ("object|idletime", "OBJECT IDLETIME s", &[]),
     ("object|refcount", "OBJECT REFCOUNT s", &[]),
     ("object|help", "OBJECT HELP", &[]),
+    // Lists.
+    ("lpush", "LPUSH l x", &["l"]),
+    ("rpush", "RPUSH new x y", &["new"]),
+    ("lpushx", "LPUSHX l x", &["l"]),
+    ("rpushx", "RPUSHX l x", &["l"]),
+    ("lpop", "LPOP l", &["l"]),
+    ("rpop", "RPOP l 5", &["l"]),
+    ("llen", "LLEN l", &[]),
+    ("lrange", "LRANGE l 0 -1", &[]),
+    ("lindex", "LINDEX l 1", &[]),
+    ("lset", "LSET l 0 x", &["l"]),
+    ("linsert", "LINSERT l BEFORE b x", &["l"]),
+    ("lrem", "LREM l 0 a", &["l"]),
+    ("ltrim", "LTRIM l 1 -1", &["l"]),
+    ("lpos", "LPOS l b", &[]),
+    ("lmove", "LMOVE l new LEFT RIGHT", &["l", "new"]),
+    ("rpoplpush", "RPOPLPUSH l new", &["l", "new"]),
+    ("lmpop", "LMPOP 2 missing l LEFT COUNT 2", &["l"]),
 ];
 
-/// A keyspace with a string `s`, a counter `n`, a bitmap `b` and a string `t`
-/// with a TTL.
+/// A keyspace with a string `s`, a counter `n`, a bitmap `b`, a string `t`
+/// with a TTL and a list `l` of `a b c`.
 fn fixture() -> Keyspace {
     let mut ks = Keyspace::scratch(16);
     let db = ks.db_mut(0);
@@ -80,6 +99,9 @@ fn fixture() -> Keyspace {
         db.insert(Box::new(Entry::new(k.as_bytes(), Value::Str(StrValue::from_bytes(v)))));
     }
     db.set_expire(b"t", Some(now_ms() + 1_000_000));
+    let mut list = List::new();
+    list.push(End::Tail, &[b"a", b"b", b"c"], &ShardSettings::default().limits);
+    db.insert(Box::new(Entry::new(b"l", Value::List(list))));
     ks
 }
 
