@@ -12,6 +12,7 @@ use ringdb_engine::shard::{execute_on, now_ms, ShardSettings, ShardState};
 use ringdb_engine::ShardCommand;
 use ringdb_types::limits::Limits;
 use ringdb_types::zset::{AddFlags, ZSet};
+use ringdb_types::list::{End, List};
 use std::collections::BTreeSet;
 
 /// (row, command line, keys it must report as changed).
@@ -122,11 +123,29 @@ const SAMPLES: &[(&str, &str, &[&str])] = &[
     ("zdiffstore", "ZDIFFSTORE new 1 z", &["new"]),
     ("zintercard", "ZINTERCARD 1 z", &[]),
     ("zscan", "ZSCAN z 0", &[]),
+    // Lists.
+    ("lpush", "LPUSH l x", &["l"]),
+    ("rpush", "RPUSH new x y", &["new"]),
+    ("lpushx", "LPUSHX l x", &["l"]),
+    ("rpushx", "RPUSHX l x", &["l"]),
+    ("lpop", "LPOP l", &["l"]),
+    ("rpop", "RPOP l 5", &["l"]),
+    ("llen", "LLEN l", &[]),
+    ("lrange", "LRANGE l 0 -1", &[]),
+    ("lindex", "LINDEX l 1", &[]),
+    ("lset", "LSET l 0 x", &["l"]),
+    ("linsert", "LINSERT l BEFORE b x", &["l"]),
+    ("lrem", "LREM l 0 a", &["l"]),
+    ("ltrim", "LTRIM l 1 -1", &["l"]),
+    ("lpos", "LPOS l b", &[]),
+    ("lmove", "LMOVE l new LEFT RIGHT", &["l", "new"]),
+    ("rpoplpush", "RPOPLPUSH l new", &["l", "new"]),
+    ("lmpop", "LMPOP 2 missing l LEFT COUNT 2", &["l"]),
 ];
 
 /// A keyspace with a string `s`, a counter `n`, a bitmap `b`, a string `t`
-/// with a TTL, a set `st` of `a`, `b`, `c` and a sorted set `z` (a:1 b:2
-/// c:3).
+/// with a TTL, a set `st` of `a`, `b`, `c`, a sorted set `z` (a:1 b:2 c:3)
+/// and a list `l` of `a b c`.
 fn fixture() -> Keyspace {
     let mut ks = Keyspace::scratch(16);
     let db = ks.db_mut(0);
@@ -145,6 +164,9 @@ fn fixture() -> Keyspace {
         let _ = z.add(member.as_bytes(), score, AddFlags::default(), &Limits::default());
     }
     db.insert(Box::new(Entry::new(b"z", Value::ZSet(z))));
+    let mut list = List::new();
+    list.push(End::Tail, &[b"a", b"b", b"c"], &ShardSettings::default().limits);
+    db.insert(Box::new(Entry::new(b"l", Value::List(list))));
     ks
 }
 

@@ -655,7 +655,9 @@ fn find_spec_keys(spec: &KeySpec, args: &[Bytes], out: &mut impl FnMut(usize)) -
                 return None;
             }
             let numkeys = ringdb_types::number::parse_i64(&args[idx as usize])?;
-            if numkeys < 0 {
+            // More keys than arguments cannot be right; checking here also
+            // keeps the arithmetic below from overflowing.
+            if numkeys < 0 || numkeys > argc {
                 return None;
             }
             let start = first + firstkey as i64;
@@ -712,6 +714,7 @@ mod tests {
         let z = CommandSpec::new("zunionstore", -4, flags::WRITE, Exec::Shard(noop)).keys(ZUNION);
         assert_eq!(z.key_positions(&args("ZUNIONSTORE d 2 a b WEIGHTS 1 2")), Some(vec![1, 3, 4]));
         assert_eq!(z.key_positions(&args("ZUNIONSTORE d x a")), None);
+        assert_eq!(z.key_positions(&args("ZUNIONSTORE d 9223372036854775807 a")), None);
         assert!(z.movable_keys());
 
         static XREAD: &[KeySpec] = &[KeySpec::keyword(
