@@ -69,10 +69,27 @@ const SAMPLES: &[(&str, &str, &[&str])] = &[
     ("object|idletime", "OBJECT IDLETIME s", &[]),
     ("object|refcount", "OBJECT REFCOUNT s", &[]),
     ("object|help", "OBJECT HELP", &[]),
+    // Hashes.
+    ("hset", "HSET h f v new v", &["h"]),
+    ("hsetnx", "HSETNX h new v", &["h"]),
+    ("hmset", "HMSET h f v", &["h"]),
+    ("hget", "HGET h f", &[]),
+    ("hmget", "HMGET h f g", &[]),
+    ("hgetall", "HGETALL h", &[]),
+    ("hdel", "HDEL h f g", &["h"]),
+    ("hlen", "HLEN h", &[]),
+    ("hstrlen", "HSTRLEN h f", &[]),
+    ("hexists", "HEXISTS h f", &[]),
+    ("hkeys", "HKEYS h", &[]),
+    ("hvals", "HVALS h", &[]),
+    ("hincrby", "HINCRBY h n 2", &["h"]),
+    ("hincrbyfloat", "HINCRBYFLOAT h n 2.5", &["h"]),
+    ("hrandfield", "HRANDFIELD h -5 WITHVALUES", &[]),
+    ("hscan", "HSCAN h 0", &[]),
 ];
 
-/// A keyspace with a string `s`, a counter `n`, a bitmap `b` and a string `t`
-/// with a TTL.
+/// A keyspace with a string `s`, a counter `n`, a bitmap `b`, a string `t`
+/// with a TTL and a hash `h` (fields `f`, `g`, `n`).
 fn fixture() -> Keyspace {
     let mut ks = Keyspace::scratch(16);
     let db = ks.db_mut(0);
@@ -80,6 +97,11 @@ fn fixture() -> Keyspace {
         db.insert(Box::new(Entry::new(k.as_bytes(), Value::Str(StrValue::from_bytes(v)))));
     }
     db.set_expire(b"t", Some(now_ms() + 1_000_000));
+    let mut hash = ringdb_types::hash::Hash::new();
+    let limits = ringdb_types::limits::Limits::default();
+    let pairs: [(&[u8], &[u8]); 3] = [(b"f", b"v"), (b"g", b"w"), (b"n", b"1")];
+    hash.set_many(&pairs, &limits);
+    db.insert(Box::new(Entry::new(b"h", Value::Hash(hash))));
     ks
 }
 
