@@ -1,21 +1,35 @@
 #!/usr/bin/env bash
 # benches/load.sh: side-by-side load benchmark of ringdb and redis-server.
 #
-# Runs the same redis-benchmark matrix (SET, GET, INCR, MSET of 10 keys;
-# 50 clients; pipeline 1 and 16; random keys) against a redis-server and a
-# ringdb started here on loopback, ringdb at 1 shard and then at 2 shards,
-# each row repeated REPS times with the two servers interleaved. It also
-# counts the server's CPU time per run (utime+stime from /proc/PID/stat),
-# loads 1M keys (12-byte keys, 16-byte values) into fresh servers to compare
-# memory, and rewrites benches/RESULTS.md and benches/results.svg.
+# Runs the same redis-benchmark matrix (SET, GET, INCR, MSET of 10 keys,
+# LPUSH, LPOP, SADD, HSET, ZADD, ZPOPMIN, ZRANGE; 50 clients; pipeline 1 and
+# 16; random keys) against a redis-server and a ringdb started here on
+# loopback, ringdb at 1 shard and then at 2 shards, each row repeated REPS
+# times with the two servers interleaved. It also counts the server's CPU
+# time per run (utime+stime from /proc/PID/stat), loads 1M keys (12-byte
+# keys, 16-byte values), 100k hashes of 10 fields and 100k sorted sets of 10
+# members into fresh servers to compare memory, and rewrites
+# benches/RESULTS.md and benches/results.svg.
+#
+# redis-benchmark 7.0 has no ZRANGE test: the zrange row runs the custom
+# command `ZRANGE myzset 0 9` against a sorted set of ZRANGE_MEMBERS members.
+# Before every run (probes included) of lpop, zpopmin and zrange, the key it
+# reads is seeded afresh with redis-cli --pipe, outside the measurement:
+# mylist and myzset get as many elements as the run pops, so that no pop
+# meets an empty key.
 #
 # Usage: benches/load.sh
 # Settings (environment variables, defaults in brackets):
 #   RUN_SECONDS [5]      target length of one measured run; -n is sized from a probe run
 #   REPS [3]             measured runs per row and server (the report shows medians)
 #   SHARDS_LIST ["1 2"]  ringdb shard counts, one phase each
-#   TESTS ["set get incr mset"], PIPELINES ["1 16"], CLIENTS [50], KEYSPACE [100000]
-#   MEM_KEYS [1000000]   keys loaded for the memory comparison (0 = skip)
+#   TESTS ["set get incr mset lpush lpop sadd hset zadd zpopmin zrange"]
+#                        redis-benchmark -t names, and zrange (a custom command)
+#   PIPELINES ["1 16"], CLIENTS [50], KEYSPACE [100000]
+#   ZRANGE_MEMBERS [1000]  members of the sorted set the zrange row reads
+#   MEM_KEYS [1000000]   string keys loaded for the memory comparison (0 = skip)
+#   MEM_HASHES [100000], MEM_HASH_FIELDS [10]    hashes loaded for it (0 = skip)
+#   MEM_ZSETS [100000], MEM_ZSET_MEMBERS [10]    sorted sets loaded for it (0 = skip)
 #   PIN [1]              1 = servers on CPU 0 (ringdb with N shards on CPUs 0..N-1),
 #                        redis-benchmark and redis-cli on the last CPU; 0 = no taskset
 #   NICE [-10 as root, else 0]  nice value of servers and client: above the
@@ -30,18 +44,24 @@ cd "$ROOT"
 
 # The settings given in the environment, to print the exact command line.
 GIVEN=""
-for var in RUN_SECONDS REPS SHARDS_LIST TESTS PIPELINES CLIENTS KEYSPACE MEM_KEYS PIN NICE RINGDB_PORT REDIS_PORT; do
+for var in RUN_SECONDS REPS SHARDS_LIST TESTS PIPELINES CLIENTS KEYSPACE ZRANGE_MEMBERS MEM_KEYS \
+    MEM_HASHES MEM_HASH_FIELDS MEM_ZSETS MEM_ZSET_MEMBERS PIN NICE RINGDB_PORT REDIS_PORT; do
     if [ -n "${!var+x}" ]; then GIVEN+="$var=$(printf '%q' "${!var}") "; fi
 done
 
 RUN_SECONDS=${RUN_SECONDS:-5}
 REPS=${REPS:-3}
 SHARDS_LIST=${SHARDS_LIST:-"1 2"}
-TESTS=${TESTS:-"set get incr mset"}
+TESTS=${TESTS:-"set get incr mset lpush lpop sadd hset zadd zpopmin zrange"}
 PIPELINES=${PIPELINES:-"1 16"}
 CLIENTS=${CLIENTS:-50}
 KEYSPACE=${KEYSPACE:-100000}
+ZRANGE_MEMBERS=${ZRANGE_MEMBERS:-1000}
 MEM_KEYS=${MEM_KEYS:-1000000}
+MEM_HASHES=${MEM_HASHES:-100000}
+MEM_HASH_FIELDS=${MEM_HASH_FIELDS:-10}
+MEM_ZSETS=${MEM_ZSETS:-100000}
+MEM_ZSET_MEMBERS=${MEM_ZSET_MEMBERS:-10}
 PIN=${PIN:-1}
 if [ "$(id -u)" -eq 0 ]; then NICE=${NICE:--10}; else NICE=${NICE:-0}; fi
 RINGDB_PORT=${RINGDB_PORT:-7830}
@@ -182,6 +202,112 @@ vm_rss_kb() {
     awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"
 }
 
+# ---------------------------------------------------------------- data
+
+# Writes a RESP stream of commands to stdout, for redis-cli --pipe:
+#   strings N     N SETs: 12-byte keys key:00000000, 16-byte values
+#   hashes N F    N HSETs of F fields: keys hash:00000000, fields field:0,
+#                 field:1, …, 16-byte values
+#   zsets N M     N ZADDs of M members: keys zset:00000000, 14-byte members
+#                 m:000000000000, integer scores
+#   list KEY N    LPUSH KEY with N 3-byte elements, 1000 a command
+#   zset KEY N    ZADD KEY with N members element:I (score I), 1000 a command
+gen_resp() {
+    python3 - "$@" <<'PYTHON'
+import sys
+
+out = sys.stdout.buffer
+
+
+def command(*words):
+    parts = [b"*%d\r\n" % len(words)]
+    for w in words:
+        parts.append(b"$%d\r\n%s\r\n" % (len(w), w))
+    return b"".join(parts)
+
+
+def strings(n):
+    for i in range(int(n)):
+        yield command(b"SET", b"key:%08d" % i, b"val:%012d" % i)
+
+
+def hashes(n, fields):
+    f = int(fields)
+    for i in range(int(n)):
+        pairs = []
+        for j in range(f):
+            pairs += [b"field:%d" % j, b"val:%012d" % (i * f + j)]
+        yield command(b"HSET", b"hash:%08d" % i, *pairs)
+
+
+def zsets(n, members):
+    m = int(members)
+    for i in range(int(n)):
+        pairs = []
+        for j in range(m):
+            pairs += [b"%d" % (i * m + j), b"m:%012d" % (i * m + j)]
+        yield command(b"ZADD", b"zset:%08d" % i, *pairs)
+
+
+def batches(n):
+    n = int(n)
+    for start in range(0, n, 1000):
+        yield range(start, min(start + 1000, n))
+
+
+def seed_list(key, n):
+    for batch in batches(n):
+        yield command(b"LPUSH", key.encode(), *[b"xxx"] * len(batch))
+
+
+def seed_zset(key, n):
+    for batch in batches(n):
+        pairs = []
+        for i in batch:
+            pairs += [b"%d" % i, b"element:%d" % i]
+        yield command(b"ZADD", key.encode(), *pairs)
+
+
+kinds = {"strings": strings, "hashes": hashes, "zsets": zsets, "list": seed_list, "zset": seed_zset}
+chunk = []
+for c in kinds[sys.argv[1]](*sys.argv[2:]):
+    chunk.append(c)
+    if len(chunk) == 10000:
+        out.write(b"".join(chunk))
+        chunk.clear()
+out.write(b"".join(chunk))
+PYTHON
+}
+
+# The redis-benchmark arguments that select a test: `-t TEST`, or for zrange
+# (which redis-benchmark 7.0 lacks) a custom command.
+test_args() {
+    case $1 in
+        zrange) echo "ZRANGE myzset 0 9" ;;
+        *) echo "-t $1" ;;
+    esac
+}
+
+# Seeds the key a test reads before a run of `requests` requests (outside
+# the measurement) and prints what went wrong, if anything: the pops get
+# exactly as many elements as they pop, zrange a sorted set of
+# ZRANGE_MEMBERS members.
+seed_test() {
+    local port=$1 test=$2 requests=$3
+    local key kind count card got
+    case $test in
+        lpop) key=mylist kind=list count=$requests card=llen ;;
+        zpopmin) key=myzset kind=zset count=$requests card=zcard ;;
+        zrange) key=myzset kind=zset count=$ZRANGE_MEMBERS card=zcard ;;
+        *) return 0 ;;
+    esac
+    redis-cli -h $HOST -p "$port" del "$key" >/dev/null 2>&1 || true
+    # shellcheck disable=SC2046
+    gen_resp "$kind" "$key" "$count" | $(client_pin) redis-cli -h $HOST -p "$port" --pipe >/dev/null 2>&1 || true
+    got=$(redis-cli -h $HOST -p "$port" "$card" "$key" 2>&1 | tr -d ',' | head -c 200)
+    [ "$got" = "$count" ] || echo "seed $key: $card $got, wanted $count"
+}
+
 RAW=$OUT/raw.csv
 RAW_HEADER="shards,server,test,pipeline,rep,requests,rps,avg_ms,min_ms,p50_ms,p95_ms,p99_ms,max_ms,wall_s,server_cpu_s,client_cpu_s,busy_cpu_s,steal_cpu_s,load1,status"
 
@@ -190,14 +316,16 @@ RAW_HEADER="shards,server,test,pipeline,rep,requests,rps,avg_ms,min_ms,p50_ms,p9
 bench_once() {
     local shards=$1 server=$2 port=$3 pid=$4 test=$5 pipeline=$6 requests=$7 rep=$8
     local tag="$OUT/runs/$shards-$server-$test-P$pipeline-$rep"
-    local before after sys_before sys_after load1 rc=0
+    local before after sys_before sys_after load1 seeded rc=0
+    seeded=$(seed_test "$port" "$test" "$requests")
     load1=$(cut -d' ' -f1 /proc/loadavg)
     before=$(cpu_ticks "$pid")
     sys_before=$(system_ticks)
     local TIMEFORMAT='%R %U %S'
     # shellcheck disable=SC2046
-    { time $(client_pin) redis-benchmark -h $HOST -p "$port" -t "$test" -n "$requests" \
-        -r "$KEYSPACE" -c "$CLIENTS" -P "$pipeline" --csv >"$tag.csv" 2>"$tag.err" || rc=$?; } 2>"$tag.time"
+    { time $(client_pin) redis-benchmark -h $HOST -p "$port" -n "$requests" \
+        -r "$KEYSPACE" -c "$CLIENTS" -P "$pipeline" --csv $(test_args "$test") >"$tag.csv" 2>"$tag.err" \
+        || rc=$?; } 2>"$tag.time"
     sys_after=$(system_ticks)
     after=$(cpu_ticks "$pid")
 
@@ -207,6 +335,7 @@ bench_once() {
     elif [ "$rc" -ne 0 ]; then
         LAST_STATUS="redis-benchmark exit $rc"
     fi
+    [ -z "$seeded" ] || LAST_STATUS="$LAST_STATUS; $seeded"
     # redis-benchmark warns when CONFIG GET fails (ringdb may not have it); any
     # other line on stderr is worth reporting.
     local errs
@@ -267,77 +396,93 @@ run_row() {
 
 # ---------------------------------------------------------------- memory
 
-# A RESP stream of MEM_KEYS SET commands: 12-byte keys (key:00000000),
-# 16-byte values (val:000000000000).
-make_load_file() {
-    python3 - "$MEM_KEYS" >"$OUT/load.resp" <<'EOF'
-import sys
-n = int(sys.argv[1])
-out = sys.stdout.buffer
-chunk = []
-for i in range(n):
-    key = b"key:%08d" % i
-    val = b"val:%012d" % i
-    chunk.append(b"*3\r\n$3\r\nSET\r\n$12\r\n" + key + b"\r\n$16\r\n" + val + b"\r\n")
-    if len(chunk) == 10000:
-        out.write(b"".join(chunk))
-        chunk.clear()
-out.write(b"".join(chunk))
-EOF
+# The memory data sets, one a line: name, number of keys, gen_resp's
+# arguments. A data set of 0 keys is skipped.
+memory_datasets() {
+    echo "strings $MEM_KEYS strings $MEM_KEYS"
+    echo "hashes $MEM_HASHES hashes $MEM_HASHES $MEM_HASH_FIELDS"
+    echo "zsets $MEM_ZSETS zsets $MEM_ZSETS $MEM_ZSET_MEMBERS"
 }
 
 info_field() {
     redis-cli -h $HOST -p "$1" info memory 2>/dev/null | tr -d '\r' | awk -F: -v f="$2" '$1 == f { print $2 }'
 }
 
-# Loads the keys into the server on `port` and appends a row to mem.csv.
+# Reads back the first and last key of a data set; prints "got|expected".
+spot_check() {
+    local dataset=$1 port=$2 keys=$3
+    local last=$((keys - 1)) got expect
+    local cli=(redis-cli -h $HOST -p "$port")
+    case $dataset in
+        strings)
+            got=$("${cli[@]}" get key:00000000 2>&1)/$("${cli[@]}" get "$(printf 'key:%08d' "$last")" 2>&1)
+            expect=val:000000000000/$(printf 'val:%012d' "$last")
+            ;;
+        hashes)
+            got=$("${cli[@]}" hget hash:00000000 field:0 2>&1)/$("${cli[@]}" hlen "$(printf 'hash:%08d' "$last")" 2>&1)
+            expect=val:000000000000/$MEM_HASH_FIELDS
+            ;;
+        zsets)
+            got=$("${cli[@]}" zscore zset:00000000 m:000000000000 2>&1)/$("${cli[@]}" zcard "$(printf 'zset:%08d' "$last")" 2>&1)
+            expect=0/$MEM_ZSET_MEMBERS
+            ;;
+    esac
+    echo "$got|$expect"
+}
+
+# Loads data set `dataset` (`keys` keys, from $OUT/load-DATASET.resp) into
+# the server on `port` and appends a row to mem.csv.
 measure_memory() {
-    local label=$1 port=$2 pid=$3
+    local dataset=$1 keys=$2 label=$3 port=$4 pid=$5
     local rss0 rss1 used pipe_out t0 t1 check
     sleep 0.5
     rss0=$(vm_rss_kb "$pid")
     t0=$(date +%s.%N)
     # shellcheck disable=SC2046
-    pipe_out=$($(client_pin) redis-cli -h $HOST -p "$port" --pipe <"$OUT/load.resp" 2>&1 | tr '\n' ' ')
+    # redis-cli --pipe prints each error reply, then three summary lines
+    # (errors counted), and exits non-zero after errors: keep the summary.
+    pipe_out=$($(client_pin) redis-cli -h $HOST -p "$port" --pipe <"$OUT/load-$dataset.resp" 2>&1 \
+        | tail -n 3 | tr '\n' ' ') || true
     t1=$(date +%s.%N)
     sleep 1
     rss1=$(vm_rss_kb "$pid")
     used=$(info_field "$port" used_memory)
     [ -n "$used" ] || used=NA
-    # Spot check: the first and last keys read back with their values.
-    local last=$((MEM_KEYS - 1))
-    check=$(redis-cli -h $HOST -p "$port" get key:00000000 2>&1)/$(redis-cli -h $HOST -p "$port" \
-        get "$(printf 'key:%08d' "$last")" 2>&1)
-    local expect
-    expect=val:000000000000/$(printf 'val:%012d' "$last")
+    check=$(spot_check "$dataset" "$port" "$keys")
     local status=ok
-    [ "$check" = "$expect" ] || status="spot check got $check"
+    [ "${check%|*}" = "${check#*|}" ] || status="spot check got ${check%|*}"
     kill -0 "$pid" 2>/dev/null || status="server exited"
-    log "memory $label: rss ${rss0} kB -> ${rss1} kB, used_memory $used; pipe: $pipe_out; $status"
-    echo "$label,$MEM_KEYS,$rss0,$rss1,$used,$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }'),\"${pipe_out//\"/}\",\"$status\"" >>"$OUT/mem.csv"
+    log "memory $dataset $label: rss ${rss0} kB -> ${rss1} kB, used_memory $used; pipe: $pipe_out; $status"
+    echo "$dataset,$label,$keys,$rss0,$rss1,$used,$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }'),\"${pipe_out//\"/}\",\"${status//\"/}\"" >>"$OUT/mem.csv"
 }
 
+# Each data set goes into a freshly started redis-server, then into a fresh
+# ringdb for each shard count.
 memory_phase() {
-    [ "$MEM_KEYS" -gt 0 ] || return 0
-    log "memory: generating $MEM_KEYS SET commands"
-    make_load_file
-    echo "server,keys,rss_before_kb,rss_after_kb,used_memory,load_s,pipe_output,status" >"$OUT/mem.csv"
-    start_redis
-    measure_memory redis "$REDIS_PORT" "$REDIS_PID"
-    stop_servers
-    for shards in $SHARDS_LIST; do
-        start_ringdb "$shards"
-        measure_memory "ringdb-$shards" "$RINGDB_PORT" "$RINGDB_PID"
+    local dataset keys gen
+    echo "dataset,server,keys,rss_before_kb,rss_after_kb,used_memory,load_s,pipe_output,status" >"$OUT/mem.csv"
+    while read -r dataset keys gen; do
+        [ "$keys" -gt 0 ] || continue
+        log "memory: generating $dataset ($gen)"
+        # shellcheck disable=SC2086
+        gen_resp $gen >"$OUT/load-$dataset.resp"
+        start_redis
+        measure_memory "$dataset" "$keys" redis "$REDIS_PORT" "$REDIS_PID"
         stop_servers
-    done
-    rm -f "$OUT/load.resp"
+        for shards in $SHARDS_LIST; do
+            start_ringdb "$shards"
+            measure_memory "$dataset" "$keys" "ringdb-$shards" "$RINGDB_PORT" "$RINGDB_PID"
+            stop_servers
+        done
+        rm -f "$OUT/load-$dataset.resp"
+    done < <(memory_datasets)
 }
 
 # ---------------------------------------------------------------- metadata
 
 write_meta() {
     local f=$OUT/meta.txt
-    local settings="RUN_SECONDS=$RUN_SECONDS REPS=$REPS SHARDS_LIST=\"$SHARDS_LIST\" TESTS=\"$TESTS\" PIPELINES=\"$PIPELINES\" CLIENTS=$CLIENTS KEYSPACE=$KEYSPACE MEM_KEYS=$MEM_KEYS PIN=$PIN NICE=$NICE"
+    local settings="RUN_SECONDS=$RUN_SECONDS REPS=$REPS SHARDS_LIST=\"$SHARDS_LIST\" TESTS=\"$TESTS\" PIPELINES=\"$PIPELINES\" CLIENTS=$CLIENTS KEYSPACE=$KEYSPACE ZRANGE_MEMBERS=$ZRANGE_MEMBERS MEM_KEYS=$MEM_KEYS MEM_HASHES=$MEM_HASHES MEM_HASH_FIELDS=$MEM_HASH_FIELDS MEM_ZSETS=$MEM_ZSETS MEM_ZSET_MEMBERS=$MEM_ZSET_MEMBERS PIN=$PIN NICE=$NICE"
     {
         printf 'command\t%s\n' "${GIVEN}benches/load.sh${*:+ $*}"
         printf 'settings\t%s\n' "$settings"
@@ -429,4 +574,7 @@ main() {
     log "done in $((SECONDS - started)) s: benches/RESULTS.md, benches/results.svg"
 }
 
-main "$@"
+# Sourcing the script (to call its functions one by one) runs nothing.
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then
+    main "$@"
+fi

@@ -5,20 +5,39 @@ usage: report.py OUT_DIR RESULTS_MD
 
 Reads OUT_DIR/meta.txt (tab-separated key, value), OUT_DIR/raw.csv (one row
 per measured redis-benchmark run) and OUT_DIR/mem.csv (one row per memory
-load), writes RESULTS_MD and OUT_DIR/summary.csv (one row per benchmark row,
+load; its `dataset` column says which data set, strings when absent), writes RESULTS_MD and OUT_DIR/summary.csv (one row per benchmark row,
 read by chart.py). The hand-written notes between NOTES_START and NOTES_END
 in an existing RESULTS_MD are carried over unchanged.
 """
 
 import csv
 import os
+import re
 import statistics
 import sys
 
 NOTES_START = "<!-- notes:start -->"
 NOTES_END = "<!-- notes:end -->"
-TEST_ORDER = ["set", "get", "incr", "mset"]
-TEST_NAMES = {"set": "SET", "get": "GET", "incr": "INCR", "mset": "MSET (10 keys)"}
+TEST_ORDER = ["set", "get", "incr", "mset", "lpush", "lpop", "sadd", "hset", "zadd", "zpopmin", "zrange"]
+TEST_NAMES = {
+    "set": "SET",
+    "get": "GET",
+    "incr": "INCR",
+    "mset": "MSET (10 keys)",
+    "lpush": "LPUSH",
+    "lpop": "LPOP",
+    "sadd": "SADD",
+    "hset": "HSET",
+    "zadd": "ZADD",
+    "zpopmin": "ZPOPMIN",
+    "zrange": "ZRANGE 0 9",
+}
+# Memory data sets in report order: (name, heading with {keys}, what each key holds).
+DATASETS = [
+    ("strings", "{keys} keys, 12-byte keys, 16-byte values"),
+    ("hashes", "{keys} hashes of {size} fields (13-byte keys, 7-byte fields, 16-byte values)"),
+    ("zsets", "{keys} sorted sets of {size} members (13-byte keys, 14-byte members, integer scores)"),
+]
 
 
 def read_meta(path):
@@ -181,6 +200,10 @@ def cpu_table(rows):
     return "\n".join(out)
 
 
+def dataset_of(m):
+    return m.get("dataset") or "strings"
+
+
 def memory_table(mem):
     if not mem:
         return "Not measured (MEM_KEYS=0)."
@@ -201,6 +224,63 @@ def memory_table(mem):
     return "\n".join(out)
 
 
+def growth_ratios(mem):
+    """ringdb's RSS growth against redis's, one clause per ringdb row."""
+    growth = lambda m: int(m["rss_after_kb"]) - int(m["rss_before_kb"])
+    redis = [m for m in mem if m["server"] == "redis"]
+    if not redis or growth(redis[0]) <= 0:
+        return ""
+    base = growth(redis[0])
+    parts = [f"{m['server']} {growth(m) / base:.2f}" for m in mem if m["server"] != "redis"]
+    return "RSS growth against redis-server's: " + ", ".join(parts) + "." if parts else ""
+
+
+def memory_sections(meta, mem, shards_list):
+    """One section per data set measured (the strings one as before)."""
+    sizes = {
+        "hashes": settings_value(meta, "MEM_HASH_FIELDS", "10"),
+        "zsets": settings_value(meta, "MEM_ZSET_MEMBERS", "10"),
+    }
+    parts = []
+    for name, heading in DATASETS:
+        rows = [m for m in mem if dataset_of(m) == name]
+        if not rows and name != "strings":
+            continue
+        title = (
+            "## Memory: " + heading.format(keys=f"{int(rows[0]['keys']):,}", size=sizes.get(name, ""))
+            if rows
+            else "## Memory"
+        )
+        parts += [title, ""]
+        if name == "strings":
+            parts.append(
+                "Loaded into a freshly started server with `redis-cli --pipe` (one SET per key, exact sizes), "
+                "then RSS from `/proc/PID/status` (VmRSS) after 1 s. `used_memory` is from `INFO memory`"
+                + ("; ringdb has no INFO yet, so for ringdb only RSS is available" if meta.get("ringdb_info_memory") == "no" else "")
+                + ". RSS growth is RSS after minus RSS before loading. The issue's reference for Redis: "
+                "about 108 MB used_memory / 121 MB RSS. Shard counts measured: "
+                + ", ".join(str(s) for s in shards_list)
+                + "."
+            )
+        else:
+            command, limit = (
+                ("HSET of all fields", "hash-max-listpack-entries 512")
+                if name == "hashes"
+                else ("ZADD of all members", "zset-max-listpack-entries 128")
+            )
+            parts.append(
+                f"Loaded the same way into a freshly started server, one {command} per key; RSS growth per "
+                "key is per collection. Both servers keep collections this small in their compact encoding "
+                f"(Redis's listpack; defaults {limit}, 64-byte values)."
+            )
+        parts += ["", memory_table(rows)]
+        ratios = growth_ratios(rows)
+        if ratios:
+            parts += ["", ratios]
+        parts.append("")
+    return "\n".join(parts).rstrip("\n")
+
+
 def problems(raw, mem):
     lines = []
     for r in raw:
@@ -208,7 +288,8 @@ def problems(raw, mem):
             lines.append(f"- shards={r['shards']} {r['server']} {r['test']} -P {r['pipeline']} rep {r['rep']}: {r['status']}")
     for m in mem:
         if m["status"] != "ok":
-            lines.append(f"- memory load {m['server']}: {m['status']}")
+            what = "" if dataset_of(m) == "strings" else f" ({dataset_of(m)})"
+            lines.append(f"- memory load {m['server']}{what}: {m['status']}")
     return "\n".join(lines) if lines else "None: every run exited 0, no server exited, no error replies."
 
 
@@ -219,6 +300,12 @@ def raw_table(raw):
     for r in raw:
         out.append("| " + " | ".join(r[c] for c in cols) + " |")
     return "\n".join(out)
+
+
+def settings_value(meta, name, default):
+    """A setting from meta's `settings` line (NAME=value or NAME="several words")."""
+    found = re.search(r'(?:^| )' + name + r'=("[^"]*"|\S*)', meta.get("settings", ""))
+    return found.group(1).strip('"') if found else default
 
 
 def method(meta):
@@ -239,6 +326,20 @@ def method(meta):
         "*other load* is what the rest of the machine used meanwhile (busy time of all CPUs from `/proc/stat` "
         "minus server and client). This machine is shared, so other load is noise the numbers carry.",
     ]
+    tests = settings_value(meta, "TESTS", "").split()
+    if {"lpop", "zpopmin", "zrange"} & set(tests):
+        lines.append(
+            "- ZRANGE has no redis-benchmark 7.0 test: its row runs the custom command `ZRANGE myzset 0 9` "
+            "(in place of `-t TEST`) on a sorted set of "
+            f"{settings_value(meta, 'ZRANGE_MEMBERS', '1000')} members. LPOP, ZPOPMIN and ZRANGE runs (probes "
+            "too) start from their key seeded afresh with `redis-cli --pipe` outside the measured time: "
+            "`mylist` and `myzset` hold exactly as many elements as the run pops, so every pop finds one."
+        )
+    if {"lpush", "lpop", "sadd", "hset", "zadd", "zpopmin", "zrange"} & set(tests):
+        lines.append(
+            "- The collection tests each work on one key (`mylist`, `myset`, `myhash`, `myzset`), as "
+            "redis-benchmark does, so with 2 shards all their requests go to the shard that owns it."
+        )
     if pin:
         lines.append(
             f"- Pinning (`taskset`): redis-server on CPU 0; ringdb with 1 shard on CPU 0, with 2 shards on "
@@ -309,17 +410,7 @@ def render(meta, rows, raw, mem, notes):
         "",
         cpu_table(rows),
         "",
-        f"## Memory: {int(mem[0]['keys']):,} keys, 12-byte keys, 16-byte values" if mem else "## Memory",
-        "",
-        "Loaded into a freshly started server with `redis-cli --pipe` (one SET per key, exact sizes), "
-        "then RSS from `/proc/PID/status` (VmRSS) after 1 s. `used_memory` is from `INFO memory`"
-        + ("; ringdb has no INFO yet, so for ringdb only RSS is available" if meta.get("ringdb_info_memory") == "no" else "")
-        + ". RSS growth is RSS after minus RSS before loading. The issue's reference for Redis: "
-        "about 108 MB used_memory / 121 MB RSS. Shard counts measured: "
-        + ", ".join(str(s) for s in shards_list)
-        + ".",
-        "",
-        memory_table(mem),
+        memory_sections(meta, mem, shards_list),
         "",
         "## Errors and crashes",
         "",

@@ -141,11 +141,28 @@ const SAMPLES: &[(&str, &str, &[&str])] = &[
     ("lmove", "LMOVE l new LEFT RIGHT", &["l", "new"]),
     ("rpoplpush", "RPOPLPUSH l new", &["l", "new"]),
     ("lmpop", "LMPOP 2 missing l LEFT COUNT 2", &["l"]),
+    // Hashes.
+    ("hset", "HSET h f v new v", &["h"]),
+    ("hsetnx", "HSETNX h new v", &["h"]),
+    ("hmset", "HMSET h f v", &["h"]),
+    ("hget", "HGET h f", &[]),
+    ("hmget", "HMGET h f g", &[]),
+    ("hgetall", "HGETALL h", &[]),
+    ("hdel", "HDEL h f g", &["h"]),
+    ("hlen", "HLEN h", &[]),
+    ("hstrlen", "HSTRLEN h f", &[]),
+    ("hexists", "HEXISTS h f", &[]),
+    ("hkeys", "HKEYS h", &[]),
+    ("hvals", "HVALS h", &[]),
+    ("hincrby", "HINCRBY h n 2", &["h"]),
+    ("hincrbyfloat", "HINCRBYFLOAT h n 2.5", &["h"]),
+    ("hrandfield", "HRANDFIELD h -5 WITHVALUES", &[]),
+    ("hscan", "HSCAN h 0", &[]),
 ];
 
 /// A keyspace with a string `s`, a counter `n`, a bitmap `b`, a string `t`
-/// with a TTL, a set `st` of `a`, `b`, `c`, a sorted set `z` (a:1 b:2 c:3)
-/// and a list `l` of `a b c`.
+/// with a TTL, a set `st` of `a`, `b`, `c`, a sorted set `z` (a:1 b:2 c:3),
+/// a list `l` of `a b c` and a hash `h` (fields `f`, `g`, `n`).
 fn fixture() -> Keyspace {
     let mut ks = Keyspace::scratch(16);
     let db = ks.db_mut(0);
@@ -167,6 +184,11 @@ fn fixture() -> Keyspace {
     let mut list = List::new();
     list.push(End::Tail, &[b"a", b"b", b"c"], &ShardSettings::default().limits);
     db.insert(Box::new(Entry::new(b"l", Value::List(list))));
+    let mut hash = ringdb_types::hash::Hash::new();
+    let limits = ringdb_types::limits::Limits::default();
+    let pairs: [(&[u8], &[u8]); 3] = [(b"f", b"v"), (b"g", b"w"), (b"n", b"1")];
+    hash.set_many(&pairs, &limits);
+    db.insert(Box::new(Entry::new(b"h", Value::Hash(hash))));
     ks
 }
 

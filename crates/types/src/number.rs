@@ -91,16 +91,19 @@ fn mantissa_has_nonzero_digit(body: &str) -> bool {
 
 /// The human form Redis gives INCRBYFLOAT / HINCRBYFLOAT results: plain
 /// decimal notation, no exponent, no trailing zeros, shortest digits that read
-/// back to the same double.
+/// back to the same double, but never more than the 17 decimals Redis's
+/// `ld2string` prints (`%.17Lf`), so tiny values round as there (to `0`).
 pub fn format_human_f64(v: f64) -> String {
-    if v == 0.0 {
-        return "0".to_string();
-    }
-    let s = format!("{v}");
-    if s.contains('.') {
-        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    let shortest = format!("{v}");
+    let s = match shortest.split_once('.') {
+        Some((_, decimals)) if decimals.len() > 17 => format!("{v:.17}"),
+        _ => shortest,
+    };
+    let s = if s.contains('.') { s.trim_end_matches('0').trim_end_matches('.') } else { &s };
+    if s == "-0" {
+        "0".to_string()
     } else {
-        s
+        s.to_string()
     }
 }
 
@@ -154,5 +157,11 @@ mod tests {
         assert_eq!(format_human_f64(1.25), "1.25");
         assert_eq!(format_human_f64(-0.0), "0");
         assert_eq!(format_human_f64(17179869185.5), "17179869185.5");
+        assert_eq!(format_human_f64(1e20), "100000000000000000000");
+        assert_eq!(format_human_f64(5e-7), "0.0000005");
+        assert_eq!(format_human_f64(1e-20), "0");
+        assert_eq!(format_human_f64(-1e-20), "0");
+        assert_eq!(format_human_f64(0.012345678901234567), "0.01234567890123457");
+        assert_eq!(format_human_f64(0.30000000000000004), "0.30000000000000004");
     }
 }
