@@ -33,7 +33,8 @@ fn messages_reach_every_subscriber_once_whatever_its_core() {
             let payload = format!("m{i}");
             assert_eq!(
                 s.read_frame(),
-                format!("*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n${}\r\n{payload}\r\n", payload.len()).into_bytes()
+                format!("*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n${}\r\n{payload}\r\n", payload.len())
+                    .into_bytes()
             );
         }
     }
@@ -49,7 +50,10 @@ fn patterns_shard_channels_and_introspection() {
     assert_eq!(a.call(&["PSUBSCRIBE", "n*"]), "*3\r\n$10\r\npsubscribe\r\n$2\r\nn*\r\n:1\r\n");
     assert_eq!(b.call(&["SUBSCRIBE", "news", "sport"]).matches("subscribe").count(), 1);
     assert!(b.read_frame().starts_with(b"*3\r\n$9\r\nsubscribe\r\n$5\r\nsport\r\n:2"));
-    assert_eq!(b.call(&["SSUBSCRIBE", "shardy"]), "*3\r\n$10\r\nssubscribe\r\n$6\r\nshardy\r\n:1\r\n");
+    assert_eq!(
+        b.call(&["SSUBSCRIBE", "shardy"]),
+        "*3\r\n$10\r\nssubscribe\r\n$6\r\nshardy\r\n:1\r\n"
+    );
     let mut c = server.client();
     assert_eq!(q::<i64>(&mut c, &["PUBLISH", "news", "hi"]).unwrap(), 2);
     assert_eq!(a.read_frame(), b"*4\r\n$8\r\npmessage\r\n$2\r\nn*\r\n$4\r\nnews\r\n$2\r\nhi\r\n");
@@ -101,7 +105,9 @@ fn one_publishers_messages_arrive_in_order() {
     let mut pipeline = Vec::new();
     for i in 0..2000 {
         let m = i.to_string();
-        pipeline.extend_from_slice(format!("*3\r\n$7\r\nPUBLISH\r\n$3\r\nseq\r\n${}\r\n{m}\r\n", m.len()).as_bytes());
+        pipeline.extend_from_slice(
+            format!("*3\r\n$7\r\nPUBLISH\r\n$3\r\nseq\r\n${}\r\n{m}\r\n", m.len()).as_bytes(),
+        );
     }
     p.send(&pipeline);
     for _ in 0..2000 {
@@ -125,7 +131,10 @@ fn keyspace_notifications_from_both_shards() {
     // Off by default: nothing is published.
     q::<()>(&mut c, &["SET", &a, "1"]).unwrap();
     q::<()>(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KEA"]).unwrap();
-    assert_eq!(q::<Vec<String>>(&mut c, &["CONFIG", "GET", "notify-keyspace-events"]).unwrap()[1], "AKE");
+    assert_eq!(
+        q::<Vec<String>>(&mut c, &["CONFIG", "GET", "notify-keyspace-events"]).unwrap()[1],
+        "AKE"
+    );
     q::<()>(&mut c, &["SET", &a, "2"]).unwrap();
     q::<()>(&mut c, &["INCR", &b]).unwrap();
     q::<()>(&mut c, &["DEL", &a]).unwrap();
@@ -139,20 +148,31 @@ fn keyspace_notifications_from_both_shards() {
     ];
     for (channel, payload) in expect {
         let frame = String::from_utf8(s.read_frame()).unwrap();
-        assert!(frame.contains(&channel) && frame.ends_with(&format!("{payload}\r\n")), "{frame:?}");
+        assert!(
+            frame.contains(&channel) && frame.ends_with(&format!("{payload}\r\n")),
+            "{frame:?}"
+        );
     }
     // Expired keys are notified too, including by the active cycle.
     q::<()>(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "Ex"]).unwrap();
     q::<()>(&mut c, &["SET", &b, "v", "PX", "50"]).unwrap();
     let frame = String::from_utf8(s.read_frame()).unwrap();
-    assert!(frame.contains("__keyevent@0__:expired") && frame.ends_with(&format!("{b}\r\n")), "{frame:?}");
+    assert!(
+        frame.contains("__keyevent@0__:expired") && frame.ends_with(&format!("{b}\r\n")),
+        "{frame:?}"
+    );
     let err = q::<()>(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "Q"]).unwrap_err();
     assert!(err.to_string().contains("Invalid event class character"), "{err}");
 }
 
 #[test]
 fn a_subscriber_that_does_not_read_is_disconnected() {
-    let server = Server::start_with(&["--shards", "2", "--client-output-buffer-limit", "pubsub 1mb 256kb 1"]);
+    let server = Server::start_with(&[
+        "--shards",
+        "2",
+        "--client-output-buffer-limit",
+        "pubsub 1mb 256kb 1",
+    ]);
     let mut slow = server.raw();
     slow.call(&["SUBSCRIBE", "firehose"]);
     // Never read from `slow` again. Publish ~8 MiB.
@@ -161,7 +181,8 @@ fn a_subscriber_that_does_not_read_is_disconnected() {
     let deadline = Instant::now() + Duration::from_secs(20);
     let mut receivers = 1;
     while receivers > 0 && Instant::now() < deadline {
-        receivers = redis::cmd("PUBLISH").arg("firehose").arg(&payload).query::<i64>(&mut p).unwrap();
+        receivers =
+            redis::cmd("PUBLISH").arg("firehose").arg(&payload).query::<i64>(&mut p).unwrap();
     }
     assert_eq!(receivers, 0, "the slow subscriber was never disconnected");
     assert!(slow.is_closed() || slow.stream.write_all(b"PING\r\n").is_err() || slow.is_closed());

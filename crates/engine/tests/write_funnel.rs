@@ -11,8 +11,8 @@ use ringdb_engine::keyspace::{Entry, Keyspace, StrValue, Value};
 use ringdb_engine::shard::{execute_on, now_ms, ShardSettings, ShardState};
 use ringdb_engine::ShardCommand;
 use ringdb_types::limits::Limits;
-use ringdb_types::zset::{AddFlags, ZSet};
 use ringdb_types::list::{End, List};
+use ringdb_types::zset::{AddFlags, ZSet};
 use std::collections::BTreeSet;
 
 /// (row, command line, keys it must report as changed).
@@ -72,6 +72,8 @@ const SAMPLES: &[(&str, &str, &[&str])] = &[
     ("object|idletime", "OBJECT IDLETIME s", &[]),
     ("object|refcount", "OBJECT REFCOUNT s", &[]),
     ("object|help", "OBJECT HELP", &[]),
+    ("memory|usage", "MEMORY USAGE h SAMPLES 0", &[]),
+    ("memory|help", "MEMORY HELP", &[]),
     // Sets.
     ("sadd", "SADD st x", &["st"]),
     ("srem", "SREM st a", &["st"]),

@@ -10,6 +10,7 @@ pub mod connection;
 pub mod hash;
 pub mod keys;
 pub mod list;
+pub mod memory;
 pub mod pubsub;
 pub mod server;
 pub mod set;
@@ -28,6 +29,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     set::COMMANDS,
     zset::COMMANDS,
     keys::COMMANDS,
+    memory::COMMANDS,
     transactions::COMMANDS,
     pubsub::COMMANDS,
     connection::COMMANDS,
