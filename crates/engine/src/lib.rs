@@ -12,6 +12,7 @@
 //! - [`expire`]: the active expiry cycle.
 //! - [`digest`]: DEBUG DIGEST's Redis-compatible dataset signatures.
 //! - [`scan`]: SCAN's cursor over slots and shards.
+//! - [`scripting`]: Lua scripts and functions (one Lua state per shard).
 //!
 //! The rule this crate keeps: no I/O, no threads, no glommio. A shard is plain
 //! data driven by the server; everything here is tested with plain `#[test]`.
@@ -24,6 +25,7 @@ pub mod funnel;
 pub mod keyspace;
 pub mod locks;
 pub mod scan;
+pub mod scripting;
 pub mod shard;
 
 pub use shard::{Shard, ShardCommand, ShardId, SlotMap};

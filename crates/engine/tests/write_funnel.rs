@@ -69,6 +69,13 @@ const SAMPLES: &[(&str, &str, &[&str])] = &[
     ("object|idletime", "OBJECT IDLETIME s", &[]),
     ("object|refcount", "OBJECT REFCOUNT s", &[]),
     ("object|help", "OBJECT HELP", &[]),
+    // Scripting: no write flag (a script's writes are its commands').
+    ("eval", "EVAL return 0", &[]),
+    ("evalsha", "EVALSHA 0000000000000000000000000000000000000000 0", &[]),
+    ("eval_ro", "EVAL_RO return 0", &[]),
+    ("evalsha_ro", "EVALSHA_RO 0000000000000000000000000000000000000000 0", &[]),
+    ("fcall", "FCALL nosuch 0", &[]),
+    ("fcall_ro", "FCALL_RO nosuch 0", &[]),
 ];
 
 /// A keyspace with a string `s`, a counter `n`, a bitmap `b` and a string `t`

@@ -10,6 +10,7 @@ pub mod connection;
 pub mod hash;
 pub mod keys;
 pub mod list;
+pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod string;
@@ -28,5 +29,6 @@ pub static ALL: &[&[CommandSpec]] = &[
     keys::COMMANDS,
     connection::COMMANDS,
     server::COMMANDS,
+    scripting::COMMANDS,
     command::COMMANDS,
 ];
