@@ -400,7 +400,8 @@ impl ShardCommand {
 
     /// The locks this command would need on its shard.
     pub fn lock_set(&self) -> LockSet {
-        let mode = if self.spec.is_write() { LockMode::Exclusive } else { LockMode::Shared };
+        let mode =
+            if self.spec.locks_exclusively() { LockMode::Exclusive } else { LockMode::Shared };
         self.spec
             .key_positions(&self.args)
             .unwrap_or_default()

@@ -478,6 +478,13 @@ impl CommandSpec {
         self.has(flags::WRITE)
     }
 
+    /// Whether the command takes its keys' locks exclusively: writes, and
+    /// commands that may write through what they run (EVAL, FCALL are
+    /// `may_replicate`, not `write`, in Redis's table).
+    pub fn locks_exclusively(&self) -> bool {
+        self.has(flags::WRITE | flags::MAY_REPLICATE)
+    }
+
     /// ACL categories including those Redis implies from the flags
     /// (`setImplicitACLCategories`).
     pub fn acl_categories(&self) -> u32 {
