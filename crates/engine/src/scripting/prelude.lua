@@ -204,7 +204,7 @@ local load_api = with_error_meta({redis = protect(load_redis)})
 local function err_handler(err)
   local level = 2
   local i = dbg.getinfo(level, 'nSl')
-  while i and (i.what == 'C' or i.source == '=ringdb') do
+  while i and (i.what == 'C' or i.what == 'tail' or i.source == '=ringdb') do
     level = level + 1
     i = dbg.getinfo(level, 'nSl')
   end

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Instructions between two checks of the clock and the kill flag.
-const HOOK_EVERY: u32 = 100_000;
+const HOOK_EVERY: u32 = 10_000;
 /// How long FUNCTION LOAD may run a library's code (Redis's
 /// `LOAD_TIMEOUT_MS`).
 pub const LOAD_TIMEOUT: Duration = Duration::from_millis(500);
