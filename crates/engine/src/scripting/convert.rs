@@ -133,13 +133,11 @@ pub fn resp_to_lua(lua: &Lua, buf: &[u8]) -> mlua::Result<(Value, usize)> {
         b'_' => Ok((Value::Nil, after)),
         b'#' => Ok((Value::Boolean(line == b"t"), after)),
         b',' => {
-            let d = ringdb_types::number::parse_f64(line)
-                .or_else(|| match line {
-                    b"inf" => Some(f64::INFINITY),
-                    b"-inf" => Some(f64::NEG_INFINITY),
-                    _ => None,
-                })
-                .unwrap_or(f64::NAN);
+            let d = match line {
+                b"inf" => f64::INFINITY,
+                b"-inf" => f64::NEG_INFINITY,
+                _ => ringdb_types::number::parse_f64(line).unwrap_or(f64::NAN),
+            };
             Ok((single(lua, "double", d)?, after))
         }
         b'(' => Ok((single(lua, "big_number", lua.create_string(line)?)?, after)),

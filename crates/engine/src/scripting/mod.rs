@@ -526,8 +526,11 @@ impl LuaEngine {
         drop(call_ctx);
         let script_resp = self.run.resp.get();
         self.run.end();
-        self.runs = self.runs.wrapping_add(1);
-        if self.runs % 50 == 0 {
+        // A garbage collection step every 50 runs, as Redis does, so that
+        // garbage never piles up to a long full collection.
+        self.runs += 1;
+        if self.runs >= 50 {
+            self.runs = 0;
             let _ = lua.gc_step();
         }
         let values = match outcome {

@@ -178,8 +178,9 @@ pub fn function_list(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
         .map(|l| l.libs.values().collect::<Vec<_>>())
         .unwrap_or_default()
         .into_iter()
-        .filter(|l| {
-            pattern.is_none_or(|p| ringdb_types::glob::glob_match(p, l.name.as_bytes(), true))
+        .filter(|l| match pattern {
+            Some(p) => ringdb_types::glob::glob_match(p, l.name.as_bytes(), true),
+            None => true,
         })
         .collect();
     let mut out = conn.reply();
