@@ -229,35 +229,29 @@ fn write_table(t: &Table, script_resp: Resp, out: &mut ReplyWriter, depth: usize
             return;
         }
     }
+    // Values are written as they are read, never collected: every live mlua
+    // value holds a slot of a Lua stack limited to about 8000.
     if let Ok(Value::Table(map)) = t.raw_get::<Value>("map") {
-        let pairs: Vec<(Value, Value)> =
-            map.pairs::<Value, Value>().filter_map(Result::ok).collect();
-        out.map(pairs.len());
-        for (k, v) in &pairs {
-            write_value(k, script_resp, out, depth + 1);
-            write_value(v, script_resp, out, depth + 1);
+        out.map(map.pairs::<Value, Value>().count());
+        for (k, v) in map.pairs::<Value, Value>().flatten() {
+            write_value(&k, script_resp, out, depth + 1);
+            write_value(&v, script_resp, out, depth + 1);
         }
         return;
     }
     if let Ok(Value::Table(set)) = t.raw_get::<Value>("set") {
-        let members: Vec<Value> =
-            set.pairs::<Value, Value>().filter_map(Result::ok).map(|(k, _)| k).collect();
-        out.set(members.len());
-        for k in &members {
-            write_value(k, script_resp, out, depth + 1);
+        out.set(set.pairs::<Value, Value>().count());
+        for (k, _) in set.pairs::<Value, Value>().flatten() {
+            write_value(&k, script_resp, out, depth + 1);
         }
         return;
     }
-    let mut items = Vec::new();
-    for i in 1.. {
-        match t.raw_get::<Value>(i) {
-            Ok(Value::Nil) | Err(_) => break,
-            Ok(v) => items.push(v),
-        }
-    }
-    out.array(items.len());
-    for v in &items {
-        write_value(v, script_resp, out, depth + 1);
+    let len =
+        (1..).take_while(|&i| !matches!(t.raw_get::<Value>(i), Ok(Value::Nil) | Err(_))).count();
+    out.array(len);
+    for i in 1..=len {
+        let v = t.raw_get::<Value>(i).unwrap_or(Value::Nil);
+        write_value(&v, script_resp, out, depth + 1);
     }
 }
 
@@ -318,6 +312,11 @@ mod tests {
         assert_eq!(conv("return {ok='fine\\r\\nline'}", Resp::V2), "+fine  line\r\n");
         assert_eq!(conv("return {err='ERR bad'}", Resp::V2), "-ERR bad\r\n");
         assert_eq!(conv("return nil", Resp::V2), "$-1\r\n");
-        assert_eq!(conv("local t = {} t[1] = t return t", Resp::V2).contains("stack limit"), true);
+        assert!(conv("local t = {} t[1] = t return t", Resp::V2).contains("stack limit"));
+        let big = conv("local t = {} for i = 1, 20000 do t[i] = 'x' .. i end return t", Resp::V2);
+        assert!(big.starts_with("*20000\r\n$2\r\nx1\r\n"));
+        let map =
+            conv("local t = {} for i = 1, 20000 do t['k' .. i] = i end return {map = t}", Resp::V3);
+        assert!(map.starts_with("*40000\r\n"));
     }
 }

@@ -214,6 +214,11 @@ impl ScriptMonitor {
         self.bodies.lock().map(|b| b.contains_key(sha)).unwrap_or(false)
     }
 
+    /// Scripts EVAL and SCRIPT LOAD have cached (INFO memory).
+    pub fn body_count(&self) -> usize {
+        self.bodies.lock().map(|b| b.len()).unwrap_or(0)
+    }
+
     /// SCRIPT FLUSH.
     pub fn forget_bodies(&self) {
         if let Ok(mut bodies) = self.bodies.lock() {

@@ -122,11 +122,13 @@ fn encode_value(v: &Value, level: usize, out: &mut Vec<u8>) -> mlua::Result<()> 
                     encode_value(&t.raw_get::<Value>(i)?, level + 1, out)?;
                 }
             } else {
-                let pairs: Vec<(Value, Value)> = t.pairs().collect::<mlua::Result<_>>()?;
-                encode_len(pairs.len(), 0x80, 15, [0xde, 0xdf], out);
-                for (k, v) in &pairs {
-                    encode_value(k, level + 1, out)?;
-                    encode_value(v, level + 1, out)?;
+                // Encoded as read: collecting would hold a Lua stack slot per
+                // value, and there are only about 8000.
+                encode_len(t.pairs::<Value, Value>().count(), 0x80, 15, [0xde, 0xdf], out);
+                for pair in t.pairs::<Value, Value>() {
+                    let (k, v) = pair?;
+                    encode_value(&k, level + 1, out)?;
+                    encode_value(&v, level + 1, out)?;
                 }
             }
         }
@@ -354,6 +356,7 @@ mod tests {
         ok("local o, v = cmsgpack.unpack_one(cmsgpack.pack(1, 2), 0) return o == 1 and v == 1");
         ok("local o, v = cmsgpack.unpack_limit(cmsgpack.pack(1, 2), 1, 1) return o == -1 and v == 2");
         ok("local a = {y = 5} a.x = a local r = cmsgpack.unpack(cmsgpack.pack(a)) return r.x.x.y == 5");
+        ok("local m = {} for i = 1, 20000 do m[tostring(i)] = i end return cmsgpack.unpack(cmsgpack.pack(m))['777'] == 777");
         assert!(lua.load("return cmsgpack.unpack('\\146\\1')").exec().is_err());
         assert!(lua.load("return cmsgpack.unpack('\\193')").exec().is_err());
     }
