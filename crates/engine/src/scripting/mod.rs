@@ -546,6 +546,13 @@ impl LuaEngine {
         match values.front() {
             Some(Value::Boolean(true)) => {
                 let result = values.get(1).cloned().unwrap_or(Value::Nil);
+                // A returned error table is the command's error: counted in
+                // INFO errorstats like any other.
+                if let Value::Table(t) = &result {
+                    if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
+                        return Err(CmdError::owned(e.to_string_lossy()));
+                    }
+                }
                 convert::lua_to_resp(&result, script_resp, &mut ctx.out);
                 Ok(())
             }
