@@ -495,3 +495,20 @@ fn flash_sale() {
         assert_eq!(exists, 1);
     }
 }
+
+#[test]
+fn lua_memory_is_limited() {
+    let server = Server::start(2);
+    let mut r = server.raw();
+    assert_eq!(r.call(&["CONFIG", "SET", "lua-memory-limit", "4mb"]), "+OK\r\n");
+    let hog = "local t = {} for i = 1, 1000000 do t[i] = string.rep('x', 100) .. i end return #t";
+    let reply = r.call(&["EVAL", hog, "0"]);
+    assert!(reply.contains("not enough memory"), "{reply}");
+    // The state survives and frees the garbage.
+    assert_eq!(r.call(&["EVAL", "return 1", "0"]), ":1\r\n");
+    assert_eq!(r.call(&["CONFIG", "SET", "lua-memory-limit", "0"]), "+OK\r\n");
+    assert_eq!(
+        r.call(&["EVAL", "local t = {} for i = 1, 100000 do t[i] = i end return #t", "0"]),
+        ":100000\r\n"
+    );
+}

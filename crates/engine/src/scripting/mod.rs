@@ -155,7 +155,7 @@ pub struct LuaEngine {
     run: Rc<RunState>,
     scripts: HashMap<String, Script>,
     pub libraries: Libraries,
-    memory_limit: usize,
+    memory_limit: std::cell::Cell<usize>,
     runs: u32,
 }
 
@@ -195,7 +195,7 @@ impl Scripting {
                 run,
                 scripts: HashMap::new(),
                 libraries: Libraries::default(),
-                memory_limit: 0,
+                memory_limit: std::cell::Cell::new(0),
                 runs: 0,
             }));
         }
@@ -365,6 +365,19 @@ struct Invocation<'a> {
 }
 
 impl LuaEngine {
+    /// Lua 5.1 does not collect garbage when an allocation fails, so under a
+    /// memory limit the garbage of a failed script would starve the next
+    /// one: collect in full once half of the limit is in use.
+    fn relieve(&self, memory_limit: usize) {
+        if memory_limit != self.memory_limit.get() {
+            let _ = self.lua.set_memory_limit(memory_limit);
+            self.memory_limit.set(memory_limit);
+        }
+        if memory_limit > 0 && self.lua.used_memory() > memory_limit / 2 {
+            let _ = self.lua.gc_collect();
+        }
+    }
+
     /// The compiled script `sha`, compiling `body` (or the body another
     /// shard cached) if needed; NOSCRIPT when there is none.
     fn script(
@@ -464,10 +477,6 @@ impl LuaEngine {
             ));
         }
         let settings = ctx.ks.state.settings.scripts;
-        if settings.memory_limit != self.memory_limit {
-            let _ = self.lua.set_memory_limit(settings.memory_limit);
-            self.memory_limit = settings.memory_limit;
-        }
         let lua = &self.lua;
         let keys = string_array(lua, inv.keys).map_err(lua_error)?;
         let argv = string_array(lua, inv.argv).map_err(lua_error)?;
@@ -526,6 +535,7 @@ impl LuaEngine {
         drop(call_ctx);
         let script_resp = self.run.resp.get();
         self.run.end();
+        self.relieve(settings.memory_limit);
         // A garbage collection step every 50 runs, as Redis does, so that
         // garbage never piles up to a long full collection.
         self.runs += 1;
@@ -626,6 +636,7 @@ pub fn eval(ctx: &mut Ctx, args: &[Bytes], by_sha: bool, read_only: bool) -> Cmd
     };
     let monitor = ctx.ks.state.scripting.monitor().cloned();
     let mut engine = ctx.ks.state.scripting.take()?;
+    engine.relieve(ctx.ks.state.settings.scripts.memory_limit);
     let result = (|| {
         let body = (!by_sha).then(|| &args[1]);
         let (function, flags) = engine.script(&sha, body, monitor.as_ref())?;
@@ -659,6 +670,7 @@ pub fn fcall(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> CmdResult {
     };
     let n = numkeys(&args[2], args.len(), CmdError::new("ERR Bad number of keys provided"))?;
     let mut engine = ctx.ks.state.scripting.take()?;
+    engine.relieve(ctx.ks.state.settings.scripts.memory_limit);
     let inv = Invocation {
         function,
         flags,
