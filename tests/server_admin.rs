@@ -284,7 +284,9 @@ fn function_flush_list_help() {
     let help: Vec<String> = q(&mut c, &["FUNCTION", "HELP"]).unwrap();
     assert_eq!(help[0], "FUNCTION <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
     let err = q::<String>(&mut c, &["FUNCTION", "LOAD", "x"]).unwrap_err();
-    assert!(err.to_string().contains("unknown subcommand 'LOAD'. Try FUNCTION HELP."), "{err}");
+    assert!(err.to_string().contains("Missing library metadata"), "{err}");
+    let err = q::<String>(&mut c, &["FUNCTION", "NOPE"]).unwrap_err();
+    assert!(err.to_string().contains("unknown subcommand 'NOPE'. Try FUNCTION HELP."), "{err}");
 }
 
 #[test]

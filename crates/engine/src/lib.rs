@@ -13,6 +13,7 @@
 //! - [`digest`]: DEBUG DIGEST's Redis-compatible dataset signatures.
 //! - [`scan`]: SCAN's cursor over slots and shards.
 //! - [`watch`]: versions of WATCHed keys (optimistic MULTI/EXEC).
+//! - [`scripting`]: Lua scripts and functions (one Lua state per shard).
 //!
 //! The rule this crate keeps: no I/O, no threads, no glommio. A shard is plain
 //! data driven by the server; everything here is tested with plain `#[test]`.
@@ -25,6 +26,7 @@ pub mod funnel;
 pub mod keyspace;
 pub mod locks;
 pub mod scan;
+pub mod scripting;
 pub mod shard;
 pub mod watch;
 

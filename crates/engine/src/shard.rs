@@ -234,6 +234,8 @@ pub struct ShardSettings {
     pub max_bulk_len: u64,
     /// When collections leave their compact encodings.
     pub limits: ringdb_types::limits::Limits,
+    /// How scripts run (busy threshold, Lua memory, undeclared keys).
+    pub scripts: crate::scripting::ScriptSettings,
 }
 
 impl Default for ShardSettings {
@@ -251,6 +253,7 @@ impl Default for ShardSettings {
                 set_max_listpack_value: 0,
                 ..Default::default()
             },
+            scripts: crate::scripting::ScriptSettings::default(),
         }
     }
 }
@@ -260,6 +263,8 @@ pub struct ShardState {
     pub funnel: Funnel,
     pub stats: ShardStats,
     pub settings: ShardSettings,
+    /// The shard's Lua state and scripts (created on first use).
+    pub scripting: crate::scripting::Scripting,
     rng: u64,
 }
 
@@ -272,6 +277,7 @@ impl ShardState {
             funnel: Funnel::default(),
             stats: ShardStats::default(),
             settings,
+            scripting: crate::scripting::Scripting::default(),
             rng: seed | 1,
         }
     }
@@ -394,7 +400,8 @@ impl ShardCommand {
 
     /// The locks this command would need on its shard.
     pub fn lock_set(&self) -> LockSet {
-        let mode = if self.spec.is_write() { LockMode::Exclusive } else { LockMode::Shared };
+        let mode =
+            if self.spec.locks_exclusively() { LockMode::Exclusive } else { LockMode::Shared };
         self.spec
             .key_positions(&self.args)
             .unwrap_or_default()

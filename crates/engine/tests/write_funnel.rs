@@ -160,6 +160,13 @@ const SAMPLES: &[(&str, &str, &[&str])] = &[
     ("hincrbyfloat", "HINCRBYFLOAT h n 2.5", &["h"]),
     ("hrandfield", "HRANDFIELD h -5 WITHVALUES", &[]),
     ("hscan", "HSCAN h 0", &[]),
+    // Scripting: no write flag (a script's writes are its commands').
+    ("eval", "EVAL return 0", &[]),
+    ("evalsha", "EVALSHA 0000000000000000000000000000000000000000 0", &[]),
+    ("eval_ro", "EVAL_RO return 0", &[]),
+    ("evalsha_ro", "EVALSHA_RO 0000000000000000000000000000000000000000 0", &[]),
+    ("fcall", "FCALL nosuch 0", &[]),
+    ("fcall_ro", "FCALL_RO nosuch 0", &[]),
 ];
 
 /// A keyspace with a string `s`, a counter `n`, a bitmap `b`, a string `t`

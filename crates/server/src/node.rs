@@ -42,6 +42,10 @@ pub struct Shared {
     /// Connected clients over all cores, for `maxclients` (connect and
     /// disconnect only).
     pub connected_clients: AtomicUsize,
+    /// Scripts running past the busy threshold on any core (BUSY replies,
+    /// SCRIPT KILL, FUNCTION STATS) and the bodies EVAL has seen. Control
+    /// path only: the router reads one atomic of it per command.
+    pub scripts: Arc<ringdb_engine::scripting::monitor::ScriptMonitor>,
 }
 
 impl Shared {
@@ -75,6 +79,7 @@ impl Core {
             lfu_decay_time: config.lfu_decay_time(),
             max_bulk_len: config.proto_max_bulk_len(),
             limits: config.collection_limits(),
+            scripts: config.script_settings(),
         }
     }
 
@@ -252,6 +257,7 @@ pub fn run(config: Config) -> Result<(), String> {
         config_file: config.file.as_ref().map(|p| p.display().to_string()),
         next_client_id: AtomicU64::new(1),
         connected_clients: AtomicUsize::new(0),
+        scripts: Arc::new(ringdb_engine::scripting::monitor::ScriptMonitor::new(shards)),
     });
 
     let mut handles = Vec::new();
@@ -352,6 +358,7 @@ async fn core_main(
     let mut shard =
         Shard::new(id, shared.slot_map, Core::shard_settings(&config), seed ^ (id.0 as u64 + 1));
     shard.state.funnel.notify_flags = config.notify_flags();
+    shard.state.scripting.attach(shared.scripts.clone(), id.index());
     let core = Rc::new(Core {
         id,
         shared,

@@ -460,6 +460,7 @@ const CHOICE_NAMES: &[(&str, &str)] = &[
     ("equal", "operator"),
     ("and", "operation"),
     ("on", "enabled"),
+    ("flush", "policy"),
 ];
 
 /// Builds arguments left to right, handing out key spec indexes in order.

@@ -321,8 +321,19 @@ pub enum NodeCommand {
     LastSave,
     Shutdown,
     Debug,
+    ScriptLoad,
+    ScriptExists,
+    ScriptFlush,
+    ScriptKill,
+    ScriptHelp,
+    FunctionLoad,
+    FunctionDelete,
     FunctionFlush,
     FunctionList,
+    FunctionDump,
+    FunctionRestore,
+    FunctionStats,
+    FunctionKill,
     FunctionHelp,
     ClientId,
     ClientSetName,
@@ -484,6 +495,13 @@ impl CommandSpec {
 
     pub fn is_write(&self) -> bool {
         self.has(flags::WRITE)
+    }
+
+    /// Whether the command takes its keys' locks exclusively: writes, and
+    /// commands that may write through what they run (EVAL, FCALL are
+    /// `may_replicate`, not `write`, in Redis's table).
+    pub fn locks_exclusively(&self) -> bool {
+        self.has(flags::WRITE | flags::MAY_REPLICATE)
     }
 
     /// ACL categories including those Redis implies from the flags

@@ -12,6 +12,7 @@ pub mod keys;
 pub mod list;
 pub mod memory;
 pub mod pubsub;
+pub mod scripting;
 pub mod server;
 pub mod set;
 pub mod string;
@@ -34,5 +35,6 @@ pub static ALL: &[&[CommandSpec]] = &[
     pubsub::COMMANDS,
     connection::COMMANDS,
     server::COMMANDS,
+    scripting::COMMANDS,
     command::COMMANDS,
 ];

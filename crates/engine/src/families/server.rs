@@ -1,6 +1,5 @@
-//! Server commands: INFO, CONFIG, TIME, LASTSAVE, SHUTDOWN, DEBUG and the
-//! FUNCTION container. They run on the connection's core and visit shards as
-//! needed (`Exec::Node`); the server crate implements them. Only their rows
+//! Server commands: INFO, CONFIG, TIME, LASTSAVE, SHUTDOWN and DEBUG. They
+//! run on the connection's core and visit shards as needed (`Exec::Node`); the server crate implements them. Only their rows
 //! live here.
 
 use crate::command::spec::{acl, flags::*, CommandSpec, Exec, NodeCommand as N};
@@ -44,38 +43,6 @@ static CONFIG: &[CommandSpec] = &[
     ),
 ];
 
-/// ringdb has no function engine, so no library can ever be loaded: FLUSH,
-/// LIST and HELP are the subcommands whose behaviour is complete without one.
-static FUNCTION: &[CommandSpec] = &[
-    node("flush", -2, NOSCRIPT | WRITE, N::FunctionFlush)
-        .acl(acl::SCRIPTING)
-        .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
-        .doc(
-            "scripting",
-            "7.0.0",
-            "Deletes all libraries and functions.",
-            "O(N) where N is the number of functions deleted",
-            "[ASYNC | SYNC]",
-        ),
-    node("list", -2, NOSCRIPT, N::FunctionList)
-        .acl(acl::SCRIPTING)
-        .tips(&["nondeterministic_output_order"])
-        .doc(
-            "scripting",
-            "7.0.0",
-            "Returns information about all libraries.",
-            "O(N) where N is the number of functions",
-            "[LIBRARYNAME library-name-pattern] [WITHCODE]",
-        ),
-    node("help", 2, LOADING | STALE, N::FunctionHelp).acl(acl::SCRIPTING).doc(
-        "scripting",
-        "7.0.0",
-        "Returns helpful text about the different subcommands.",
-        "O(1)",
-        "",
-    ),
-];
-
 pub static COMMANDS: &[CommandSpec] = &[
     node("info", -1, LOADING | STALE | SENTINEL, N::Info)
         .acl(acl::DANGEROUS)
@@ -106,13 +73,6 @@ pub static COMMANDS: &[CommandSpec] = &[
         "server",
         "1.0.0",
         "A container for debugging commands.",
-        "Depends on subcommand.",
-        "",
-    ),
-    CommandSpec::container("function", FUNCTION).doc(
-        "scripting",
-        "7.0.0",
-        "A container for function commands.",
         "Depends on subcommand.",
         "",
     ),

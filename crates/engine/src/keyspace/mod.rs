@@ -217,6 +217,17 @@ impl Db {
         i
     }
 
+    /// Whether this database belongs to a shard that owns `slot` (a scratch
+    /// database owns no slot: it only holds copies).
+    pub fn owns_slot(&self, slot: u16) -> bool {
+        match &self.index {
+            SlotIndex::Range { first, count } => {
+                slot.checked_sub(*first).is_some_and(|i| i < *count)
+            }
+            SlotIndex::Sparse(_) => false,
+        }
+    }
+
     /// The table of `slot`, if it holds anything.
     pub fn slot_table(&self, slot: u16) -> Option<&SlotTable> {
         self.table_index(slot).map(|i| &self.tables[i])
@@ -416,6 +427,12 @@ impl Keyspace {
 
     pub fn db_count(&self) -> usize {
         self.dbs.len()
+    }
+
+    /// Whether `key` belongs to this shard (never for a scratch keyspace,
+    /// whose keys are copies owned elsewhere).
+    pub fn owns_key(&self, key: &[u8]) -> bool {
+        self.dbs.first().is_some_and(|db| db.owns_slot(key_slot(key)))
     }
 
     /// Database `i`. Indexes are validated by SELECT/MOVE/COPY before they

@@ -1,6 +1,5 @@
-//! TIME, LASTSAVE, SHUTDOWN, DEBUG and the FUNCTION subcommands ringdb has
-//! (FLUSH, LIST, HELP), with Redis 7.2's semantics and error texts
-//! (server.c, db.c, debug.c, functions.c).
+//! TIME, LASTSAVE, SHUTDOWN and DEBUG, with Redis 7.2's semantics and error
+//! texts (server.c, db.c, debug.c).
 
 use crate::net::connection::Connection;
 use crate::node::Core;
@@ -68,66 +67,6 @@ pub async fn shutdown(_conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     }
     tracing::warn!("User requested shutdown...");
     crate::node::shutdown(0)
-}
-
-/// FUNCTION FLUSH [ASYNC|SYNC]. No library can be loaded in ringdb (it has
-/// no function engine), so there is nothing to delete; the flush still
-/// counts as a change, as in Redis.
-pub fn function_flush(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
-    if args.len() > 3 {
-        return Err(crate::cmd::subcommand_syntax_error(args));
-    }
-    if args.len() == 3 && !is(&args[2], "sync") && !is(&args[2], "async") {
-        return Err(CmdError::new("ERR FUNCTION FLUSH only supports SYNC|ASYNC option"));
-    }
-    conn.core.shard.borrow_mut().state.funnel.dirty += 1;
-    conn.reply().ok();
-    Ok(())
-}
-
-/// FUNCTION LIST [LIBRARYNAME pattern] [WITHCODE]: the loaded libraries,
-/// which are none (see [`function_flush`]).
-pub fn function_list(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
-    let (mut with_code, mut library) = (false, false);
-    let mut i = 2;
-    while i < args.len() {
-        if !with_code && is(&args[i], "withcode") {
-            with_code = true;
-        } else if !library && is(&args[i], "libraryname") {
-            if i + 1 >= args.len() {
-                return Err(CmdError::new("ERR library name argument was not given"));
-            }
-            library = true;
-            i += 1;
-        } else {
-            return Err(CmdError::owned(format!("ERR Unknown argument {}", text(&args[i]))));
-        }
-        i += 1;
-    }
-    conn.reply().array(0);
-    Ok(())
-}
-
-const FUNCTION_HELP: &[&str] = &[
-    "LIST [LIBRARYNAME PATTERN] [WITHCODE]",
-    "    Return general information on all the libraries:",
-    "    * Library name",
-    "    * The engine used to run the Library",
-    "    * Library description",
-    "    * Functions list",
-    "    * Library code (if WITHCODE is given)",
-    "    It also possible to get only function that matches a pattern using LIBRARYNAME argument.",
-    "FLUSH [ASYNC|SYNC]",
-    "    Delete all the libraries.",
-    "    When called without the optional mode argument, the behavior is determined by the",
-    "    lazyfree-lazy-user-flush configuration directive. Valid modes are:",
-    "    * ASYNC: Asynchronously flush the libraries.",
-    "    * SYNC: Synchronously flush the libraries.",
-];
-
-pub fn function_help(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
-    crate::cmd::help(conn, args, FUNCTION_HELP);
-    Ok(())
 }
 
 const DEBUG_HELP: &[&str] = &[

@@ -239,6 +239,13 @@ impl Report<'_> {
             self.core.config.borrow().maxmemory_policy(),
             rss as i64 - used as i64,
         );
+        let lua = self.core.shard.borrow().state.scripting.used_memory();
+        let scripts = self.core.shared.scripts.body_count();
+        let _ = write!(
+            out,
+            "used_memory_lua:{lua}\r\nused_memory_lua_human:{}\r\nnumber_of_cached_scripts:{scripts}\r\n",
+            memory::human(lua as u64),
+        );
     }
 
     fn persistence(&self, out: &mut String) {

@@ -10,6 +10,7 @@ pub mod connection;
 pub mod info;
 pub mod keyspace;
 pub mod pubsub;
+pub mod scripting;
 pub mod transactions;
 
 use crate::net::connection::Connection;
@@ -78,9 +79,20 @@ async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> Cm
         N::LastSave => admin::lastsave(conn, args).await,
         N::Shutdown => admin::shutdown(conn, args).await,
         N::Debug => admin::debug(conn, args).await,
-        N::FunctionFlush => admin::function_flush(conn, args),
-        N::FunctionList => admin::function_list(conn, args),
-        N::FunctionHelp => admin::function_help(conn, args),
+        N::ScriptLoad => scripting::script_load(conn, args).await,
+        N::ScriptExists => scripting::script_exists(conn, args),
+        N::ScriptFlush => scripting::script_flush(conn, args).await,
+        N::ScriptKill => scripting::kill(conn, true),
+        N::ScriptHelp => scripting::script_help(conn, args),
+        N::FunctionLoad => scripting::function_load(conn, args).await,
+        N::FunctionDelete => scripting::function_delete(conn, args).await,
+        N::FunctionFlush => scripting::function_flush(conn, args).await,
+        N::FunctionList => scripting::function_list(conn, args),
+        N::FunctionDump => scripting::function_dump(conn, args),
+        N::FunctionRestore => scripting::function_restore(conn, args).await,
+        N::FunctionStats => scripting::function_stats(conn, args),
+        N::FunctionKill => scripting::kill(conn, false),
+        N::FunctionHelp => scripting::function_help(conn, args),
         N::ClientId => client::id(conn, args).await,
         N::ClientSetName => client::setname(conn, args).await,
         N::ClientGetName => client::getname(conn, args).await,

@@ -232,6 +232,15 @@ impl Config {
             .unwrap_or_default()
     }
 
+    /// How scripts run: busy threshold, Lua memory, undeclared keys.
+    pub fn script_settings(&self) -> ringdb_engine::scripting::ScriptSettings {
+        ringdb_engine::scripting::ScriptSettings {
+            busy_reply_threshold_ms: self.int("busy-reply-threshold").max(0) as u64,
+            memory_limit: self.int("lua-memory-limit").max(0) as usize,
+            allow_undeclared_keys: self.flag("lua-allow-undeclared-keys"),
+        }
+    }
+
     pub fn io_memory(&self) -> usize {
         self.int("io-memory") as usize
     }

@@ -310,7 +310,11 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
         scratch.db_mut(db).insert(entry);
     }
     let mut state = ShardState::recording(settings);
+    // A gathered script runs on this core: it borrows the home shard's Lua
+    // state (scripts, functions, the busy/kill link) for the duration.
+    std::mem::swap(&mut state.scripting, &mut conn.core.shard.borrow_mut().state.scripting);
     execute_on(&mut scratch, &mut state, &command, &mut conn.out, now_ms());
+    std::mem::swap(&mut state.scripting, &mut conn.core.shard.borrow_mut().state.scripting);
     {
         let mut home = conn.core.shard.borrow_mut();
         let stats = &mut home.state.stats;
@@ -393,7 +397,8 @@ fn copy_keys(shard: &mut ringdb_engine::Shard, keys: &[Bytes]) -> Copies {
 /// and MOVE name another database than the client's).
 fn lock_set_for(command: &ShardCommand, keys: &[Bytes], databases: usize) -> LockSet {
     use ringdb_engine::locks::{fingerprint, LockMode};
-    let mode = if command.spec.is_write() { LockMode::Exclusive } else { LockMode::Shared };
+    let mode =
+        if command.spec.locks_exclusively() { LockMode::Exclusive } else { LockMode::Shared };
     keys.iter().flat_map(|k| (0..databases).map(move |db| (fingerprint(db, k), mode))).collect()
 }
 

@@ -74,6 +74,13 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
             segment.reply_error(conn, &NOAUTH, skip || conn.state.reply_off);
             continue;
         }
+        if conn.core.shared.scripts.any_busy() && !spec.has(flags::ALLOW_BUSY) {
+            if let Some(busy) = busy_error(conn, spec, &args) {
+                conn.core.shard.borrow_mut().state.stats.command(reg.id).rejected_calls += 1;
+                segment.reply_error(conn, &CmdError::new(busy), skip || conn.state.reply_off);
+                continue;
+            }
+        }
         if !conn.state.subscriptions.is_empty()
             && conn.state.resp == ringdb_protocol::Resp::V2
             && !allowed_to_subscribers(spec.exec)
@@ -129,6 +136,31 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
     }
     segment.finish(conn).await;
     conn.core.publish_notifications();
+}
+
+/// Redis's BUSY reply when a script has been running past the busy
+/// threshold on a shard this command needs: a shard command whose keys live
+/// there, or any server command (they may visit every shard). Only checked
+/// while some script is busy (one atomic load otherwise).
+fn busy_error(
+    conn: &Connection,
+    spec: &ringdb_engine::command::CommandSpec,
+    args: &[Bytes],
+) -> Option<&'static str> {
+    let scripts = &conn.core.shared.scripts;
+    match spec.exec {
+        Exec::Shard(_) | Exec::Split { .. } => {
+            let slot_map = conn.core.shared.slot_map;
+            let mut busy = None;
+            spec.for_each_key(args, |i| {
+                if busy.is_none() {
+                    busy = scripts.busy_error(slot_map.shard_of_key(&args[i]).index());
+                }
+            });
+            busy
+        }
+        _ => scripts.any_busy_error(),
+    }
 }
 
 /// The row a request that failed to resolve would have run, when the command

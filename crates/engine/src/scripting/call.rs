@@ -1,0 +1,179 @@
+//! `redis.call` / `redis.pcall`: a script runs a command of the table on
+//! the keyspace it was given, with Redis's checks (script.c `scriptCall`)
+//! and ringdb's own: every key a command names must be one of the
+//! script's declared KEYS.
+//!
+//! Why the KEYS rule: the router decides where a script runs (and, when its
+//! keys span shards, which keys it gathers and locks) from the declared keys
+//! alone. A key the script did not declare may live on another shard, or be
+//! in the middle of another transaction there. So an undeclared key is an
+//! error (`ERR script tried accessing undeclared key: <key>`) unless the
+//! operator allows it (`lua-allow-undeclared-keys yes`, or the shebang flag
+//! `allow-undeclared-keys`); even then only keys of the shard the script
+//! runs on can be served, never those of another shard nor, for a script
+//! gathered across shards, any key that was not gathered.
+
+use super::convert;
+use super::sandbox::RunState;
+use crate::command::ctx::ClientInfo;
+use crate::command::spec::{flags, Exec};
+use crate::command::table;
+use crate::keyspace::Keyspace;
+use crate::shard::{execute_timed, Clock, ShardCommand, ShardState};
+use bytes::Bytes;
+use mlua::{Lua, MultiValue, Value};
+use ringdb_protocol::ReplyWriter;
+use std::cell::RefCell;
+
+/// What a script's commands run against.
+pub struct CallCtx<'a> {
+    pub keyspace: &'a mut Keyspace,
+    pub state: &'a mut ShardState,
+    /// The script's frozen "now" (Redis freezes the clock for a script).
+    pub now_ms: u64,
+    pub client: ClientInfo,
+    pub keys: &'a [Bytes],
+    pub read_only: bool,
+    pub allow_undeclared: bool,
+    pub run: &'a RunState,
+    pub reply: Vec<u8>,
+}
+
+/// Lua numbers become arguments as Redis formats them (`%.17g`).
+fn number_arg(n: f64) -> Bytes {
+    let mut out = Vec::with_capacity(24);
+    ringdb_protocol::reply::format_double(&mut out, n);
+    Bytes::from(out)
+}
+
+/// The implementation behind `redis.call` and `redis.pcall`: returns the
+/// reply as a Lua value and whether it is an error (then the value is an
+/// error table, which `redis.call` raises).
+pub fn command(lua: &Lua, ctx: &RefCell<CallCtx>, args: MultiValue) -> mlua::Result<(Value, bool)> {
+    let fail = |text: &str| -> mlua::Result<(Value, bool)> {
+        Ok((Value::Table(convert::error_table(lua, text.as_bytes())?), true))
+    };
+    if args.is_empty() {
+        return fail("Please specify at least one argument for this redis lib call");
+    }
+    let mut argv = Vec::with_capacity(args.len());
+    for v in args.iter() {
+        match v {
+            Value::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
+            Value::Integer(i) => argv.push(number_arg(*i as f64)),
+            Value::Number(n) => argv.push(number_arg(*n)),
+            _ => return fail("Lua redis lib command arguments must be strings or integers"),
+        }
+    }
+    let Ok(mut c) = ctx.try_borrow_mut() else {
+        return fail(
+            "luaRedisGenericCommand() recursive call detected. Are you doing funny stuff with Lua debug hooks?",
+        );
+    };
+    if let Err(text) = c.run(argv) {
+        return fail(&text);
+    }
+    let (value, _) = convert::resp_to_lua(lua, &c.reply)?;
+    Ok((value, c.reply.first() == Some(&b'-')))
+}
+
+impl CallCtx<'_> {
+    /// Checks and runs one command, leaving its reply in `self.reply`; an
+    /// `Err` is a refusal (its text becomes the error table).
+    fn run(&mut self, argv: Vec<Bytes>) -> Result<(), String> {
+        self.reply.clear();
+        let reg = match table().resolve(&argv) {
+            Ok(reg) => reg,
+            Err(_) if table().lookup(&argv).is_none() => {
+                return Err("Unknown Redis command called from script".into())
+            }
+            Err(_) => return Err("Wrong number of args calling Redis command from script".into()),
+        };
+        let spec = reg.spec;
+        if spec.has(flags::NOSCRIPT) {
+            return Err("This Redis command is not allowed from script".into());
+        }
+        if spec.has(flags::BLOCKING) {
+            return Err("This Redis command is not allowed from script".into());
+        }
+        if let Exec::Node(_) | Exec::Container = spec.exec {
+            return self.node_command(&argv, &reg.full_name);
+        }
+        if self.read_only && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
+            return Err("Write commands are not allowed from read-only scripts.".into());
+        }
+        self.check_keys(spec, &argv)?;
+        if spec.is_write() {
+            self.run.note_write();
+        }
+        let client = ClientInfo { resp: self.run.resp.get(), ..self.client };
+        let cmd = ShardCommand { id: reg.id, spec, args: argv, client };
+        execute_timed(
+            self.keyspace,
+            self.state,
+            &cmd,
+            &mut self.reply,
+            &mut Clock::at(self.now_ms),
+        );
+        Ok(())
+    }
+
+    /// Every key the command names must be declared (see the module doc).
+    fn check_keys(&self, spec: &crate::command::CommandSpec, argv: &[Bytes]) -> Result<(), String> {
+        let mut refused = None;
+        spec.for_each_key(argv, |i| {
+            let key = &argv[i];
+            if refused.is_some() || self.keys.iter().any(|k| k == key) {
+                return;
+            }
+            if !self.allow_undeclared {
+                refused = Some(format!(
+                    "script tried accessing undeclared key: {}",
+                    String::from_utf8_lossy(key)
+                ));
+            } else if !self.keyspace.owns_key(key) {
+                refused = Some(format!(
+                    "script tried accessing undeclared key on another shard: {}",
+                    String::from_utf8_lossy(key)
+                ));
+            }
+        });
+        refused.map_or(Ok(()), Err)
+    }
+
+    /// The few connection commands a script can run on its shard (SELECT
+    /// changes the script's database only, as in Redis); the other commands
+    /// that run on a connection's core cannot run inside a script.
+    fn node_command(&mut self, argv: &[Bytes], name: &str) -> Result<(), String> {
+        let resp = self.run.resp.get();
+        let mut out = ReplyWriter::new(&mut self.reply, resp);
+        match name {
+            "select" => match ringdb_types::number::parse_i64(&argv[1]) {
+                None => out.error("ERR value is not an integer or out of range"),
+                Some(db) if db < 0 || db as usize >= self.keyspace.db_count() => {
+                    out.error("ERR DB index is out of range")
+                }
+                Some(db) => {
+                    self.client.db = db as usize;
+                    out.ok();
+                }
+            },
+            "ping" if argv.len() <= 2 => match argv.get(1) {
+                Some(msg) => out.bulk(msg),
+                None => out.simple("PONG"),
+            },
+            "ping" => out.error("ERR wrong number of arguments for 'ping' command"),
+            "echo" => out.bulk(&argv[1]),
+            "time" => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default();
+                out.array(2);
+                out.bulk_int(now.as_secs() as i64);
+                out.bulk_int(now.subsec_micros() as i64);
+            }
+            _ => return Err(format!("ringdb cannot run '{name}' from a script")),
+        }
+        Ok(())
+    }
+}
