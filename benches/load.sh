@@ -2,7 +2,8 @@
 # benches/load.sh: side-by-side load benchmark of ringdb and redis-server.
 #
 # Runs the same redis-benchmark matrix (SET, GET, INCR, MSET of 10 keys;
-# 50 clients; pipeline 1 and 16; random keys) against a redis-server and a
+# 50 clients; pipeline 1 and 16; random keys; PFADD and PFCOUNT on request)
+# against a redis-server and a
 # ringdb started here on loopback, ringdb at 1 shard and then at 2 shards,
 # each row repeated REPS times with the two servers interleaved. It also
 # counts the server's CPU time per run (utime+stime from /proc/PID/stat),
@@ -15,6 +16,9 @@
 #   REPS [3]             measured runs per row and server (the report shows medians)
 #   SHARDS_LIST ["1 2"]  ringdb shard counts, one phase each
 #   TESTS ["set get incr mset"], PIPELINES ["1 16"], CLIENTS [50], KEYSPACE [100000]
+#                        TESTS may also name pfadd (PFADD hll:R R) and pfcount
+#                        (PFCOUNT hll:R), R a random number below KEYSPACE:
+#                        e.g. TESTS="set get incr mset pfadd pfcount"
 #   MEM_KEYS [1000000]   keys loaded for the memory comparison (0 = skip)
 #   PIN [1]              1 = servers on CPU 0 (ringdb with N shards on CPUs 0..N-1),
 #                        redis-benchmark and redis-cli on the last CPU; 0 = no taskset
@@ -182,6 +186,17 @@ vm_rss_kb() {
     awk '/^VmRSS:/ { print $2 }' "/proc/$1/status"
 }
 
+# The redis-benchmark arguments that select a test: `-t NAME` for its own
+# tests, or a command line (redis-benchmark runs any command given after its
+# options; each __rand_int__ is drawn independently below KEYSPACE).
+test_args() {
+    case $1 in
+        pfadd) TEST_ARGS=(PFADD "hll:__rand_int__" "__rand_int__") ;;
+        pfcount) TEST_ARGS=(PFCOUNT "hll:__rand_int__") ;;
+        *) TEST_ARGS=(-t "$1") ;;
+    esac
+}
+
 RAW=$OUT/raw.csv
 RAW_HEADER="shards,server,test,pipeline,rep,requests,rps,avg_ms,min_ms,p50_ms,p95_ms,p99_ms,max_ms,wall_s,server_cpu_s,client_cpu_s,busy_cpu_s,steal_cpu_s,load1,status"
 
@@ -195,9 +210,12 @@ bench_once() {
     before=$(cpu_ticks "$pid")
     sys_before=$(system_ticks)
     local TIMEFORMAT='%R %U %S'
+    local TEST_ARGS
+    test_args "$test"
+    # The options come first: a command line must be the last arguments.
     # shellcheck disable=SC2046
-    { time $(client_pin) redis-benchmark -h $HOST -p "$port" -t "$test" -n "$requests" \
-        -r "$KEYSPACE" -c "$CLIENTS" -P "$pipeline" --csv >"$tag.csv" 2>"$tag.err" || rc=$?; } 2>"$tag.time"
+    { time $(client_pin) redis-benchmark -h $HOST -p "$port" -n "$requests" \
+        -r "$KEYSPACE" -c "$CLIENTS" -P "$pipeline" --csv "${TEST_ARGS[@]}" >"$tag.csv" 2>"$tag.err" || rc=$?; } 2>"$tag.time"
     sys_after=$(system_ticks)
     after=$(cpu_ticks "$pid")
 

@@ -17,8 +17,15 @@ import sys
 
 NOTES_START = "<!-- notes:start -->"
 NOTES_END = "<!-- notes:end -->"
-TEST_ORDER = ["set", "get", "incr", "mset"]
-TEST_NAMES = {"set": "SET", "get": "GET", "incr": "INCR", "mset": "MSET (10 keys)"}
+TEST_ORDER = ["set", "get", "incr", "mset", "pfadd", "pfcount"]
+TEST_NAMES = {
+    "set": "SET",
+    "get": "GET",
+    "incr": "INCR",
+    "mset": "MSET (10 keys)",
+    "pfadd": "PFADD",
+    "pfcount": "PFCOUNT",
+}
 
 
 def read_meta(path):
@@ -227,7 +234,8 @@ def method(meta):
     lines = [
         f"- Each row: `redis-benchmark -h 127.0.0.1 -p PORT -t TEST -n N -r 100000 -c 50 -P {{1,16}} --csv` "
         "(default 3-byte values; `-r` draws every `__rand_int__` independently, so the 10 keys of one MSET "
-        "usually live on different shards when ringdb has 2).",
+        "usually live on different shards when ringdb has 2). PFADD and PFCOUNT rows give the command "
+        "instead of `-t`: `PFADD hll:__rand_int__ __rand_int__` and `PFCOUNT hll:__rand_int__`.",
         f"- N is sized per row from a short probe run against each server (not reported) so that the faster "
         f"server runs about RUN_SECONDS; the probes also fill the keyspace the same way on both servers.",
         "- Both servers run at the same time; each row is measured REPS times per server, alternating which "

@@ -35,6 +35,8 @@ pub enum NotifyClass {
     Evicted,
     /// `n`: a key was created.
     New,
+    /// `d`: a module type changed (Bloom filters, RedisBloom's type).
+    Module,
 }
 
 /// One change to one key.

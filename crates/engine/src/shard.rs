@@ -234,6 +234,13 @@ pub struct ShardSettings {
     pub max_bulk_len: u64,
     /// When collections leave their compact encodings.
     pub limits: ringdb_types::limits::Limits,
+    /// `hll-sparse-max-bytes`: a sparse HyperLogLog that would grow past
+    /// this many bytes becomes dense.
+    pub hll_sparse_max_bytes: usize,
+    /// `bf-error-rate` and `bf-initial-size`: the filter BF.ADD, BF.MADD and
+    /// BF.INSERT create when the key does not exist.
+    pub bf_error_rate: f64,
+    pub bf_initial_size: u64,
 }
 
 impl Default for ShardSettings {
@@ -251,6 +258,9 @@ impl Default for ShardSettings {
                 set_max_listpack_value: 0,
                 ..Default::default()
             },
+            hll_sparse_max_bytes: ringdb_types::hll::DEFAULT_SPARSE_MAX_BYTES,
+            bf_error_rate: 0.01,
+            bf_initial_size: 100,
         }
     }
 }

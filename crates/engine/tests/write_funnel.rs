@@ -69,16 +69,39 @@ const SAMPLES: &[(&str, &str, &[&str])] = &[
     ("object|idletime", "OBJECT IDLETIME s", &[]),
     ("object|refcount", "OBJECT REFCOUNT s", &[]),
     ("object|help", "OBJECT HELP", &[]),
+    // HyperLogLog ("a" raises a register of the empty "hll").
+    ("pfadd", "PFADD hll a", &["hll"]),
+    ("pfcount", "PFCOUNT hll", &[]),
+    ("pfmerge", "PFMERGE dest hll", &["dest"]),
+    ("pfdebug", "PFDEBUG ENCODING hll", &[]),
+    ("pfselftest", "PFSELFTEST", &[]),
+    // Bloom filters.
+    ("bf.reserve", "BF.RESERVE newbf 0.01 100", &["newbf"]),
+    ("bf.add", "BF.ADD bf x", &["bf"]),
+    ("bf.madd", "BF.MADD bf x y", &["bf"]),
+    ("bf.insert", "BF.INSERT bf ITEMS x", &["bf"]),
+    ("bf.exists", "BF.EXISTS bf x", &[]),
+    ("bf.mexists", "BF.MEXISTS bf x y", &[]),
+    ("bf.info", "BF.INFO bf", &[]),
+    ("bf.card", "BF.CARD bf", &[]),
+    ("bf.scandump", "BF.SCANDUMP bf 0", &[]),
+    ("bf.loadchunk", "BF.LOADCHUNK bf 2 x", &["bf"]),
+    ("bf.debug", "BF.DEBUG bf", &[]),
 ];
 
-/// A keyspace with a string `s`, a counter `n`, a bitmap `b` and a string `t`
-/// with a TTL.
+/// A keyspace with a string `s`, a counter `n`, a bitmap `b`, a string `t`
+/// with a TTL, an empty HyperLogLog `hll` and a Bloom filter `bf`.
 fn fixture() -> Keyspace {
     let mut ks = Keyspace::scratch(16);
     let db = ks.db_mut(0);
-    for (k, v) in [("s", &b"hello"[..]), ("n", b"10"), ("b", b"\x00\xff"), ("t", b"x")] {
+    let hll = ringdb_types::hll::new_sparse();
+    for (k, v) in
+        [("s", &b"hello"[..]), ("n", b"10"), ("b", b"\x00\xff"), ("t", b"x"), ("hll", &hll)]
+    {
         db.insert(Box::new(Entry::new(k.as_bytes(), Value::Str(StrValue::from_bytes(v)))));
     }
+    let bf = ringdb_types::bloom::BloomFilter::new(100, 0.01, 2, true, 1 << 20).expect("a filter");
+    db.insert(Box::new(Entry::new(b"bf", Value::Bloom(Box::new(bf)))));
     db.set_expire(b"t", Some(now_ms() + 1_000_000));
     ks
 }

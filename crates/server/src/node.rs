@@ -73,6 +73,9 @@ impl Core {
             lfu_decay_time: config.lfu_decay_time(),
             max_bulk_len: config.proto_max_bulk_len(),
             limits: config.collection_limits(),
+            hll_sparse_max_bytes: config.hll_sparse_max_bytes(),
+            bf_error_rate: config.bf_error_rate(),
+            bf_initial_size: config.bf_initial_size(),
         }
     }
 

@@ -238,7 +238,13 @@ mod tests {
         let names: Vec<&str> = found.iter().map(|f| f.shown.as_str()).collect();
         assert_eq!(
             names,
-            vec!["HZ", "hash-max-listpack-entries", "hash-max-listpack-value", "port"]
+            vec![
+                "HZ",
+                "hash-max-listpack-entries",
+                "hash-max-listpack-value",
+                "hll-sparse-max-bytes",
+                "port"
+            ]
         );
         assert_eq!(found[0].value, "10");
         let all = matching(&config, &args("*"));

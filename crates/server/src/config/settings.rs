@@ -16,6 +16,8 @@ pub enum Kind {
     /// A byte size: a number with an optional `k`, `kb`, `m`, `mb`, `g`,
     /// `gb` suffix; printed as bytes.
     Memory { min: i64, max: i64 },
+    /// A decimal number strictly between the bounds.
+    Float { min: f64, max: f64 },
     /// One of these words (case-insensitive; printed lower case).
     Enum(&'static [&'static str]),
     /// Free text.
@@ -130,6 +132,12 @@ pub static SETTINGS: &[Setting] = &[
     aliased(s("zset-max-listpack-value", "64", Kind::Int { min: 0, max: i64::MAX }, true,
       "Sorted sets whose members are at most this long stay in the compact listpack encoding."),
       "zset-max-ziplist-value"),
+    s("hll-sparse-max-bytes", "3000", Kind::Memory { min: 0, max: i64::MAX }, true,
+      "A sparse HyperLogLog that would grow past this many bytes becomes dense (12 KiB), as in Redis."),
+    s("bf-error-rate", "0.01", Kind::Float { min: 0.0, max: 1.0 }, true,
+      "False-positive rate of the Bloom filters BF.ADD, BF.MADD and BF.INSERT create, as RedisBloom's ERROR_RATE."),
+    s("bf-initial-size", "100", Kind::Int { min: 1, max: 1 << 30 }, true,
+      "Capacity of the Bloom filters BF.ADD, BF.MADD and BF.INSERT create, as RedisBloom's INITIAL_SIZE."),
     s("io-memory", "1048576", Kind::Memory { min: 512 * 1024, max: i64::MAX }, false,
       "Memory each shard registers with io_uring for its I/O buffers (counts against ulimit -l)."),
     s("spin-before-park", "0", Kind::Int { min: 0, max: 1_000_000 }, false,
@@ -162,6 +170,18 @@ pub fn normalize(setting: &Setting, value: &str) -> Result<String, String> {
                 parse_memory(value).ok_or_else(|| "argument must be a memory value".to_string())?;
             check_bounds(n, min, max)?;
             Ok(n.to_string())
+        }
+        Kind::Float { min, max } => {
+            let v: f64 = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|v: &f64| v.is_finite())
+                .ok_or_else(|| "argument couldn't be parsed into a number".to_string())?;
+            if v <= min || v >= max {
+                return Err(format!("argument must be between {min} and {max} exclusive"));
+            }
+            Ok(v.to_string())
         }
         Kind::Enum(words) => {
             let lower = value.to_ascii_lowercase();
@@ -220,6 +240,11 @@ mod tests {
         assert_eq!(normalize(find("protected-mode").unwrap(), "NO").unwrap(), "no");
         assert_eq!(normalize(find("proto-max-bulk-len").unwrap(), "2mb").unwrap(), "2097152");
         assert!(normalize(find("maxmemory-policy").unwrap(), "lru").is_err());
+        let rate = find("bf-error-rate").unwrap();
+        assert_eq!(normalize(rate, "0.001").unwrap(), "0.001");
+        assert_eq!(normalize(rate, "1e-3").unwrap(), "0.001");
+        assert!(normalize(rate, "0").is_err() && normalize(rate, "1").is_err());
+        assert!(normalize(rate, "abc").is_err() && normalize(rate, "nan").is_err());
         assert_eq!(parse_memory("1gb"), Some(1 << 30));
     }
 }
