@@ -2,7 +2,8 @@
 //! sizing (hash functions, bits per item, BF.INFO Size against the
 //! theoretical bits), every option and error text of BF.RESERVE and
 //! BF.INSERT, RESP2 and RESP3 replies, BF.INFO fields, SCANDUMP/LOADCHUNK
-//! across servers, measured false-positive rates at capacity and at 10×
+//! across servers and against dumps made by RedisBloom's own code
+//! (tests/data/bloom), measured false-positive rates at capacity and at 10×
 //! capacity (and no false negatives), and the keyspace commands on
 //! filters (TYPE, SCAN TYPE, COPY, RENAME, DEL, expiry).
 
@@ -339,6 +340,92 @@ fn scandump_loadchunk_across_servers() {
     assert_eq!(raw.call(&["BF.SCANDUMP", &b, "x"]), "-Second argument must be numeric\r\n");
     assert_eq!(raw.call(&["BF.SCANDUMP", "missing", "0"]), "-ERR not found\r\n");
     assert_eq!(raw.call(&["BF.SCANDUMP", &b, "-5"]), "*2\r\n:0\r\n$0\r\n\r\n");
+}
+
+fn unhex(hex: &str) -> Vec<u8> {
+    (0..hex.len()).step_by(2).map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap()).collect()
+}
+
+/// RedisBloom's own dumps (tests/data/bloom/expected.txt, made by its C
+/// code): ringdb's BF.RESERVE + BF.MADD dump the same bytes, and RedisBloom's
+/// dumps load with BF.LOADCHUNK and answer the same, for every chain ringdb
+/// can hold (64- and 32-bit hashing, exact and power-of-two sizes).
+#[test]
+fn dumps_are_redisbloom_dumps() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/bloom/expected.txt");
+    let data = std::fs::read_to_string(path).expect("tests/data/bloom/expected.txt");
+    let probes = items("probe:", 0..1000);
+    let mut compared = 0;
+    for (n, line) in data.lines().filter(|l| !l.starts_with('#')).enumerate() {
+        let f: Vec<&str> = line.split(' ').collect();
+        let (options, count): (u32, usize) = (f[3].parse().unwrap(), f[5].parse().unwrap());
+        let (header, bits) = (unhex(f[7]), unhex(f[8]));
+        // Load RedisBloom's dump: the header, then each sub-filter's bits.
+        let key = format!("loaded:{n}");
+        let ok: String =
+            redis::cmd("BF.LOADCHUNK").arg(&key).arg(1).arg(&header).query(&mut c).unwrap();
+        assert_eq!(ok, "OK");
+        let links = (header.len() - 20) / 53;
+        let mut at = 0usize;
+        for i in 0..links {
+            let len =
+                u64::from_le_bytes(header[20 + 53 * i..28 + 53 * i].try_into().unwrap()) as usize;
+            at += len;
+            let chunk = &bits[at - len..at];
+            let ok: String =
+                redis::cmd("BF.LOADCHUNK").arg(&key).arg(1 + at).arg(chunk).query(&mut c).unwrap();
+            assert_eq!(ok, "OK");
+        }
+        let answers: Vec<i64> =
+            redis::cmd("BF.MEXISTS").arg(&key).arg(&probes).query(&mut c).unwrap();
+        let answers: String = answers.iter().map(|a| a.to_string()).collect();
+        assert_eq!(answers, f[9], "probes of RedisBloom's dump {n}");
+        // No false negatives: every item RedisBloom took (a full non-scaling
+        // filter refused some: '2').
+        let taken: Vec<String> = f[6]
+            .chars()
+            .enumerate()
+            .filter(|(_, r)| *r != '2')
+            .map(|(i, _)| format!("item:{i}"))
+            .collect();
+        assert_eq!(present(&mut c, &key, &taken), taken.len());
+        // What BF.RESERVE makes (64-bit hashes, exact sizes), ringdb dumps
+        // exactly as RedisBloom does.
+        if options & 1 != 0 && options & 4 != 0 {
+            let made = format!("made:{n}");
+            let mut reserve = vec!["BF.RESERVE", &made, f[2], f[1]];
+            let growth = f[4].to_string();
+            if options & 8 != 0 {
+                reserve.push("NONSCALING");
+            } else {
+                reserve.extend(["EXPANSION", &growth]);
+            }
+            q::<String>(&mut c, &reserve).unwrap();
+            for item in items("item:", 0..count) {
+                // A full non-scaling filter refuses the rest, as RedisBloom did.
+                let _ = q::<i64>(&mut c, &["BF.ADD", &made, &item]);
+            }
+            let (next, dumped): (i64, Vec<u8>) =
+                redis::cmd("BF.SCANDUMP").arg(&made).arg(0).query(&mut c).unwrap();
+            assert_eq!((next, dumped), (1, header.clone()), "header of {made}");
+            let mut all = Vec::new();
+            let mut iter = 1;
+            loop {
+                let (next, chunk): (i64, Vec<u8>) =
+                    redis::cmd("BF.SCANDUMP").arg(&made).arg(iter).query(&mut c).unwrap();
+                if next == 0 {
+                    break;
+                }
+                all.extend(chunk);
+                iter = next;
+            }
+            assert_eq!(all, bits, "bits of {made}");
+            compared += 1;
+        }
+    }
+    assert_eq!(compared, 4);
 }
 
 /// Measured false-positive rates over 100k items never added: at capacity,
