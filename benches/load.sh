@@ -24,7 +24,9 @@
 #   REPS [3]             measured runs per row and server (the report shows medians)
 #   SHARDS_LIST ["1 2"]  ringdb shard counts, one phase each
 #   TESTS ["set get incr mset lpush lpop sadd hset zadd zpopmin zrange"]
-#                        redis-benchmark -t names, and zrange (a custom command)
+#                        redis-benchmark -t names, and zrange, pfadd, pfcount
+#                        (custom commands: PFADD hll:R R and PFCOUNT hll:R, R a
+#                        random number below KEYSPACE; not in the default set)
 #   PIPELINES ["1 16"], CLIENTS [50], KEYSPACE [100000]
 #   ZRANGE_MEMBERS [1000]  members of the sorted set the zrange row reads
 #   MEM_KEYS [1000000]   string keys loaded for the memory comparison (0 = skip)
@@ -284,6 +286,8 @@ PYTHON
 test_args() {
     case $1 in
         zrange) echo "ZRANGE myzset 0 9" ;;
+        pfadd) echo "PFADD hll:__rand_int__ __rand_int__" ;;
+        pfcount) echo "PFCOUNT hll:__rand_int__" ;;
         *) echo "-t $1" ;;
     esac
 }

@@ -18,7 +18,7 @@ import sys
 
 NOTES_START = "<!-- notes:start -->"
 NOTES_END = "<!-- notes:end -->"
-TEST_ORDER = ["set", "get", "incr", "mset", "lpush", "lpop", "sadd", "hset", "zadd", "zpopmin", "zrange"]
+TEST_ORDER = ["set", "get", "incr", "mset", "lpush", "lpop", "sadd", "hset", "zadd", "zpopmin", "zrange", "pfadd", "pfcount"]
 TEST_NAMES = {
     "set": "SET",
     "get": "GET",
@@ -31,6 +31,8 @@ TEST_NAMES = {
     "zadd": "ZADD",
     "zpopmin": "ZPOPMIN",
     "zrange": "ZRANGE 0 9",
+    "pfadd": "PFADD",
+    "pfcount": "PFCOUNT",
 }
 # Memory data sets in report order: (name, heading with {keys}, what each key holds).
 DATASETS = [

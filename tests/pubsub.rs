@@ -127,7 +127,10 @@ fn keyspace_notifications_from_both_shards() {
     let (a, b) = keys_on_two_shards();
     let mut c = server.client();
     let mut s = server.raw();
-    assert_eq!(s.call(&["PSUBSCRIBE", "__key*__:*"]).len() > 0, true);
+    assert_eq!(
+        s.call(&["PSUBSCRIBE", "__key*__:*"]),
+        "*3\r\n$10\r\npsubscribe\r\n$10\r\n__key*__:*\r\n:1\r\n"
+    );
     // Off by default: nothing is published.
     q::<()>(&mut c, &["SET", &a, "1"]).unwrap();
     q::<()>(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "KEA"]).unwrap();

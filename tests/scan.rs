@@ -259,7 +259,7 @@ fn invalid_and_made_up_cursors() {
         x ^= x >> 7;
         x ^= x << 17;
         // Mostly inside the slot space, some beyond it.
-        let made_up = if x % 4 == 0 { x } else { x % (1 << 46) };
+        let made_up = if x.is_multiple_of(4) { x } else { x % (1 << 46) };
         let mut cursor = made_up.to_string();
         for call in 0.. {
             assert!(call < 1000, "iteration from {made_up} does not end");

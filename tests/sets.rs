@@ -640,7 +640,7 @@ fn sscan_guarantee_under_concurrent_sadd_srem() {
                     let mut args = vec!["SADD", key.as_str()];
                     args.extend(batch.iter().map(String::as_str));
                     q::<i64>(&mut w, &args).unwrap();
-                    if round % 3 != 0 {
+                    if !round.is_multiple_of(3) {
                         let mut args = vec!["SREM", key.as_str()];
                         args.extend(batch.iter().map(String::as_str));
                         q::<i64>(&mut w, &args).unwrap();

@@ -675,7 +675,7 @@ fn zscan_guarantee_under_concurrent_changes() {
                 }
                 rem.query::<i64>(&mut c).unwrap();
                 i += 20;
-                if i % 4000 == 0 {
+                if i.is_multiple_of(4000) {
                     q::<i64>(&mut c, &["ZREMRANGEBYSCORE", &key, "-2", "-2"]).unwrap();
                 }
             }

@@ -37,6 +37,7 @@ fn type_code(value: &Value) -> u32 {
         Value::Set(_) => 2,
         Value::ZSet(_) => 3,
         Value::Hash(_) => 4,
+        Value::Bloom(_) => 5,
     }
 }
 
@@ -72,6 +73,9 @@ fn mix_value(digest: &mut Digest, entry: &Entry) {
                 xor_into(digest, &element);
             }
         }
+        // RedisBloom gives its type no digest callback, so Redis mixes in
+        // only the type code: the same is done here.
+        Value::Bloom(_) => {}
         Value::ZSet(zset) => {
             let mut score_text = Vec::with_capacity(32);
             for (member, score) in zset.iter() {

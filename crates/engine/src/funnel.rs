@@ -37,6 +37,8 @@ pub enum NotifyClass {
     Evicted,
     /// `n`: a key was created.
     New,
+    /// `d`: a module type changed (Bloom filters, RedisBloom's type).
+    Module,
     /// `m`: a read missed (not a change; never recorded as one).
     KeyMiss,
 }
@@ -129,6 +131,7 @@ impl NotifyClass {
             NotifyClass::Evicted => notify::EVICTED,
             NotifyClass::New => notify::NEW,
             NotifyClass::KeyMiss => notify::KEY_MISS,
+            NotifyClass::Module => notify::MODULE,
         }
     }
 }

@@ -236,6 +236,13 @@ pub struct ShardSettings {
     pub limits: ringdb_types::limits::Limits,
     /// How scripts run (busy threshold, Lua memory, undeclared keys).
     pub scripts: crate::scripting::ScriptSettings,
+    /// `hll-sparse-max-bytes`: a sparse HyperLogLog that would grow past
+    /// this many bytes becomes dense.
+    pub hll_sparse_max_bytes: usize,
+    /// `bf-error-rate` and `bf-initial-size`: the filter BF.ADD, BF.MADD and
+    /// BF.INSERT create when the key does not exist.
+    pub bf_error_rate: f64,
+    pub bf_initial_size: u64,
 }
 
 impl Default for ShardSettings {
@@ -254,6 +261,9 @@ impl Default for ShardSettings {
                 ..Default::default()
             },
             scripts: crate::scripting::ScriptSettings::default(),
+            hll_sparse_max_bytes: ringdb_types::hll::DEFAULT_SPARSE_MAX_BYTES,
+            bf_error_rate: 0.01,
+            bf_initial_size: 100,
         }
     }
 }

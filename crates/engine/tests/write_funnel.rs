@@ -167,15 +167,37 @@ const SAMPLES: &[(&str, &str, &[&str])] = &[
     ("evalsha_ro", "EVALSHA_RO 0000000000000000000000000000000000000000 0", &[]),
     ("fcall", "FCALL nosuch 0", &[]),
     ("fcall_ro", "FCALL_RO nosuch 0", &[]),
+    // HyperLogLog ("a" raises a register of the empty "hll").
+    ("pfadd", "PFADD hll a", &["hll"]),
+    ("pfcount", "PFCOUNT hll", &[]),
+    ("pfmerge", "PFMERGE dest hll", &["dest"]),
+    ("pfdebug", "PFDEBUG ENCODING hll", &[]),
+    ("pfselftest", "PFSELFTEST", &[]),
+    // Bloom filters.
+    ("bf.reserve", "BF.RESERVE newbf 0.01 100", &["newbf"]),
+    ("bf.add", "BF.ADD bf x", &["bf"]),
+    ("bf.madd", "BF.MADD bf x y", &["bf"]),
+    ("bf.insert", "BF.INSERT bf ITEMS x", &["bf"]),
+    ("bf.exists", "BF.EXISTS bf x", &[]),
+    ("bf.mexists", "BF.MEXISTS bf x y", &[]),
+    ("bf.info", "BF.INFO bf", &[]),
+    ("bf.card", "BF.CARD bf", &[]),
+    ("bf.scandump", "BF.SCANDUMP bf 0", &[]),
+    ("bf.loadchunk", "BF.LOADCHUNK bf 2 x", &["bf"]),
+    ("bf.debug", "BF.DEBUG bf", &[]),
 ];
 
 /// A keyspace with a string `s`, a counter `n`, a bitmap `b`, a string `t`
 /// with a TTL, a set `st` of `a`, `b`, `c`, a sorted set `z` (a:1 b:2 c:3),
-/// a list `l` of `a b c` and a hash `h` (fields `f`, `g`, `n`).
+/// a list `l` of `a b c`, a hash `h` (fields `f`, `g`, `n`), an empty
+/// HyperLogLog `hll` and a Bloom filter `bf`.
 fn fixture() -> Keyspace {
     let mut ks = Keyspace::scratch(16);
     let db = ks.db_mut(0);
-    for (k, v) in [("s", &b"hello"[..]), ("n", b"10"), ("b", b"\x00\xff"), ("t", b"x")] {
+    let hll = ringdb_types::hll::new_sparse();
+    for (k, v) in
+        [("s", &b"hello"[..]), ("n", b"10"), ("b", b"\x00\xff"), ("t", b"x"), ("hll", &hll)]
+    {
         db.insert(Box::new(Entry::new(k.as_bytes(), Value::Str(StrValue::from_bytes(v)))));
     }
     let limits = ringdb_types::limits::Limits::default();
@@ -184,6 +206,8 @@ fn fixture() -> Keyspace {
         set.add(m, &limits);
     }
     db.insert(Box::new(Entry::new(b"st", Value::Set(set))));
+    let bf = ringdb_types::bloom::BloomFilter::new(100, 0.01, 2, true, 1 << 20).expect("a filter");
+    db.insert(Box::new(Entry::new(b"bf", Value::Bloom(Box::new(bf)))));
     db.set_expire(b"t", Some(now_ms() + 1_000_000));
     let mut z = ZSet::new();
     for (member, score) in [("a", 1.0), ("b", 2.0), ("c", 3.0)] {

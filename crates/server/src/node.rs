@@ -80,6 +80,9 @@ impl Core {
             max_bulk_len: config.proto_max_bulk_len(),
             limits: config.collection_limits(),
             scripts: config.script_settings(),
+            hll_sparse_max_bytes: config.hll_sparse_max_bytes(),
+            bf_error_rate: config.bf_error_rate(),
+            bf_initial_size: config.bf_initial_size(),
         }
     }
 

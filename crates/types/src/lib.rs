@@ -22,16 +22,22 @@
 //! - [`score_tree`]: the order-statistic B+tree of big sorted sets.
 //! - [`thin_bytes`]: one-word strings, the elements of big hash tables.
 //! - [`sample`]: random picks for SRANDMEMBER, SPOP, HRANDFIELD, ZRANDMEMBER.
+//! - [`murmur`]: MurmurHash2 (64- and 32-bit), the hashes of HLL and Bloom.
+//! - [`hll`]: HyperLogLog byte-identical to Redis's (PFADD, PFCOUNT, PFMERGE).
+//! - [`bloom`]: scalable Bloom filters as RedisBloom builds them (BF.*).
 //!
 //! Everything here is tested with plain `#[test]`s beside the code.
 
 pub mod bits;
+pub mod bloom;
 pub mod glob;
 pub mod hash;
+pub mod hll;
 pub mod intset;
 pub mod lcs;
 pub mod limits;
 pub mod list;
+pub mod murmur;
 pub mod number;
 pub mod pack;
 pub mod sample;

@@ -5,9 +5,11 @@
 //! here too, so that there is one table; the server crate implements them.
 
 pub mod bitmap;
+pub mod bloom;
 pub mod command;
 pub mod connection;
 pub mod hash;
+pub mod hll;
 pub mod keys;
 pub mod list;
 pub mod memory;
@@ -29,6 +31,8 @@ pub static ALL: &[&[CommandSpec]] = &[
     hash::COMMANDS,
     set::COMMANDS,
     zset::COMMANDS,
+    hll::COMMANDS,
+    bloom::COMMANDS,
     keys::COMMANDS,
     memory::COMMANDS,
     transactions::COMMANDS,

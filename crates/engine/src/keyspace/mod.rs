@@ -16,7 +16,7 @@
 
 mod value;
 
-pub use value::{StrValue, Value, EMBSTR_MAX};
+pub use value::{StrValue, Value, BLOOM_TYPE_NAME, EMBSTR_MAX};
 
 use hashbrown::HashTable;
 use ringdb_types::slot::key_slot;

@@ -3,8 +3,11 @@
 //! them: `int` for strings that are canonical 64-bit integers, `embstr` for
 //! short strings never modified in place, `raw` for the rest. Collections
 //! (`ringdb_types`' lists, hashes, sets, sorted sets) report their own
-//! encodings. Every variant is at most 16 bytes, so a `Value` is 24.
+//! encodings. A HyperLogLog is a string, as in Redis. Bloom filters are a
+//! type of their own, as RedisBloom's module type `MBbloom--` is. Every
+//! variant is at most 16 bytes, so a `Value` is 24.
 
+use ringdb_types::bloom::BloomFilter;
 use ringdb_types::hash::Hash;
 use ringdb_types::list::List;
 use ringdb_types::number::parse_i64;
@@ -22,7 +25,12 @@ pub enum Value {
     Hash(Hash),
     Set(Set),
     ZSet(ZSet),
+    /// Boxed: the filter's header is larger than a `Value` may be.
+    Bloom(Box<BloomFilter>),
 }
+
+/// The name TYPE reports for Bloom filters (RedisBloom's module type name).
+pub const BLOOM_TYPE_NAME: &str = "MBbloom--";
 
 #[derive(Clone, Debug)]
 pub enum StrValue {
@@ -44,6 +52,7 @@ impl Value {
             Value::Hash(_) => "hash",
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
+            Value::Bloom(_) => BLOOM_TYPE_NAME,
         }
     }
 
@@ -57,6 +66,8 @@ impl Value {
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
             Value::ZSet(z) => z.encoding(),
+            // Redis reports module values as `raw`.
+            Value::Bloom(_) => "raw",
         }
     }
 
@@ -69,6 +80,7 @@ impl Value {
             Value::Hash(h) => h.len(),
             Value::Set(s) => s.len(),
             Value::ZSet(z) => z.len(),
+            Value::Bloom(_) => 1,
         }
     }
 
@@ -86,6 +98,7 @@ impl Value {
             Value::Hash(h) => h.heap_size(),
             Value::Set(s) => s.heap_size(),
             Value::ZSet(z) => z.heap_size(),
+            Value::Bloom(b) => std::mem::size_of::<BloomFilter>() + b.heap_size(),
         }
     }
 }

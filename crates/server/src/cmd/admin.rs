@@ -368,7 +368,34 @@ fn serialized_len(value: &Value) -> usize {
             let bytes = s.as_bytes(&mut tmp);
             string_rdb_len(bytes)
         }
+        Value::Bloom(filter) => bloom_rdb_len(filter),
     }
+}
+
+/// A Bloom filter as RedisBloom's `BFRdbSave` writes it through the module
+/// API: the 64-bit module type id, each field behind its one-byte opcode
+/// (unsigned: an RDB length; double: 8 bytes; buffer: an RDB string), and
+/// the end-of-value opcode.
+fn bloom_rdb_len(filter: &ringdb_types::bloom::BloomFilter) -> usize {
+    let unsigned = |v: u64| 1 + rdb_len_len(v as usize);
+    let double = 1 + 8;
+    let mut len = 9
+        + unsigned(filter.size())
+        + unsigned(filter.links().len() as u64)
+        + unsigned(filter.options() as u64)
+        + unsigned(filter.growth() as u64);
+    for link in filter.links() {
+        len += unsigned(link.entries)
+            + double
+            + unsigned(link.hashes as u64)
+            + double
+            + unsigned(link.bits)
+            + unsigned(link.n2() as u64)
+            + 1
+            + string_rdb_len(link.bit_array())
+            + unsigned(link.size);
+    }
+    len + 1
 }
 
 /// A string as `rdbSaveRawString` writes it: short canonical integers as

@@ -186,10 +186,10 @@ struct KillFilter {
 
 impl KillFilter {
     fn matches(&self, client: &ClientHandle) -> bool {
-        self.addr.as_ref().map_or(true, |a| *a == client.addr)
-            && self.laddr.as_ref().map_or(true, |a| *a == client.laddr)
-            && self.kind.map_or(true, |t| ClientType::of(client) == t)
-            && self.id.map_or(true, |id| id == client.id)
+        self.addr.as_ref().is_none_or(|a| *a == client.addr)
+            && self.laddr.as_ref().is_none_or(|a| *a == client.laddr)
+            && self.kind.is_none_or(|t| ClientType::of(client) == t)
+            && self.id.is_none_or(|id| id == client.id)
     }
 }
 

@@ -133,7 +133,7 @@ fn apply(core: &Core, pairs: &[(&'static str, String)]) {
 /// CONFIG SET parameter value [parameter value ...]: all or nothing, on
 /// every core.
 pub async fn set(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
-    if args.len() % 2 != 0 {
+    if !args.len().is_multiple_of(2) {
         return Err(SYNTAX);
     }
     let pairs = validate(&conn.core.config.borrow(), &args[2..])?;
@@ -238,7 +238,13 @@ mod tests {
         let names: Vec<&str> = found.iter().map(|f| f.shown.as_str()).collect();
         assert_eq!(
             names,
-            vec!["HZ", "hash-max-listpack-entries", "hash-max-listpack-value", "port"]
+            vec![
+                "HZ",
+                "hash-max-listpack-entries",
+                "hash-max-listpack-value",
+                "hll-sparse-max-bytes",
+                "port"
+            ]
         );
         assert_eq!(found[0].value, "10");
         let all = matching(&config, &args("*"));

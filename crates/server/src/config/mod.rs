@@ -64,6 +64,7 @@ impl Config {
                 toml::Value::String(s) => s,
                 toml::Value::Integer(i) => i.to_string(),
                 toml::Value::Boolean(b) => if b { "yes" } else { "no" }.to_string(),
+                toml::Value::Float(f) => f.to_string(),
                 other => return Err(format!("'{name}': unsupported value {other}")),
             };
             self.set_any(&name, &text).map_err(|m| format!("'{name}': {m}"))?;
@@ -241,6 +242,18 @@ impl Config {
         }
     }
 
+    pub fn hll_sparse_max_bytes(&self) -> usize {
+        self.int("hll-sparse-max-bytes") as usize
+    }
+
+    pub fn bf_error_rate(&self) -> f64 {
+        self.get("bf-error-rate").and_then(|v| v.parse().ok()).unwrap_or(0.01)
+    }
+
+    pub fn bf_initial_size(&self) -> u64 {
+        self.int("bf-initial-size") as u64
+    }
+
     pub fn io_memory(&self) -> usize {
         self.int("io-memory") as usize
     }
@@ -278,6 +291,7 @@ impl Config {
                 let value: toml_edit::Value = match s.kind {
                     Kind::Bool => (v == "yes").into(),
                     Kind::Int { .. } | Kind::Memory { .. } => v.parse::<i64>().unwrap_or(0).into(),
+                    Kind::Float { .. } => v.parse::<f64>().unwrap_or(0.0).into(),
                     Kind::Enum(_) | Kind::Text | Kind::BufferLimits | Kind::NotifyEvents => {
                         v.as_str().into()
                     }
@@ -303,7 +317,7 @@ impl Config {
 fn toml_value(s: &Setting, v: &str) -> String {
     match s.kind {
         Kind::Bool => (v == "yes").to_string(),
-        Kind::Int { .. } | Kind::Memory { .. } => v.to_string(),
+        Kind::Int { .. } | Kind::Memory { .. } | Kind::Float { .. } => v.to_string(),
         Kind::Enum(_) | Kind::Text | Kind::BufferLimits | Kind::NotifyEvents => format!("{v:?}"),
     }
 }

@@ -16,6 +16,8 @@ pub enum Kind {
     /// A byte size: a number with an optional `k`, `kb`, `m`, `mb`, `g`,
     /// `gb` suffix; printed as bytes.
     Memory { min: i64, max: i64 },
+    /// A decimal number strictly between the bounds.
+    Float { min: f64, max: f64 },
     /// One of these words (case-insensitive; printed lower case).
     Enum(&'static [&'static str]),
     /// Free text.
@@ -148,6 +150,12 @@ pub static SETTINGS: &[Setting] = &[
       "Most memory one shard's Lua state may use (0 = no limit); past it a script fails with 'not enough memory'."),
     s("lua-allow-undeclared-keys", "no", Kind::Bool, true,
       "Let scripts touch keys they did not declare in KEYS (only keys of the shard the script runs on; see the README)."),
+    s("hll-sparse-max-bytes", "3000", Kind::Memory { min: 0, max: i64::MAX }, true,
+      "A sparse HyperLogLog that would grow past this many bytes becomes dense (12 KiB), as in Redis."),
+    s("bf-error-rate", "0.01", Kind::Float { min: 0.0, max: 1.0 }, true,
+      "False-positive rate of the Bloom filters BF.ADD, BF.MADD and BF.INSERT create, as RedisBloom's ERROR_RATE."),
+    s("bf-initial-size", "100", Kind::Int { min: 1, max: 1 << 30 }, true,
+      "Capacity of the Bloom filters BF.ADD, BF.MADD and BF.INSERT create, as RedisBloom's INITIAL_SIZE."),
     s("io-memory", "1048576", Kind::Memory { min: 512 * 1024, max: i64::MAX }, false,
       "Memory each shard registers with io_uring for its I/O buffers (counts against ulimit -l)."),
     s("spin-before-park", "0", Kind::Int { min: 0, max: 1_000_000 }, false,
@@ -181,6 +189,18 @@ pub fn normalize(setting: &Setting, value: &str) -> Result<String, String> {
             check_bounds(n, min, max)?;
             Ok(n.to_string())
         }
+        Kind::Float { min, max } => {
+            let v: f64 = value
+                .trim()
+                .parse()
+                .ok()
+                .filter(|v: &f64| v.is_finite())
+                .ok_or_else(|| "argument couldn't be parsed into a number".to_string())?;
+            if v <= min || v >= max {
+                return Err(format!("argument must be between {min} and {max} exclusive"));
+            }
+            Ok(v.to_string())
+        }
         Kind::Enum(words) => {
             let lower = value.to_ascii_lowercase();
             if words.contains(&lower.as_str()) {
@@ -212,7 +232,7 @@ pub fn merge_buffer_limits(current: &str, new: &str) -> Result<String, String> {
     let mut classes: Vec<(String, [i64; 3])> = Vec::new();
     let mut parse_into = |text: &str, strict: bool| -> Result<(), String> {
         let words: Vec<&str> = text.split_whitespace().collect();
-        if words.len() % 4 != 0 {
+        if !words.len().is_multiple_of(4) {
             return Err(BAD.into());
         }
         for chunk in words.chunks(4) {
@@ -296,6 +316,11 @@ mod tests {
         assert_eq!(normalize(find("protected-mode").unwrap(), "NO").unwrap(), "no");
         assert_eq!(normalize(find("proto-max-bulk-len").unwrap(), "2mb").unwrap(), "2097152");
         assert!(normalize(find("maxmemory-policy").unwrap(), "lru").is_err());
+        let rate = find("bf-error-rate").unwrap();
+        assert_eq!(normalize(rate, "0.001").unwrap(), "0.001");
+        assert_eq!(normalize(rate, "1e-3").unwrap(), "0.001");
+        assert!(normalize(rate, "0").is_err() && normalize(rate, "1").is_err());
+        assert!(normalize(rate, "abc").is_err() && normalize(rate, "nan").is_err());
         assert_eq!(parse_memory("1gb"), Some(1 << 30));
     }
 }

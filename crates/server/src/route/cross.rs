@@ -80,7 +80,7 @@ async fn split(
     atomic: bool,
 ) -> CmdResult {
     // An odd MSET must fail as a whole, before any shard sets anything.
-    if merge == Merge::Ok && command.args.len() % 2 == 0 {
+    if merge == Merge::Ok && command.args.len().is_multiple_of(2) {
         return Err(CmdError::wrong_args(command.spec.name));
     }
     let parts = split_by_shard(conn, &command);
