@@ -4,12 +4,14 @@
 //! Everything that reacts to change hangs off [`Funnel::key_changed`]: the
 //! dirty counter, the versions of WATCHed keys, keyspace notifications
 //! (queued in the outbox the server publishes from) and, for cross-shard
-//! transactions and tests, the event record. Later issues hang the reactive
-//! watch table, client-side caching invalidation, blocked-client wake-ups,
-//! hot-key counting and the append-only log off it too. A test asserts that
+//! transactions and tests, the event record, and the reactive queries whose
+//! key changed. Later issues hang client-side caching invalidation,
+//! blocked-client wake-ups, hot-key counting and the append-only log off it
+//! too. A test asserts that
 //! every command flagged `write` fires it for each key it changes and that
 //! read commands never do.
 
+use crate::query_watch::QueryWatchTable;
 use crate::watch::WatchTable;
 use bytes::Bytes;
 
@@ -156,6 +158,8 @@ pub struct Funnel {
     record: Option<Vec<KeyEvent>>,
     /// Keys clients WATCH, with their versions.
     pub watches: WatchTable,
+    /// Reactive queries (`GET.WATCH key`) reading keys of this shard.
+    pub queries: QueryWatchTable,
     /// `notify-keyspace-events` flags (0: notifications off).
     pub notify_flags: u32,
     /// Keyspace notifications waiting to be published by the server, in
@@ -175,6 +179,9 @@ impl Funnel {
         if !self.watches.is_empty() {
             self.watches.touch(db, key);
         }
+        if !self.queries.is_empty() {
+            self.queries.touch(db, key);
+        }
         self.notify(db, key, class, event);
         if let Some(record) = &mut self.record {
             record.push(KeyEvent { db, key: Bytes::copy_from_slice(key), class, event });
@@ -188,7 +195,10 @@ impl Funnel {
     pub fn flushed(&mut self, db: usize, affected: impl Fn(&[u8]) -> bool) {
         self.dirty += 1;
         if !self.watches.is_empty() {
-            self.watches.touch_db(db, affected);
+            self.watches.touch_db(db, &affected);
+        }
+        if !self.queries.is_empty() {
+            self.queries.touch_db(db, &affected);
         }
     }
 

@@ -17,6 +17,6 @@ pub async fn run(core: Rc<Core>) {
             ringdb_engine::expire::active_cycle(&mut shard, period / 4);
         }
         drop(shard);
-        core.publish_notifications();
+        core.publish_changes();
     }
 }

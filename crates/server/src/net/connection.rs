@@ -62,9 +62,18 @@ pub struct ClientState {
     pub in_exec: bool,
     /// Pub/Sub subscriptions (also registered in the core's push hub).
     pub subscriptions: std::collections::BTreeSet<(crate::push::Kind, bytes::Bytes)>,
+    /// Reactive queries (`GET.WATCH key`), by fingerprint (also registered
+    /// in the core's push hub and on the queries' shards).
+    pub query_watches: std::collections::BTreeMap<u64, crate::push::watch::WatchedQuery>,
 }
 
 impl ClientState {
+    /// A RESP2 connection with subscriptions or reactive queries may only
+    /// run the commands that manage them (Redis's subscribe mode).
+    pub fn in_push_mode(&self) -> bool {
+        self.resp == Resp::V2 && !(self.subscriptions.is_empty() && self.query_watches.is_empty())
+    }
+
     pub fn info(&self) -> ClientInfo {
         ClientInfo { id: self.id, db: self.db, resp: self.resp, no_touch: self.no_touch }
     }
@@ -140,6 +149,7 @@ impl Connection {
                 watched: Vec::new(),
                 in_exec: false,
                 subscriptions: Default::default(),
+                query_watches: Default::default(),
             },
         };
         if let Err(reason) = conn.run().await {
@@ -188,9 +198,11 @@ impl Connection {
     /// Leaves the push hub (disconnect, RESET): drops every subscription and
     /// tells the other cores about channels this core no longer has.
     pub async fn leave_push_hub(&mut self) {
-        if self.mailbox.take().is_none() {
+        if self.mailbox.is_none() {
             return;
         }
+        crate::cmd::watch::unwatch_all(self).await;
+        self.mailbox = None;
         self.state.subscriptions.clear();
         let emptied = self.core.push.borrow_mut().unregister(self.state.id);
         for (kind, name) in emptied {

@@ -1,7 +1,7 @@
 //! The push path: everything the server sends a client without being asked
-//! for it at that moment — Pub/Sub messages now; reactive-query results,
-//! keyspace notifications and client-side-caching invalidations hang off
-//! the same path.
+//! for it at that moment — Pub/Sub messages (keyspace notifications are
+//! Pub/Sub messages) and reactive-query results ([`watch`]); client-side
+//! caching invalidations hang off the same path.
 //!
 //! Each core keeps a [`PushHub`]: a mailbox per connection that receives
 //! pushes, and the Pub/Sub subscriptions of its own connections. Whoever has
@@ -19,6 +19,8 @@
 //! limit for longer than its seconds, the client is disconnected, as Redis
 //! does. Nobody else waits for it.
 
+pub mod watch;
+
 use crate::net::clients::ClientHandle;
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -33,6 +35,8 @@ pub enum Push {
     Message { kind: Kind, channel: Bytes, payload: Bytes },
     /// A message on a channel matching a pattern (`pmessage`).
     PMessage { pattern: Bytes, channel: Bytes, payload: Bytes },
+    /// A reactive query's new result, encoded in the watcher's protocol.
+    Watch { name: Bytes, fingerprint: u64, result: Bytes },
 }
 
 impl Push {
@@ -43,6 +47,7 @@ impl Push {
             Push::PMessage { pattern, channel, payload } => {
                 pattern.len() + channel.len() + payload.len() + 48
             }
+            Push::Watch { name, result, .. } => name.len() + result.len() + 48,
         }
     }
 }
@@ -77,6 +82,8 @@ pub struct PushHub {
     local: BTreeMap<(Kind, Bytes), Vec<u64>>,
     /// Other cores with subscribers, by kind and name.
     remote: HashMap<(Kind, Bytes), BTreeSet<u16>>,
+    /// Reactive-query watchers among this core's connections.
+    pub queries: watch::QueryWatchers,
     /// Clients disconnected for exceeding their output buffer limit.
     pub limit_disconnections: u64,
 }
@@ -214,6 +221,17 @@ impl PushHub {
         count
     }
 
+    /// Delivers a reactive query's new result to this core's watchers.
+    pub fn deliver_watch(
+        &mut self,
+        push: &ringdb_engine::query_watch::WatchPush,
+        limit: BufferLimit,
+    ) {
+        for (id, push) in self.queries.fan_out(push) {
+            self.send(id, push, limit);
+        }
+    }
+
     /// Puts a push in a client's mailbox, enforcing its output buffer limit.
     pub fn send(&mut self, id: u64, push: Push, limit: BufferLimit) {
         let Some(mailbox) = self.mailboxes.get(&id) else { return };
@@ -281,5 +299,6 @@ pub fn encode(push: &Push, out: &mut ringdb_protocol::ReplyWriter) {
             out.bulk(channel);
             out.bulk(payload);
         }
+        Push::Watch { name, fingerprint, result } => watch::encode(name, *fingerprint, result, out),
     }
 }
