@@ -686,7 +686,7 @@ main() {
     python3 benches/report.py "$OUT" benches/RESULTS.md
     # A run of loadgen scenarios only leaves the redis-benchmark chart as it was.
     [ -z "$TESTS" ] || python3 benches/chart.py "$OUT/summary.csv" benches/results.svg
-    log "done in $((SECONDS - started)) s: benches/RESULTS.md, benches/results.svg"
+    log "done in $((SECONDS - started)) s: benches/RESULTS.md${TESTS:+, benches/results.svg}"
 }
 
 # Sourcing the script (to call its functions one by one) runs nothing.

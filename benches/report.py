@@ -426,8 +426,8 @@ def loadgen_summary(runs):
         "p50": med(lambda r: num(r, "p50_ms")),
         "p99": med(lambda r: num(r, "p99_ms")),
         "per_cpu": med(per_cpu),
-        "unit": ok[0]["unit"] if ok else "",
-        "variant": ok[0]["variant"] if ok else "",
+        "unit": runs[0]["unit"] if runs else "",
+        "variant": runs[0]["variant"] if runs else "",
     }
 
 
@@ -464,11 +464,8 @@ def loadgen_table(rows):
     for row in rows:
         ring, red = row["ringdb"], row["redis"]
         both = ring["status"] == "ok" and red["status"] == "ok"
-        cell = lambda s: (
-            f"**{fmt_int(s['rate'])}** ({fmt_int(s['rate_min'])}–{fmt_int(s['rate_max'])})"
-            if s["status"] == "ok"
-            else short_status(s["status"])
-        )
+        span = lambda s: f" ({fmt_int(s['rate_min'])}–{fmt_int(s['rate_max'])})" if s["runs"] > 1 else ""
+        cell = lambda s: f"**{fmt_int(s['rate'])}**{span(s)}" if s["status"] == "ok" else short_status(s["status"])
         ms = lambda s, key: f"{s[key]:.3f}" if s["status"] == "ok" else "–"
         cpu = lambda s: fmt_int(s["per_cpu"]) if s["status"] == "ok" and s["per_cpu"] > 0 else "–"
         rate_ratio = f"**{ratio(ring['rate'], red['rate']):.2f}**" if both else "–"
@@ -482,13 +479,18 @@ def loadgen_table(rows):
 
 
 def loadgen_problems(runs):
-    """Statuses other than ok, one line per distinct (server, scenario, status)."""
-    seen = []
+    """Statuses other than ok, one line per distinct (server, status), with
+    the scenarios and shard counts it happened in."""
+    seen = {}
     for r in runs:
-        key = (r["shards"], r["server"], r["name"], r["status"])
-        if r["status"] != "ok" and key not in seen:
-            seen.append(key)
-    return "\n".join(f"- shards={s} {server} {name}: {status}" for s, server, name, status in seen)
+        if r["status"] != "ok":
+            where = seen.setdefault((r["server"], r["status"]), {})
+            where.setdefault(r["name"], set()).add(r["shards"])
+    lines = []
+    for (server, status), where in seen.items():
+        places = ", ".join(f"{name} (shards {', '.join(sorted(shards))})" for name, shards in where.items())
+        lines.append(f"- {server}, {places}: {status}")
+    return "\n".join(lines)
 
 
 def loadgen_raw_table(runs):
@@ -518,7 +520,9 @@ def loadgen_section(meta, runs, own_run):
         "writers, pushers, producers) are paced by a credit window, so no backlog builds up and the rate "
         "is one the receivers keep up with. *per CPU-s* is operations per server-CPU-second (utime+stime "
         "from `/proc/PID/stat` over the window). *not supported*: the server answered the scenario's "
-        "command with an unknown-command error (redis-server has no `GET.WATCH`)."
+        "command with an unknown-command error (redis-server has no `GET.WATCH`). Servers run and are "
+        "pinned as for the redis-benchmark rows (see Method); loadgen, all its threads, runs where "
+        "redis-benchmark does."
     )
     parts.append("")
     if own_run:
