@@ -608,9 +608,6 @@ fn xdel(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 struct ReadArgs<'a> {
     /// Most entries per stream (0: no limit).
     count: usize,
-    /// BLOCK's timeout in milliseconds (parsed and checked; reads never
-    /// block yet).
-    block: Option<i64>,
     noack: bool,
     group: Option<(&'a [u8], &'a [u8])>,
     keys: &'a [Bytes],
@@ -618,8 +615,7 @@ struct ReadArgs<'a> {
 }
 
 fn parse_read(args: &[Bytes], group_form: bool) -> Result<ReadArgs<'_>, CmdError> {
-    let mut read =
-        ReadArgs { count: 0, block: None, noack: false, group: None, keys: &[], ids: &[] };
+    let mut read = ReadArgs { count: 0, noack: false, group: None, keys: &[], ids: &[] };
     let mut streams_at = None;
     let mut i = 1;
     while i < args.len() {
@@ -631,10 +627,11 @@ fn parse_read(args: &[Bytes], group_form: bool) -> Result<ReadArgs<'_>, CmdError
                 &args[i],
                 CmdError::new("ERR timeout is not an integer or out of range"),
             )?;
+            // Checked as Redis checks it; reads do not block yet (see the
+            // module doc), so the timeout itself is not kept.
             if ms < 0 {
                 return Err(CmdError::new("ERR timeout is negative"));
             }
-            read.block = Some(ms);
         } else if is(opt, "count") && more > 0 {
             i += 1;
             read.count = usize::try_from(args::int(&args[i])?).unwrap_or(0);
@@ -752,7 +749,6 @@ fn read_generic(ctx: &mut Ctx, args: &[Bytes], group_form: bool) -> CmdResult {
     if served.is_empty() {
         // Nothing to serve: with BLOCK this is where a client would wait;
         // reads do not block yet, so the reply is the timeout's.
-        let _ = read.block;
         ctx.out.null_array();
         return Ok(());
     }
