@@ -11,6 +11,7 @@
 //! every command flagged `write` fires it for each key it changes and that
 //! read commands never do.
 
+use crate::blocking::BlockTable;
 use crate::query_watch::QueryWatchTable;
 use crate::watch::WatchTable;
 use bytes::Bytes;
@@ -165,6 +166,8 @@ pub struct Funnel {
     pub watches: WatchTable,
     /// Reactive queries (`GET.WATCH key`) reading keys of this shard.
     pub queries: QueryWatchTable,
+    /// Clients blocked (BLPOP, XREAD BLOCK, …) on keys of this shard.
+    pub blocked: BlockTable,
     /// `notify-keyspace-events` flags (0: notifications off).
     pub notify_flags: u32,
     /// Keyspace notifications waiting to be published by the server, in
@@ -187,6 +190,9 @@ impl Funnel {
         if !self.queries.is_empty() {
             self.queries.touch(db, key);
         }
+        if !self.blocked.is_empty() {
+            self.blocked.touch(db, key);
+        }
         self.notify(db, key, class, event);
         if let Some(record) = &mut self.record {
             record.push(KeyEvent { db, key: Bytes::copy_from_slice(key), class, event });
@@ -204,6 +210,9 @@ impl Funnel {
         }
         if !self.queries.is_empty() {
             self.queries.touch_db(db, &affected);
+        }
+        if !self.blocked.is_empty() {
+            self.blocked.touch_db(db, &affected);
         }
     }
 

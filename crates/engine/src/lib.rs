@@ -20,6 +20,7 @@
 //! The rule this crate keeps: no I/O, no threads, no glommio. A shard is plain
 //! data driven by the server; everything here is tested with plain `#[test]`.
 
+pub mod blocking;
 pub mod command;
 pub mod digest;
 pub mod expire;

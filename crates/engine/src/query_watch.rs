@@ -39,7 +39,7 @@ pub fn fingerprint(name: &str, args: &[Bytes], db: usize) -> u64 {
 
 /// A borrowed `(db, key)`, so that looking a changed key up costs no copy.
 #[derive(Hash)]
-struct KeyRef<'a>(usize, &'a [u8]);
+pub(crate) struct KeyRef<'a>(pub usize, pub &'a [u8]);
 
 impl hashbrown::Equivalent<(usize, Bytes)> for KeyRef<'_> {
     fn equivalent(&self, other: &(usize, Bytes)) -> bool {

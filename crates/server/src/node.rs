@@ -69,6 +69,8 @@ pub struct Core {
     /// A coalesced re-run of reactive queries is waiting
     /// (`watch-coalesce-ms`).
     pub watch_rerun_scheduled: Cell<bool>,
+    /// This core's clients waiting in blocking commands.
+    pub blocked: RefCell<crate::cmd::blocking::BlockedClients>,
 }
 
 impl Core {
@@ -134,6 +136,10 @@ impl Core {
                 })
                 .detach();
             }
+        }
+        if !shard.state.funnel.blocked.outbox.is_empty() {
+            let wakes = std::mem::take(&mut shard.state.funnel.blocked.outbox);
+            crate::cmd::blocking::send_wakes(self, wakes);
         }
         if !shard.state.funnel.queries.outbox.is_empty() {
             self.send_watch_pushes(std::mem::take(&mut shard.state.funnel.queries.outbox));
@@ -406,6 +412,7 @@ async fn core_main(
         push: RefCell::new(crate::push::PushHub::default()),
         last_save: Cell::new(ringdb_engine::shard::now_ms() / 1000),
         watch_rerun_scheduled: Cell::new(false),
+        blocked: RefCell::new(Default::default()),
     });
     glommio::spawn_local(crate::mesh::serve(core.clone(), mesh_rx)).detach();
     glommio::spawn_local(crate::expiry::run(core.clone())).detach();

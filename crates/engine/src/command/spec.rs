@@ -346,6 +346,7 @@ pub enum NodeCommand {
     ClientNoEvict,
     ClientNoTouch,
     ClientHelp,
+    ClientUnblock,
     Command,
     CommandCount,
     CommandInfo,

@@ -67,6 +67,13 @@ static CLIENT: &[CommandSpec] = &[
         "O(1)",
         "<ON | OFF>",
     ),
+    client("unblock", -3, ADMIN | CLIENT_FLAGS, N::ClientUnblock).doc(
+        "connection",
+        "5.0.0",
+        "Unblocks a client blocked by a blocking command from a different connection.",
+        "O(log N) where N is the number of client connections",
+        "client-id:integer [TIMEOUT | ERROR]",
+    ),
     client("help", 2, LOADING | STALE | SENTINEL, N::ClientHelp)
         .doc("connection", "5.0.0", "Returns helpful text about the different subcommands.", "O(1)", ""),
 ];

@@ -1,5 +1,6 @@
 //! Lists: LPUSH, RPUSH, LPUSHX, RPUSHX, LPOP, RPOP, LLEN, LRANGE, LINDEX,
-//! LSET, LINSERT, LREM, LTRIM, LPOS, LMOVE, RPOPLPUSH, LMPOP. Semantics,
+//! LSET, LINSERT, LREM, LTRIM, LPOS, LMOVE, RPOPLPUSH, LMPOP, and the
+//! blocking BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP. Semantics,
 //! replies and error texts follow Redis 7.0's `t_list.c`; the data structure
 //! (and its encoding conversions) is [`ringdb_types::list::List`].
 //!
@@ -13,6 +14,7 @@
 //! are plain single-keyspace handlers: when their keys live on different
 //! shards the router gathers them (see the server's `route::cross`).
 
+use crate::blocking::Unit;
 use crate::command::args::is;
 use crate::command::error::{
     CmdError, CmdResult, NOT_INTEGER, NO_SUCH_KEY, OUT_OF_RANGE, SYNTAX, WRONG_TYPE,
@@ -109,7 +111,37 @@ pub static COMMANDS: &[CommandSpec] = &[
         .keys(&[KeySpec::keynum(1, kf::RW | kf::ACCESS | kf::DELETE)])
         .acl(acl::LIST)
         .doc("list", "7.0.0", "Returns multiple elements from a list after removing them. Deletes the list if the last element was popped.", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "numkeys key [key ...] <LEFT | RIGHT> [COUNT count]"),
+    // The blocking forms: each serves the client if it can and otherwise
+    // replies the timeout's null; the server waits and retries (see
+    // `crate::blocking`).
+    CommandSpec::new("blpop", -3, WRITE | BLOCKING, Exec::Shard(blpop))
+        .keys(&[BPOP_KEYS])
+        .acl(acl::LIST)
+        .doc("list", "2.0.0", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", "O(N) where N is the number of provided keys.", "key [key ...] timeout:double")
+        .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")]),
+    CommandSpec::new("brpop", -3, WRITE | BLOCKING, Exec::Shard(brpop))
+        .keys(&[BPOP_KEYS])
+        .acl(acl::LIST)
+        .doc("list", "2.0.0", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", "O(N) where N is the number of provided keys.", "key [key ...] timeout:double")
+        .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")]),
+    CommandSpec::new("blmove", 6, WRITE | DENYOOM | BLOCKING, Exec::Shard(blmove))
+        .keys(&[POP_KEY, KeySpec::one(2, kf::RW | kf::INSERT)])
+        .acl(acl::LIST)
+        .doc("list", "6.2.0", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", "O(1)", "source destination <LEFT | RIGHT> <LEFT | RIGHT> timeout:double"),
+    CommandSpec::new("brpoplpush", 4, WRITE | DENYOOM | BLOCKING, Exec::Shard(brpoplpush))
+        .keys(&[POP_KEY, KeySpec::one(2, kf::RW | kf::INSERT)])
+        .acl(acl::LIST)
+        .doc("list", "2.2.0", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", "O(1)", "source destination timeout:double")
+        .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")])
+        .deprecated("6.2.0", "`BLMOVE` with the `RIGHT` and `LEFT` arguments"),
+    CommandSpec::new("blmpop", -5, WRITE | BLOCKING, Exec::Shard(blmpop))
+        .keys(&[KeySpec::keynum(2, kf::RW | kf::ACCESS | kf::DELETE)])
+        .acl(acl::LIST)
+        .doc("list", "7.0.0", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "timeout:double numkeys key [key ...] <LEFT | RIGHT> [COUNT count]"),
 ];
+
+/// Key spec of BLPOP and BRPOP: every argument but the timeout.
+const BPOP_KEYS: KeySpec = KeySpec::range(1, -2, 1, kf::RW | kf::ACCESS | kf::DELETE);
 
 // ---- Looking lists up -------------------------------------------------------
 
@@ -444,6 +476,51 @@ fn lmove(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 /// RPOPLPUSH source destination: LMOVE source destination RIGHT LEFT.
 fn rpoplpush(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     move_command(ctx, args, End::Tail, End::Head)
+}
+
+// ---- Blocking forms ---------------------------------------------------------
+
+/// BLPOP/BRPOP key [key ...] timeout: `[key, element]` from the first
+/// non-empty list, or the null array (the server then waits).
+fn bpop(ctx: &mut Ctx, args: &[Bytes], end: End) -> CmdResult {
+    crate::blocking::parse_timeout(&args[args.len() - 1], Unit::Seconds)?;
+    match op_mpop(&mut ctx.ks, &args[1..args.len() - 1], end, 1)? {
+        Some((key, elements)) => {
+            ctx.out.array(2);
+            ctx.out.bulk(key);
+            ctx.out.bulk(elements.first().map_or(&[][..], |e| e));
+        }
+        None => ctx.out.null_array(),
+    }
+    Ok(())
+}
+
+fn blpop(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    bpop(ctx, args, End::Head)
+}
+
+fn brpop(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    bpop(ctx, args, End::Tail)
+}
+
+/// BLMOVE source destination <LEFT | RIGHT> <LEFT | RIGHT> timeout
+fn blmove(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    let from = parse_end(&args[3])?;
+    let to = parse_end(&args[4])?;
+    crate::blocking::parse_timeout(&args[5], Unit::Seconds)?;
+    move_command(ctx, args, from, to)
+}
+
+/// BRPOPLPUSH source destination timeout
+fn brpoplpush(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    crate::blocking::parse_timeout(&args[3], Unit::Seconds)?;
+    move_command(ctx, args, End::Tail, End::Head)
+}
+
+/// BLMPOP timeout numkeys key [key ...] <LEFT | RIGHT> [COUNT count]
+fn blmpop(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    crate::blocking::parse_timeout(&args[1], Unit::Seconds)?;
+    lmpop(ctx, &args[1..])
 }
 
 // ---- Reads ------------------------------------------------------------------

@@ -93,9 +93,6 @@ impl CallCtx<'_> {
         if spec.has(flags::NOSCRIPT) {
             return Err("This Redis command is not allowed from script".into());
         }
-        if spec.has(flags::BLOCKING) {
-            return Err("This Redis command is not allowed from script".into());
-        }
         if let Exec::Node(_) | Exec::Container = spec.exec {
             return self.node_command(&argv, &reg.full_name);
         }

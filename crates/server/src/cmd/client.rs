@@ -1,5 +1,6 @@
 //! The CLIENT container: ID, SETNAME, GETNAME, SETINFO, LIST, INFO, KILL,
-//! REPLY, NO-EVICT, NO-TOUCH, HELP. Semantics and error texts follow Redis
+//! REPLY, NO-EVICT, NO-TOUCH, HELP (UNBLOCK lives with the blocking
+//! commands, `cmd::blocking`). Semantics and error texts follow Redis
 //! 7.2's `clientCommand` (networking.c).
 //!
 //! A connection lives on the core that accepted it and is registered in that
@@ -354,6 +355,8 @@ const HELP: &[&str] = &[
     "    Control the replies sent to the current connection.",
     "SETNAME <name>",
     "    Assign the name <name> to the current connection.",
+    "UNBLOCK <clientid> [TIMEOUT|ERROR]",
+    "    Unblock the specified blocked client.",
     "SETINFO <option> <value>",
     "    Set client meta attr. Options are:",
     "    * LIB-NAME: the client lib name.",

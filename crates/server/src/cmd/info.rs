@@ -89,6 +89,8 @@ struct CoreReport {
     dbs: Vec<(usize, usize)>,
     dirty: u64,
     clients: usize,
+    /// Clients of this core waiting in blocking commands.
+    blocked: usize,
     max_input_buffer: usize,
     thread_cpu: (Duration, Duration),
     /// Reactive queries: fingerprints and subscriptions on this shard,
@@ -107,6 +109,7 @@ impl CoreReport {
             dbs: shard.keyspace.iter().map(|db| (db.len(), db.volatile())).collect(),
             dirty: shard.state.funnel.dirty,
             clients: clients.len(),
+            blocked: core.blocked.borrow().count(),
             max_input_buffer: clients.iter().map(|c| c.view.borrow().qbuf).max().unwrap_or(0),
             thread_cpu: rusage(libc::RUSAGE_THREAD),
             watch: {
@@ -220,10 +223,11 @@ impl Report<'_> {
     fn clients(&self, out: &mut String) {
         let connected: usize = self.reports.iter().map(|r| r.clients).sum();
         let max_in = self.reports.iter().map(|r| r.max_input_buffer).max().unwrap_or(0);
+        let blocked: usize = self.reports.iter().map(|r| r.blocked).sum();
         let _ = write!(
             out,
             "# Clients\r\nconnected_clients:{connected}\r\ncluster_connections:0\r\nmaxclients:{}\r\n\
-             client_recent_max_input_buffer:{max_in}\r\n",
+             client_recent_max_input_buffer:{max_in}\r\nblocked_clients:{blocked}\r\n",
             self.core.config.borrow().maxclients(),
         );
     }

@@ -3,6 +3,7 @@
 //! family, mirroring the engine's families.
 
 pub mod admin;
+pub mod blocking;
 pub mod client;
 pub mod command;
 pub mod config;
@@ -107,6 +108,7 @@ async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> Cm
         N::ClientNoEvict => client::no_evict(conn, args).await,
         N::ClientNoTouch => client::no_touch(conn, args).await,
         N::ClientHelp => client::help(conn, args).await,
+        N::ClientUnblock => blocking::client_unblock(conn, args).await,
         N::Command => command::command(conn, args).await,
         N::CommandCount => command::count(conn, args).await,
         N::CommandInfo => command::info(conn, args).await,

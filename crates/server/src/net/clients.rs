@@ -29,6 +29,8 @@ pub struct ClientView {
     pub ssub: usize,
     /// Commands queued in an open MULTI (-1: no MULTI).
     pub multi: i64,
+    /// Waiting in a blocking command (BLPOP, XREAD BLOCK, …).
+    pub blocked: bool,
 }
 
 pub struct ClientHandle {
@@ -90,6 +92,9 @@ impl ClientHandle {
         }
         if v.multi >= 0 {
             flags.push('x');
+        }
+        if v.blocked {
+            flags.push('b');
         }
         if v.no_evict {
             flags.push('e');

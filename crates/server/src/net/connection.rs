@@ -92,6 +92,8 @@ pub struct Connection {
     mailbox: Option<flume::Receiver<crate::push::Push>>,
     /// A push taken from the mailbox while waiting for input.
     pushes_in: Vec<crate::push::Push>,
+    /// Input arrived while a blocking command waited (parse before reading).
+    input_while_blocked: bool,
     pub state: ClientState,
 }
 
@@ -134,6 +136,7 @@ impl Connection {
             out: Vec::with_capacity(READ_CHUNK),
             mailbox: None,
             pushes_in: Vec::new(),
+            input_while_blocked: false,
             state: ClientState {
                 id,
                 db: 0,
@@ -227,7 +230,12 @@ impl Connection {
     async fn run(&mut self) -> Result<(), String> {
         let mut requests: Vec<Request> = Vec::new();
         loop {
-            let n = self.read_some().await?;
+            // Input read while a blocking command waited is parsed first.
+            let n = if std::mem::take(&mut self.input_while_blocked) {
+                self.inbuf.len()
+            } else {
+                self.read_some().await?
+            };
             if n == 0 {
                 return Ok(());
             }
@@ -316,6 +324,30 @@ impl Connection {
         }
         self.handle.last_active.set(Instant::now());
         Ok(n)
+    }
+
+    /// While the connection waits in a blocking command: keeps what the
+    /// client sends (it runs after the blocking command, in order, up to the
+    /// query buffer limit) and returns once the client has hung up or been
+    /// killed, so that nothing is served to a reader that is gone.
+    pub async fn read_while_blocked(&mut self) {
+        loop {
+            if self.handle.is_killed() {
+                return;
+            }
+            let limit = self.core.config.borrow().client_query_buffer_limit();
+            if self.inbuf.len() >= limit {
+                // Stop reading; the kernel holds the rest.
+                std::future::pending::<()>().await;
+            }
+            match self.stream.read(&mut self.read_chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => {
+                    self.inbuf.extend_from_slice(&self.read_chunk[..n]);
+                    self.input_while_blocked = true;
+                }
+            }
+        }
     }
 
     /// Writes every pending reply.

@@ -95,6 +95,14 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
             continue;
         }
         match spec.exec {
+            Exec::Shard(_) if spec.has(flags::BLOCKING) => {
+                segment.finish(conn).await;
+                let mark = conn.out.len();
+                crate::cmd::blocking::run(conn, reg, args).await;
+                if skip || conn.state.reply_off {
+                    conn.out.truncate(mark);
+                }
+            }
             Exec::Shard(_) | Exec::Split { .. } => {
                 let command = ShardCommand { id: reg.id, spec, args, client: conn.state.info() };
                 let suppress = skip || conn.state.reply_off;

@@ -1,6 +1,7 @@
 //! Sorted sets: ZADD, ZINCRBY, ZREM, ZCARD, ZCOUNT, ZLEXCOUNT, ZSCORE,
 //! ZMSCORE, ZRANK, ZREVRANK, ZRANGE and its older forms, ZRANGESTORE, the
-//! ZREMRANGEBY* commands, ZPOPMIN, ZPOPMAX, ZMPOP, ZRANDMEMBER, ZUNION, ZINTER,
+//! ZREMRANGEBY* commands, ZPOPMIN, ZPOPMAX, ZMPOP (and the blocking BZPOPMIN,
+//! BZPOPMAX, BZMPOP), ZRANDMEMBER, ZUNION, ZINTER,
 //! ZDIFF and their STORE forms, ZINTERCARD, ZSCAN. Semantics, reply shapes
 //! and error texts follow Redis 7's `t_zset.c` (ZRANK/ZREVRANK's WITHSCORE is
 //! 7.2's).
@@ -10,7 +11,7 @@
 //!   deleting emptied keys, member/score replies, building a result set);
 //! - [`parse`]: range bounds, LIMIT and the ranged integers, with Redis's
 //!   error texts;
-//! - [`write`]: ZADD, ZINCRBY, ZREM, ZREMRANGEBY*, ZPOPMIN/ZPOPMAX, ZMPOP;
+//! - [`write`]: ZADD, ZINCRBY, ZREM, ZREMRANGEBY*, the pops (blocking too);
 //! - [`read`]: the lookups, ZRANGE and its forms (also ZRANGESTORE),
 //!   ZRANDMEMBER, ZSCAN;
 //! - [`algebra`]: ZUNION, ZINTER, ZDIFF, their STORE forms, ZINTERCARD
@@ -38,6 +39,8 @@ use ringdb_types::pack::Item;
 use ringdb_types::zset::{AddFlags, ZSet};
 
 const ONE_RO: &[KeySpec] = &[KeySpec::one(1, kf::RO | kf::ACCESS)];
+/// BZPOPMIN and BZPOPMAX: every argument but the timeout.
+const BPOP_KEYS: &[KeySpec] = &[KeySpec::range(1, -2, 1, kf::RW | kf::ACCESS | kf::DELETE)];
 const ONE_DELETE: &[KeySpec] = &[KeySpec::one(1, kf::RW | kf::DELETE)];
 const ONE_POP: &[KeySpec] = &[KeySpec::one(1, kf::RW | kf::ACCESS | kf::DELETE)];
 const NUMKEYS_RO: &[KeySpec] = &[KeySpec::keynum(1, kf::RO | kf::ACCESS)];
@@ -125,6 +128,16 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("sorted_set", "5.0.0", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", POP_COMPLEXITY, "key [count]"),
     row("zmpop", -4, WRITE, write::zmpop, &[KeySpec::keynum(1, kf::RW | kf::ACCESS | kf::DELETE)])
         .doc("sorted_set", "7.0.0", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.", "numkeys key [key ...] <MIN | MAX> [COUNT count]"),
+    // The blocking forms serve the client if they can and otherwise reply
+    // the timeout's null; the server waits and retries (`crate::blocking`).
+    row("bzpopmin", -3, WRITE | FAST | BLOCKING, write::bzpopmin, BPOP_KEYS)
+        .doc("sorted_set", "5.0.0", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "O(log(N)) with N being the number of elements in the sorted set.", "key [key ...] timeout:double")
+        .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")]),
+    row("bzpopmax", -3, WRITE | FAST | BLOCKING, write::bzpopmax, BPOP_KEYS)
+        .doc("sorted_set", "5.0.0", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.", "O(log(N)) with N being the number of elements in the sorted set.", "key [key ...] timeout:double")
+        .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")]),
+    row("bzmpop", -5, WRITE | BLOCKING, write::bzmpop, &[KeySpec::keynum(2, kf::RW | kf::ACCESS | kf::DELETE)])
+        .doc("sorted_set", "7.0.0", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.", "timeout:double numkeys key [key ...] <MIN | MAX> [COUNT count]"),
     row("zrandmember", -2, READONLY, read::zrandmember, ONE_RO)
         .tips(&["nondeterministic_output"])
         .doc("sorted_set", "6.2.0", "Returns one or more random members from a sorted set.", "O(N) where N is the number of members returned", "key [count [WITHSCORES]]"),

@@ -1,5 +1,6 @@
 //! The sorted-set commands that change a key in place: ZADD, ZINCRBY, ZREM,
-//! ZREMRANGEBYRANK/SCORE/LEX, ZPOPMIN, ZPOPMAX and ZMPOP.
+//! ZREMRANGEBYRANK/SCORE/LEX, ZPOPMIN, ZPOPMAX and ZMPOP, and the blocking
+//! BZPOPMIN, BZPOPMAX and BZMPOP.
 
 use super::parse::{self, int_in};
 use super::{bulk_member, removed_from, write_zset};
@@ -196,6 +197,9 @@ enum PopReply {
     /// `[key, [[member, score], ...]]`, or a null array when every key is
     /// missing: ZMPOP.
     Keyed,
+    /// `[key, member, score]`, or a null array when every key is missing:
+    /// BZPOPMIN/BZPOPMAX.
+    KeyFlat,
 }
 
 /// Pops up to `count` members from the first of `keys` that exists.
@@ -209,7 +213,7 @@ fn pop(ctx: &mut Ctx, keys: &[Bytes], max: bool, count: usize, shape: PopReply) 
     }
     let Some(key) = found else {
         match shape {
-            PopReply::Keyed => ctx.out.null_array(),
+            PopReply::Keyed | PopReply::KeyFlat => ctx.out.null_array(),
             _ => ctx.out.array(0),
         }
         return Ok(());
@@ -228,9 +232,13 @@ fn pop(ctx: &mut Ctx, keys: &[Bytes], max: bool, count: usize, shape: PopReply) 
             ctx.out.bulk(key);
             ctx.out.array(popped.len());
         }
+        PopReply::KeyFlat => {
+            ctx.out.array(1 + popped.len() * 2);
+            ctx.out.bulk(key);
+        }
     }
     for (member, score) in &popped {
-        if shape != PopReply::Flat {
+        if matches!(shape, PopReply::Pairs | PopReply::Keyed) {
             ctx.out.array(2);
         }
         bulk_member(&mut ctx.out, &Item::Str(member));
@@ -258,6 +266,26 @@ pub fn zpopmin(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 
 pub fn zpopmax(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     zpop(ctx, args, true)
+}
+
+/// BZPOPMIN/BZPOPMAX key [key ...] timeout
+fn bzpop(ctx: &mut Ctx, args: &[Bytes], max: bool) -> CmdResult {
+    crate::blocking::parse_timeout(&args[args.len() - 1], crate::blocking::Unit::Seconds)?;
+    pop(ctx, &args[1..args.len() - 1], max, 1, PopReply::KeyFlat)
+}
+
+pub fn bzpopmin(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    bzpop(ctx, args, false)
+}
+
+pub fn bzpopmax(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    bzpop(ctx, args, true)
+}
+
+/// BZMPOP timeout numkeys key [key ...] <MIN | MAX> [COUNT count]
+pub fn bzmpop(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    crate::blocking::parse_timeout(&args[1], crate::blocking::Unit::Seconds)?;
+    zmpop(ctx, &args[1..])
 }
 
 /// ZMPOP numkeys key [key ...] <MIN | MAX> [COUNT count]

@@ -1,0 +1,374 @@
+//! Blocking commands (BLPOP, BRPOP, BLMOVE, BRPOPLPUSH, BLMPOP, BZPOPMIN,
+//! BZPOPMAX, BZMPOP, XREAD BLOCK, XREADGROUP BLOCK) and CLIENT UNBLOCK: the
+//! wait, on the connection's home core.
+//!
+//! A blocking command's row is an ordinary shard handler that serves the
+//! client if it can and otherwise replies the timeout's null. Here it runs
+//! through the normal routing (one shard, or a cross-shard transaction when
+//! its keys span shards, so BLMOVE between shards stays atomic). When it got
+//! the null the client registers on every key's shard
+//! ([`ringdb_engine::blocking`]), runs the command once more (a change
+//! between the first try and the registration must not be missed), and
+//! waits for a wake-up, its timeout, CLIENT UNBLOCK or its socket closing.
+//! Each wake-up (a change of one of its keys) runs the command again; a
+//! retry that still finds nothing keeps waiting.
+//!
+//! Order: waiters of a key are woken in the order they blocked and their
+//! retries reach the key's shard in that order when they live on one core;
+//! waiters on different cores race (Redis serves strictly first come, first
+//! served). Inside MULTI and scripts the handlers run once and never block,
+//! as in Redis.
+
+use crate::net::connection::Connection;
+use crate::node::Core;
+use bytes::Bytes;
+use ringdb_engine::blocking::{parse_timeout, timeout_of, Waiter};
+use ringdb_engine::command::{CmdError, CmdResult, Registered};
+use ringdb_engine::keyspace::Value;
+use ringdb_engine::{ShardCommand, ShardId};
+use std::collections::{BTreeMap, HashMap};
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// What wakes a blocked client.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wake {
+    /// One of its keys changed: try again.
+    Ready,
+    /// CLIENT UNBLOCK: reply as on timeout, or with an error.
+    Unblock { error: bool },
+}
+
+/// This core's blocked clients: where to send their wake-ups.
+#[derive(Default)]
+pub struct BlockedClients {
+    by_client: HashMap<u64, flume::Sender<Wake>>,
+}
+
+impl BlockedClients {
+    /// Wakes `client` if it is still blocked here (a late wake-up for a
+    /// client that was served meanwhile is dropped).
+    pub fn wake(&self, client: u64, wake: Wake) -> bool {
+        self.by_client.get(&client).is_some_and(|tx| tx.try_send(wake).is_ok())
+    }
+
+    /// Blocked clients of this core (INFO's blocked_clients).
+    pub fn count(&self) -> usize {
+        self.by_client.len()
+    }
+}
+
+/// Redis's reply to a client unblocked with `CLIENT UNBLOCK id ERROR`.
+const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
+
+/// Runs a BLOCKING command outside MULTI: at once when it can be served (or
+/// does not block: XREAD without BLOCK), else waits as the module doc says.
+/// The reply goes to `conn.out`.
+pub async fn run(conn: &mut Connection, reg: &'static Registered, args: Vec<Bytes>) {
+    let timeout = timeout_of(reg.spec.name, &args).map(|(arg, unit)| parse_timeout(arg, unit));
+    let mut command = ShardCommand { id: reg.id, spec: reg.spec, args, client: conn.state.info() };
+    let Some(Ok(timeout_ms)) = timeout else {
+        // Not blocking, or a bad timeout the handler reports.
+        let _ = run_once(conn, command).await;
+        return;
+    };
+    let deadline = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
+    if reg.spec.name == "xread" {
+        resolve_last_ids(conn, &mut command).await;
+    }
+    if run_once(conn, command.clone()).await != Try::Nothing {
+        return;
+    }
+    // Replies of earlier commands of the pipeline go out before we wait, as
+    // Redis writes them while the client is blocked.
+    if conn.flush().await.is_err() {
+        conn.state.close_after_reply = true;
+        return;
+    }
+    let keys = keys_by_shard(conn, &command);
+    let (tx, rx) = flume::unbounded();
+    conn.core.blocked.borrow_mut().by_client.insert(conn.state.id, tx);
+    register(conn, &keys, true).await;
+    conn.handle.view.borrow_mut().blocked = true;
+    let outcome = wait(conn, &command, deadline, &rx).await;
+    conn.handle.view.borrow_mut().blocked = false;
+    conn.core.blocked.borrow_mut().by_client.remove(&conn.state.id);
+    register(conn, &keys, false).await;
+    match outcome {
+        Outcome::Served => {}
+        Outcome::TimedOut => null_reply(conn, reg.spec.name),
+        Outcome::Unblocked => conn.reply().error(UNBLOCKED),
+        Outcome::GroupGone(error) => conn.reply().error(error),
+        Outcome::Disconnected => conn.state.close_after_reply = true,
+    }
+}
+
+enum Outcome {
+    Served,
+    /// XREADGROUP's stream or group went away: Redis's error for it.
+    GroupGone(&'static str),
+    TimedOut,
+    Unblocked,
+    Disconnected,
+}
+
+/// Tries, then waits for a reason to try again, until served or told to
+/// stop.
+async fn wait(
+    conn: &mut Connection,
+    command: &ShardCommand,
+    deadline: Option<Instant>,
+    rx: &flume::Receiver<Wake>,
+) -> Outcome {
+    loop {
+        // Wake-ups that arrived meanwhile are covered by this try.
+        let mut unblock = None;
+        for wake in rx.try_iter() {
+            if let Wake::Unblock { error } = wake {
+                unblock = Some(error);
+            }
+        }
+        match unblock {
+            Some(true) => return Outcome::Unblocked,
+            Some(false) => return Outcome::TimedOut,
+            None => {}
+        }
+        let mark = conn.out.len();
+        match run_once(conn, command.clone()).await {
+            Try::Served => return Outcome::Served,
+            Try::Nothing => {}
+            Try::Failed if command.spec.name == "xreadgroup" => {
+                conn.out.truncate(mark);
+                return Outcome::GroupGone(group_error(conn, command).await);
+            }
+            // The key now holds another type: Redis serves only a key of
+            // the type the client waits for, and keeps it waiting.
+            Try::Failed => conn.out.truncate(mark),
+        }
+        let remaining = match deadline {
+            Some(d) => match d.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => Some(left),
+                _ => return Outcome::TimedOut,
+            },
+            None => None,
+        };
+        let woken = async {
+            match rx.recv_async().await {
+                Ok(Wake::Ready) => None,
+                Ok(Wake::Unblock { error: true }) => Some(Outcome::Unblocked),
+                Ok(Wake::Unblock { error: false }) | Err(_) => Some(Outcome::TimedOut),
+            }
+        };
+        let timer = async {
+            match remaining {
+                Some(left) => {
+                    glommio::timer::sleep(left).await;
+                    Some(Outcome::TimedOut)
+                }
+                None => std::future::pending().await,
+            }
+        };
+        let stop = futures_lite::future::or(woken, timer);
+        // A client that hangs up (or is killed) stops waiting: nothing may be
+        // popped for a reader that is gone.
+        let closed = async {
+            conn.read_while_blocked().await;
+            Some(Outcome::Disconnected)
+        };
+        if let Some(outcome) = futures_lite::future::or(stop, closed).await {
+            return outcome;
+        }
+    }
+}
+
+/// What one run of a blocking command gave.
+#[derive(PartialEq, Eq)]
+enum Try {
+    /// A reply (left in `conn.out`).
+    Served,
+    /// The timeout's null (not left in `conn.out`).
+    Nothing,
+    /// An error reply (left in `conn.out`).
+    Failed,
+}
+
+/// Runs the command once through the normal routing, its reply appended to
+/// `conn.out` unless it is the timeout's null.
+async fn run_once(conn: &mut Connection, command: ShardCommand) -> Try {
+    let mark = conn.out.len();
+    match crate::route::target(conn, &command) {
+        crate::route::Target::Many => {
+            if let Err(e) = crate::route::cross::run(conn, command).await {
+                conn.out.truncate(mark);
+                conn.reply().error(e.text());
+            }
+        }
+        crate::route::Target::One(shard) => {
+            let reply = conn
+                .core
+                .invoke_on(shard, move |core| {
+                    let mut out = Vec::new();
+                    core.shard.borrow_mut().execute(&command, &mut out);
+                    core.publish_changes();
+                    out
+                })
+                .await;
+            match reply {
+                Ok(bytes) => conn.out.extend_from_slice(&bytes),
+                Err(e) => conn.reply().error(e.text()),
+            }
+        }
+    }
+    let reply = &conn.out[mark..];
+    if matches!(reply, b"*-1\r\n" | b"$-1\r\n" | b"_\r\n") {
+        conn.out.truncate(mark);
+        return Try::Nothing;
+    }
+    if reply.first() == Some(&b'-') {
+        return Try::Failed;
+    }
+    Try::Served
+}
+
+/// The reply on timeout: a null bulk for the moves, a null array for the
+/// rest (one `_` under RESP3).
+fn null_reply(conn: &mut Connection, name: &str) {
+    if matches!(name, "blmove" | "brpoplpush") {
+        conn.reply().null();
+    } else {
+        conn.reply().null_array();
+    }
+}
+
+/// The command's keys, by the shard that owns them.
+fn keys_by_shard(conn: &Connection, command: &ShardCommand) -> BTreeMap<ShardId, Vec<Bytes>> {
+    let slot_map = conn.core.shared.slot_map;
+    let mut keys: BTreeMap<ShardId, Vec<Bytes>> = BTreeMap::new();
+    let positions = command.spec.key_positions(&command.args).unwrap_or_default();
+    // BLMOVE waits for its source only: a push to the destination does not
+    // make it servable.
+    let positions = if command.spec.name.ends_with("move") || command.spec.name == "brpoplpush" {
+        &positions[..positions.len().min(1)]
+    } else {
+        &positions[..]
+    };
+    for &i in positions {
+        let key = command.args[i].clone();
+        keys.entry(slot_map.shard_of_key(&key)).or_default().push(key);
+    }
+    keys
+}
+
+/// Registers (or removes) this client as a waiter for its keys on their
+/// shards, one message per shard, and waits for every shard to have done so.
+async fn register(conn: &Connection, keys: &BTreeMap<ShardId, Vec<Bytes>>, block: bool) {
+    let waiter = Waiter { core: conn.core.id.0, client: conn.state.id };
+    let db = conn.state.db;
+    for (&shard, keys) in keys {
+        let keys = keys.clone();
+        let _ = conn
+            .core
+            .invoke_on(shard, move |core| {
+                let mut shard = core.shard.borrow_mut();
+                let table = &mut shard.state.funnel.blocked;
+                for key in keys {
+                    if block {
+                        table.block(db, key, waiter);
+                    } else {
+                        table.unblock(db, &key, waiter);
+                    }
+                }
+            })
+            .await;
+    }
+}
+
+/// XREAD BLOCK's `$` means "entries added from now on": it becomes each
+/// stream's last id before the first try, so that retries do not move it.
+async fn resolve_last_ids(conn: &Connection, command: &mut ShardCommand) {
+    let args = &command.args;
+    let Some(streams) = args.iter().position(|a| a.eq_ignore_ascii_case(b"streams")) else {
+        return;
+    };
+    let n = (args.len() - streams - 1) / 2;
+    for i in 0..n {
+        let (key_at, id_at) = (streams + 1 + i, streams + 1 + n + i);
+        if &command.args[id_at][..] != b"$" {
+            continue;
+        }
+        let last = stream_last_id(conn, command.args[key_at].clone()).await;
+        // A missing stream: everything added later is new.
+        command.args[id_at] = Bytes::from(last.unwrap_or_else(|| "0-0".to_string()));
+    }
+}
+
+/// Why a blocked XREADGROUP can no longer be served, in Redis's words: one
+/// of its keys is no longer a stream, or the group was destroyed.
+async fn group_error(conn: &Connection, command: &ShardCommand) -> &'static str {
+    let args = &command.args;
+    let streams = args.iter().position(|a| a.eq_ignore_ascii_case(b"streams")).unwrap_or(0);
+    let n = args.len().saturating_sub(streams + 1) / 2;
+    for key in &args[streams + 1..streams + 1 + n] {
+        if stream_last_id(conn, key.clone()).await.is_none() {
+            return "UNBLOCKED the stream key no longer exists";
+        }
+    }
+    "NOGROUP the consumer group this client was blocked on no longer exists"
+}
+
+/// The last id of the stream at `key` (None: no stream there).
+async fn stream_last_id(conn: &Connection, key: Bytes) -> Option<String> {
+    let db = conn.state.db;
+    let shard = conn.core.shared.slot_map.shard_of_key(&key);
+    conn.core
+        .invoke_on(shard, move |core| {
+            let shard = core.shard.borrow();
+            let now = ringdb_engine::shard::now_ms();
+            match shard.keyspace.db(db).get(&key) {
+                Some(entry) if !entry.is_expired(now) => match &entry.value {
+                    Value::Stream(stream) => Some(stream.last_id().to_string()),
+                    _ => None,
+                },
+                _ => None,
+            }
+        })
+        .await
+        .ok()
+        .flatten()
+}
+
+/// CLIENT UNBLOCK client-id [TIMEOUT | ERROR]: 1 if the client was blocked
+/// (on any core) and is now unblocked, else 0.
+pub async fn client_unblock(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    let id = ringdb_types::number::parse_i64(&args[2])
+        .ok_or(CmdError::new("ERR value is not an integer or out of range"))?;
+    let error = match args.get(3) {
+        None => false,
+        Some(a) if a.eq_ignore_ascii_case(b"timeout") => false,
+        Some(a) if a.eq_ignore_ascii_case(b"error") => true,
+        Some(_) => {
+            return Err(CmdError::new("ERR CLIENT UNBLOCK reason should be TIMEOUT or ERROR"))
+        }
+    };
+    if args.len() > 4 {
+        return Err(CmdError::new("ERR syntax error"));
+    }
+    let unblocked = conn
+        .core
+        .invoke_on_all(move |core| core.blocked.borrow().wake(id as u64, Wake::Unblock { error }))
+        .await?;
+    conn.reply().int(unblocked.into_iter().any(|u| u) as i64);
+    Ok(())
+}
+
+/// Delivers a shard's wake-ups to the blocked clients' home cores.
+pub fn send_wakes(core: &Core, wakes: Vec<Waiter>) {
+    for waiter in wakes {
+        core.queue_job(
+            ShardId(waiter.core),
+            Box::new(move |home: &Rc<Core>| {
+                home.blocked.borrow().wake(waiter.client, Wake::Ready);
+            }),
+        );
+    }
+}
