@@ -14,6 +14,7 @@
 //! - [`scan`]: SCAN's cursor over slots and shards.
 //! - [`watch`]: versions of WATCHed keys (optimistic MULTI/EXEC).
 //! - [`scripting`]: Lua scripts and functions (one Lua state per shard).
+//! - [`tracking`]: client-side caching (tracked keys, invalidations).
 //!
 //! The rule this crate keeps: no I/O, no threads, no glommio. A shard is plain
 //! data driven by the server; everything here is tested with plain `#[test]`.
@@ -28,6 +29,7 @@ pub mod locks;
 pub mod scan;
 pub mod scripting;
 pub mod shard;
+pub mod tracking;
 pub mod watch;
 
 pub use shard::{Shard, ShardCommand, ShardId, SlotMap};

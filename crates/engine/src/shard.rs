@@ -584,6 +584,7 @@ pub fn execute_timed(
         return;
     };
     let mark = out.len();
+    let outer_writer = state.funnel.tracking.enter(&cmd.client);
     let result = {
         let mut ctx = Ctx {
             ks: KeyspaceView {
@@ -598,6 +599,7 @@ pub fn execute_timed(
         };
         catch_unwind(AssertUnwindSafe(|| handler(&mut ctx, &cmd.args)))
     };
+    state.funnel.tracking.leave(outer_writer, &cmd.client, cmd.spec, &cmd.args);
     let failed = match result {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e),

@@ -95,13 +95,20 @@ impl Core {
         let active_expire = shard.state.settings.active_expire;
         shard.state.settings = ShardSettings { active_expire, ..Self::shard_settings(&config) };
         shard.state.funnel.notify_flags = config.notify_flags();
+        let max_keys = config.tracking_table_max_keys();
+        shard.state.funnel.tracking.set_limit(max_keys, self.id.index(), self.shared.shards());
         *self.config.borrow_mut() = config;
     }
 
-    /// Publishes the keyspace notifications this core's shard queued. Called
+    /// Publishes the invalidations and keyspace notifications this core's
+    /// shard queued. Called
     /// after shard work (a command, a batch, a mesh job, an expiry cycle),
     /// before the reply leaves; costs one check when there are none.
     pub fn publish_notifications(&self) {
+        let invalidations = self.shard.borrow_mut().state.funnel.tracking.take_outbox();
+        if let Some(outbox) = invalidations {
+            crate::push::tracking::publish(self, outbox);
+        }
         let events = {
             let mut shard = self.shard.borrow_mut();
             if shard.state.funnel.outbox.is_empty() {
@@ -361,6 +368,8 @@ async fn core_main(
     let mut shard =
         Shard::new(id, shared.slot_map, Core::shard_settings(&config), seed ^ (id.0 as u64 + 1));
     shard.state.funnel.notify_flags = config.notify_flags();
+    let max_keys = config.tracking_table_max_keys();
+    shard.state.funnel.tracking.set_limit(max_keys, id.index(), shared.shards());
     shard.state.scripting.attach(shared.scripts.clone(), id.index());
     let core = Rc::new(Core {
         id,

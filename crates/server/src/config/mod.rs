@@ -242,6 +242,11 @@ impl Config {
         }
     }
 
+    /// `tracking-table-max-keys` (0 = no limit), shared among the shards.
+    pub fn tracking_table_max_keys(&self) -> u64 {
+        self.int("tracking-table-max-keys").max(0) as u64
+    }
+
     pub fn hll_sparse_max_bytes(&self) -> usize {
         self.int("hll-sparse-max-bytes") as usize
     }

@@ -62,11 +62,29 @@ pub struct ClientState {
     pub in_exec: bool,
     /// Pub/Sub subscriptions (also registered in the core's push hub).
     pub subscriptions: std::collections::BTreeSet<(crate::push::Kind, bytes::Bytes)>,
+    /// The core this connection lives on.
+    pub home: u16,
+    /// CLIENT TRACKING is on: which reads the shards remember (the rest of
+    /// the client's tracking state is in the core's push hub).
+    pub tracking: Option<crate::push::tracking::Remember>,
+    /// CLIENT CACHING YES/NO was given for the next command (or
+    /// transaction).
+    pub caching: bool,
+    /// The command that CLIENT CACHING applied to has run: `caching` ends
+    /// before the next one (Redis's `resetClient`).
+    pub caching_spent: bool,
 }
 
 impl ClientState {
     pub fn info(&self) -> ClientInfo {
-        ClientInfo { id: self.id, db: self.db, resp: self.resp, no_touch: self.no_touch }
+        ClientInfo {
+            id: self.id,
+            db: self.db,
+            resp: self.resp,
+            no_touch: self.no_touch,
+            home: self.home,
+            track: self.tracking.is_some_and(|t| t.now(self.caching)),
+        }
     }
 }
 
@@ -140,6 +158,10 @@ impl Connection {
                 watched: Vec::new(),
                 in_exec: false,
                 subscriptions: Default::default(),
+                home: core.id.0,
+                tracking: None,
+                caching: false,
+                caching_spent: false,
             },
         };
         if let Err(reason) = conn.run().await {
@@ -191,6 +213,7 @@ impl Connection {
         if self.mailbox.take().is_none() {
             return;
         }
+        crate::cmd::client::stop_tracking(self).await;
         self.state.subscriptions.clear();
         let emptied = self.core.push.borrow_mut().unregister(self.state.id);
         for (kind, name) in emptied {
@@ -268,13 +291,16 @@ impl Connection {
         }
         // Subscribers wait for pushes as well as for input, and are never
         // closed for being idle (as in Redis).
-        let idle_limit =
-            if self.mailbox.is_some() { 0 } else { self.core.config.borrow().timeout() };
+        let idle_limit = if self.state.subscriptions.is_empty() {
+            self.core.config.borrow().timeout()
+        } else {
+            0
+        };
         let read = self.stream.read(&mut self.read_chunk);
         let read = async { read.await.map(Some).map_err(|e| e.to_string()) };
         let pushes_in = &mut self.pushes_in;
         let n = match (&self.mailbox, idle_limit) {
-            (Some(mailbox), _) => {
+            (Some(mailbox), secs) => {
                 let push = async {
                     // A closed mailbox cannot happen while we hold it.
                     if let Ok(p) = mailbox.recv_async().await {
@@ -282,7 +308,18 @@ impl Connection {
                     }
                     Ok(None)
                 };
-                futures_lite::future::or(read, push).await?
+                if secs == 0 {
+                    futures_lite::future::or(read, push).await?
+                } else {
+                    // A RESP3 or tracking client waits for pushes but,
+                    // not being subscribed, is closed when idle (Redis).
+                    let idle = glommio::timer::sleep(Duration::from_secs(secs));
+                    let idle = async {
+                        idle.await;
+                        Err("idle timeout".to_string())
+                    };
+                    futures_lite::future::or(read, futures_lite::future::or(push, idle)).await?
+                }
             }
             (None, 0) => read.await?,
             (None, secs) => {

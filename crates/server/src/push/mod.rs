@@ -1,7 +1,7 @@
 //! The push path: everything the server sends a client without being asked
-//! for it at that moment — Pub/Sub messages now; reactive-query results,
-//! keyspace notifications and client-side-caching invalidations hang off
-//! the same path.
+//! for it at that moment — Pub/Sub messages and client-side-caching
+//! invalidations ([`tracking`]); reactive-query results and keyspace
+//! notifications hang off the same path.
 //!
 //! Each core keeps a [`PushHub`]: a mailbox per connection that receives
 //! pushes, and the Pub/Sub subscriptions of its own connections. Whoever has
@@ -19,6 +19,8 @@
 //! limit for longer than its seconds, the client is disconnected, as Redis
 //! does. Nobody else waits for it.
 
+pub mod tracking;
+
 use crate::net::clients::ClientHandle;
 use bytes::Bytes;
 use std::collections::HashMap;
@@ -33,6 +35,12 @@ pub enum Push {
     Message { kind: Kind, channel: Bytes, payload: Bytes },
     /// A message on a channel matching a pattern (`pmessage`).
     PMessage { pattern: Bytes, channel: Bytes, payload: Bytes },
+    /// Client-side caching: these keys (`None`: every key, after a flush)
+    /// may have changed. A push, or a message on `__redis__:invalidate`
+    /// (`channel`) for a RESP2 redirect target.
+    Invalidate { keys: Option<Vec<Bytes>>, channel: bool },
+    /// The client tracking redirects to is gone (its id).
+    RedirBroken(u64),
 }
 
 impl Push {
@@ -43,6 +51,10 @@ impl Push {
             Push::PMessage { pattern, channel, payload } => {
                 pattern.len() + channel.len() + payload.len() + 48
             }
+            Push::Invalidate { keys, .. } => {
+                keys.iter().flatten().map(|k| k.len() + 16).sum::<usize>() + 48
+            }
+            Push::RedirBroken(_) => 48,
         }
     }
 }
@@ -79,6 +91,8 @@ pub struct PushHub {
     remote: HashMap<(Kind, Bytes), BTreeSet<u16>>,
     /// Clients disconnected for exceeding their output buffer limit.
     pub limit_disconnections: u64,
+    /// This core's client-side caching clients.
+    pub tracking: tracking::TrackingClients,
 }
 
 impl PushHub {
@@ -280,6 +294,30 @@ pub fn encode(push: &Push, out: &mut ringdb_protocol::ReplyWriter) {
             out.bulk(pattern);
             out.bulk(channel);
             out.bulk(payload);
+        }
+        Push::Invalidate { keys, channel } => {
+            if *channel {
+                out.push(3);
+                out.bulk(b"message");
+                out.bulk(tracking::CHANNEL);
+            } else {
+                out.push(2);
+                out.bulk(b"invalidate");
+            }
+            match keys {
+                Some(keys) => {
+                    out.array(keys.len());
+                    for key in keys {
+                        out.bulk(key);
+                    }
+                }
+                None => out.null(),
+            }
+        }
+        Push::RedirBroken(id) => {
+            out.push(2);
+            out.bulk(b"tracking-redir-broken");
+            out.int(*id as i64);
         }
     }
 }

@@ -159,6 +159,9 @@ impl Segment {
                         commands,
                         Box::new(move |shard, reply| {
                             // Notifications leave before the reply does.
+                            if let Some(outbox) = shard.state.funnel.tracking.take_outbox() {
+                                crate::push::tracking::publish(&notifier, outbox);
+                            }
                             let events = std::mem::take(&mut shard.state.funnel.outbox);
                             if !events.is_empty() {
                                 notifier.publish_events(events);
