@@ -167,13 +167,15 @@ impl Connection {
         if let Err(reason) = conn.run().await {
             debug!(client = id, "connection closed: {reason}");
         }
+        // Leave the registry first: CLIENT KILL must never reach a descriptor
+        // number the kernel may hand out again once the socket is closed,
+        // and a client gone is gone for tracking redirects at once (Redis
+        // frees it before anything else runs).
+        core.clients.borrow_mut().remove(id);
         if !conn.state.watched.is_empty() {
             crate::route::multi::unwatch_all(&mut conn).await;
         }
         conn.leave_push_hub().await;
-        // Leave the registry first: CLIENT KILL must never reach a descriptor
-        // number the kernel may hand out again once the socket is closed.
-        core.clients.borrow_mut().remove(id);
         let _ = conn.stream.close().await;
         core.shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
     }
@@ -269,6 +271,11 @@ impl Connection {
                 self.state.close_after_reply = true;
             }
             self.write_pushes();
+            if self.state.close_after_reply {
+                // QUIT: the client may act on the reply at once (another
+                // connection's write then finds this one gone).
+                self.core.clients.borrow_mut().remove(self.state.id);
+            }
             self.flush().await?;
             if self.state.close_after_reply || self.handle.is_killed() {
                 return Ok(());
