@@ -3,42 +3,8 @@
 //! NO-EVICT/NO-TOUCH, HELLO, AUTH and RESET.
 
 mod common;
-use common::{keys_on_two_shards, q, Raw, Server};
+use common::{clients_per_shard, keys_on_two_shards, q, raw_on_shard, Raw, Server};
 use redis::Value;
-
-/// Connected clients per shard, from INFO shards.
-fn clients_per_shard(c: &mut redis::Connection) -> Vec<usize> {
-    let info: String = q(c, &["INFO", "shards"]).unwrap();
-    info.lines()
-        .filter(|l| l.starts_with("shard") && !l.starts_with("shards:"))
-        .map(|l| {
-            let field = l.split(',').find_map(|f| f.strip_prefix("clients=")).unwrap();
-            field.parse().unwrap()
-        })
-        .collect()
-}
-
-/// A raw connection that landed on `shard` (the kernel spreads connections
-/// over the cores; keep connecting until one lands there). `keep` holds the
-/// others open so that the counts stay meaningful.
-fn raw_on_shard(
-    server: &Server,
-    admin: &mut redis::Connection,
-    shard: usize,
-    keep: &mut Vec<Raw>,
-) -> Raw {
-    for _ in 0..200 {
-        let before = clients_per_shard(admin);
-        let mut raw = server.raw();
-        assert!(raw.call(&["PING"]).starts_with("+PONG"));
-        let after = clients_per_shard(admin);
-        if after[shard] > before[shard] {
-            return raw;
-        }
-        keep.push(raw);
-    }
-    panic!("no connection landed on shard {shard}");
-}
 
 fn client_id(raw: &mut Raw) -> String {
     let reply = raw.call(&["CLIENT", "ID"]);

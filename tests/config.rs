@@ -3,7 +3,7 @@
 //! errors, RESETSTAT over both shards, REWRITE.
 
 mod common;
-use common::{keys_on_two_shards, q, Raw, Server};
+use common::{keys_on_two_shards, q, raw_on_shard, Server};
 use std::collections::HashMap;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -13,34 +13,6 @@ fn config_get(c: &mut redis::Connection, args: &[&str]) -> Vec<(String, String)>
     full.extend_from_slice(args);
     let flat: Vec<String> = q(c, &full).unwrap();
     flat.chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect()
-}
-
-/// Connected clients per shard, from INFO shards.
-fn clients_per_shard(c: &mut redis::Connection) -> Vec<usize> {
-    let info: String = q(c, &["INFO", "shards"]).unwrap();
-    info.lines()
-        .filter(|l| l.starts_with("shard") && !l.starts_with("shards:"))
-        .map(|l| l.split(',').find_map(|f| f.strip_prefix("clients=")).unwrap().parse().unwrap())
-        .collect()
-}
-
-/// A raw connection that landed on `shard`; the others stay open in `keep`.
-fn raw_on_shard(
-    server: &Server,
-    admin: &mut redis::Connection,
-    shard: usize,
-    keep: &mut Vec<Raw>,
-) -> Raw {
-    for _ in 0..200 {
-        let before = clients_per_shard(admin);
-        let mut raw = server.raw();
-        assert!(raw.call(&["PING"]).starts_with("+PONG"));
-        if clients_per_shard(admin)[shard] > before[shard] {
-            return raw;
-        }
-        keep.push(raw);
-    }
-    panic!("no connection landed on shard {shard}");
 }
 
 #[test]

@@ -2,36 +2,8 @@
 //! server, with keys on both shards where a subcommand is keyed.
 
 mod common;
-use common::{keys_on_two_shards, q, Raw, Server};
+use common::{keys_on_two_shards, q, raw_on_shard, Server};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
-
-/// Connected clients per shard, from INFO shards.
-fn clients_per_shard(c: &mut redis::Connection) -> Vec<usize> {
-    let info: String = q(c, &["INFO", "shards"]).unwrap();
-    info.lines()
-        .filter(|l| l.starts_with("shard") && !l.starts_with("shards:"))
-        .map(|l| l.split(',').find_map(|f| f.strip_prefix("clients=")).unwrap().parse().unwrap())
-        .collect()
-}
-
-/// A raw connection that landed on `shard`; the others stay open in `keep`.
-fn raw_on_shard(
-    server: &Server,
-    admin: &mut redis::Connection,
-    shard: usize,
-    keep: &mut Vec<Raw>,
-) -> Raw {
-    for _ in 0..200 {
-        let before = clients_per_shard(admin);
-        let mut raw = server.raw();
-        assert!(raw.call(&["PING"]).starts_with("+PONG"));
-        if clients_per_shard(admin)[shard] > before[shard] {
-            return raw;
-        }
-        keep.push(raw);
-    }
-    panic!("no connection landed on shard {shard}");
-}
 
 fn unix_secs() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_secs()

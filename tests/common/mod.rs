@@ -182,3 +182,33 @@ pub fn keys_on_two_shards() -> (String, String) {
     }
     (a.unwrap(), b.unwrap())
 }
+
+/// Connected clients per shard, from INFO shards.
+pub fn clients_per_shard(c: &mut redis::Connection) -> Vec<usize> {
+    let info: String = q(c, &["INFO", "shards"]).unwrap();
+    info.lines()
+        .filter(|l| l.starts_with("shard") && !l.starts_with("shards:"))
+        .map(|l| l.split(',').find_map(|f| f.strip_prefix("clients=")).unwrap().parse().unwrap())
+        .collect()
+}
+
+/// A raw connection that landed on `shard` (the kernel spreads connections
+/// over the cores; keep connecting until one lands there). The others stay
+/// open in `keep`, so that the counts stay meaningful.
+pub fn raw_on_shard(
+    server: &Server,
+    admin: &mut redis::Connection,
+    shard: usize,
+    keep: &mut Vec<Raw>,
+) -> Raw {
+    for _ in 0..200 {
+        let before = clients_per_shard(admin);
+        let mut raw = server.raw();
+        assert!(raw.call(&["PING"]).starts_with("+PONG"));
+        if clients_per_shard(admin)[shard] > before[shard] {
+            return raw;
+        }
+        keep.push(raw);
+    }
+    panic!("no connection landed on shard {shard}");
+}

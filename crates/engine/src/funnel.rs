@@ -4,13 +4,14 @@
 //! Everything that reacts to change hangs off [`Funnel::key_changed`]: the
 //! dirty counter, the versions of WATCHed keys, keyspace notifications
 //! (queued in the outbox the server publishes from) and, for cross-shard
-//! transactions and tests, the event record, and client-side caching
-//! invalidations ([`crate::tracking`]). Later issues hang the reactive
-//! watch table, blocked-client wake-ups, hot-key counting and the
-//! append-only log off it too. A test asserts that
+//! transactions and tests, the event record, the reactive queries whose
+//! key changed and client-side caching invalidations
+//! ([`crate::tracking`]). Later issues hang blocked-client wake-ups,
+//! hot-key counting and the append-only log off it too. A test asserts that
 //! every command flagged `write` fires it for each key it changes and that
 //! read commands never do.
 
+use crate::query_watch::QueryWatchTable;
 use crate::tracking::TrackingTable;
 use crate::watch::WatchTable;
 use bytes::Bytes;
@@ -158,6 +159,8 @@ pub struct Funnel {
     record: Option<Vec<KeyEvent>>,
     /// Keys clients WATCH, with their versions.
     pub watches: WatchTable,
+    /// Reactive queries (`GET.WATCH key`) reading keys of this shard.
+    pub queries: QueryWatchTable,
     /// `notify-keyspace-events` flags (0: notifications off).
     pub notify_flags: u32,
     /// Keyspace notifications waiting to be published by the server, in
@@ -179,6 +182,9 @@ impl Funnel {
         if !self.watches.is_empty() {
             self.watches.touch(db, key);
         }
+        if !self.queries.is_empty() {
+            self.queries.touch(db, key);
+        }
         if !self.tracking.is_empty() {
             let by_client = !matches!(class, NotifyClass::Expired | NotifyClass::Evicted);
             self.tracking.key_changed(key, by_client);
@@ -199,7 +205,10 @@ impl Funnel {
             self.tracking.keys_changed_where(&affected);
         }
         if !self.watches.is_empty() {
-            self.watches.touch_db(db, affected);
+            self.watches.touch_db(db, &affected);
+        }
+        if !self.queries.is_empty() {
+            self.queries.touch_db(db, &affected);
         }
     }
 

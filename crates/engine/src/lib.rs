@@ -13,6 +13,8 @@
 //! - [`digest`]: DEBUG DIGEST's Redis-compatible dataset signatures.
 //! - [`scan`]: SCAN's cursor over slots and shards.
 //! - [`watch`]: versions of WATCHed keys (optimistic MULTI/EXEC).
+//! - [`query_watch`]: reactive queries (`GET.WATCH`): which reads are
+//!   watched on this shard, re-run when their key changes.
 //! - [`scripting`]: Lua scripts and functions (one Lua state per shard).
 //! - [`tracking`]: client-side caching (tracked keys, invalidations).
 //!
@@ -26,6 +28,7 @@ pub mod families;
 pub mod funnel;
 pub mod keyspace;
 pub mod locks;
+pub mod query_watch;
 pub mod scan;
 pub mod scripting;
 pub mod shard;

@@ -10,8 +10,9 @@ use crate::command::spec::{CommandSpec, Exec, Handler};
 use crate::funnel::Funnel;
 use crate::keyspace::{Entry, Keyspace};
 use crate::locks::{fingerprint, LockMode, LockSet, LockTable};
+use crate::query_watch::{self, Query};
 use bytes::Bytes;
-use ringdb_protocol::ReplyWriter;
+use ringdb_protocol::{ReplyWriter, Resp};
 use ringdb_types::slot::SLOTS;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -243,6 +244,10 @@ pub struct ShardSettings {
     /// BF.INSERT create when the key does not exist.
     pub bf_error_rate: f64,
     pub bf_initial_size: u64,
+    /// `watch-coalesce-ms`: 0 re-runs a changed reactive query after every
+    /// command (each change is pushed), more leaves it to the server's
+    /// timer.
+    pub watch_coalesce_ms: u64,
 }
 
 impl Default for ShardSettings {
@@ -264,6 +269,7 @@ impl Default for ShardSettings {
             hll_sparse_max_bytes: ringdb_types::hll::DEFAULT_SPARSE_MAX_BYTES,
             bf_error_rate: 0.01,
             bf_initial_size: 100,
+            watch_coalesce_ms: 0,
         }
     }
 }
@@ -476,12 +482,22 @@ impl Shard {
     /// Runs one command now, whatever the locks say (the caller checked, or
     /// holds them), appending its reply to `out`.
     pub fn execute(&mut self, cmd: &ShardCommand, out: &mut Vec<u8>) {
-        execute_timed(&mut self.keyspace, &mut self.state, cmd, out, &mut Clock::start());
+        self.execute_with(cmd, out, &mut Clock::start());
     }
 
     /// [`execute`](Self::execute) on a caller's clock (a run of commands).
     pub fn execute_with(&mut self, cmd: &ShardCommand, out: &mut Vec<u8>, clock: &mut Clock) {
         execute_timed(&mut self.keyspace, &mut self.state, cmd, out, clock);
+        self.after_command(clock.now_ms);
+    }
+
+    /// After each command: unless `watch-coalesce-ms` asks to wait, the
+    /// reactive queries it changed are re-run now, so that every change is
+    /// pushed, even in the middle of a pipeline.
+    fn after_command(&mut self, now: u64) {
+        if self.state.funnel.queries.has_dirty() && self.state.settings.watch_coalesce_ms == 0 {
+            self.rerun_queries(now);
+        }
     }
 
     /// Runs a batch of commands from one connection in order. A command
@@ -527,6 +543,7 @@ impl Shard {
             execute_timed(&mut self.keyspace, &mut self.state, cmd, &mut reply.buf, &mut clock);
             reply.ends.push(reply.buf.len());
             next += 1;
+            self.after_command(clock.now_ms);
         }
         done(self, reply)
     }
@@ -548,6 +565,37 @@ impl Shard {
         for waiter in ready {
             waiter(self);
         }
+    }
+
+    /// One more watcher, on `core` and speaking `resp`, of the reactive
+    /// query `fp`; returns the query's current result for it.
+    pub fn watch_query(&mut self, fp: u64, query: Query, core: u16, resp: Resp, now: u64) -> Bytes {
+        let (keyspace, state) = (&mut self.keyspace, &mut self.state);
+        // The table is taken out while it runs queries, which need the
+        // state it lives in; running a read changes no watched key.
+        let mut table = std::mem::take(&mut state.funnel.queries);
+        let result = table.watch(fp, query, core, resp, |cmd, resp| {
+            query_watch::run(keyspace, state, cmd, resp, now)
+        });
+        state.funnel.queries = table;
+        result
+    }
+
+    /// One watcher of `fp` on `core` speaking `resp` lets go.
+    pub fn unwatch_query(&mut self, fp: u64, core: u16, resp: Resp) {
+        self.state.funnel.queries.unwatch(fp, core, resp);
+    }
+
+    /// Re-runs the reactive queries whose key changed; the results that
+    /// differ from the last ones sent wait in the table's outbox.
+    pub fn rerun_queries(&mut self, now: u64) {
+        if !self.state.funnel.queries.has_dirty() {
+            return;
+        }
+        let (keyspace, state) = (&mut self.keyspace, &mut self.state);
+        let mut table = std::mem::take(&mut state.funnel.queries);
+        table.rerun(|cmd, resp| query_watch::run(keyspace, state, cmd, resp, now));
+        state.funnel.queries = table;
     }
 
     /// Keys in all databases.
@@ -578,10 +626,53 @@ pub fn execute_timed(
     out: &mut Vec<u8>,
     clock: &mut Clock,
 ) {
-    let now = clock.now_ms;
+    let failed = run_handler(keyspace, state, cmd, out, clock.now_ms);
+    if let Some(e) = &failed {
+        state.stats.error(e.code());
+    }
+    let usec = clock.lap_usec();
+    let stat = state.stats.command(cmd.id);
+    stat.calls += 1;
+    stat.usec += usec;
+    stat.failed_calls += failed.is_some() as u64;
+    state.stats.commands_processed += 1;
+    state.stats.busy_usec += usec;
+}
+
+/// Runs a read command on the server's behalf rather than a client's (a
+/// reactive query's re-run): the reply is written to `out` as usual, but
+/// nothing a client could observe is counted — no command statistics, no
+/// keyspace hits or misses, no `keymiss` notification.
+pub fn evaluate(
+    keyspace: &mut Keyspace,
+    state: &mut ShardState,
+    cmd: &ShardCommand,
+    out: &mut Vec<u8>,
+    now: u64,
+) {
+    let (hits, misses) = (state.stats.keyspace_hits, state.stats.keyspace_misses);
+    let queued = state.funnel.outbox.len();
+    run_handler(keyspace, state, cmd, out, now);
+    state.stats.keyspace_hits = hits;
+    state.stats.keyspace_misses = misses;
+    let added = state.funnel.outbox.split_off(queued);
+    let changes = added.into_iter().filter(|e| e.class != crate::funnel::NotifyClass::KeyMiss);
+    state.funnel.outbox.extend(changes);
+}
+
+/// Runs `cmd`'s handler, writing its reply (or its error) to `out`; returns
+/// the error, if any.
+fn run_handler(
+    keyspace: &mut Keyspace,
+    state: &mut ShardState,
+    cmd: &ShardCommand,
+    out: &mut Vec<u8>,
+    now: u64,
+) -> Option<crate::command::error::CmdError> {
     let Some(handler) = cmd.handler() else {
-        ReplyWriter::new(out, cmd.client.resp).error("ERR command cannot run on a shard");
-        return;
+        let e = crate::command::error::CmdError::new("ERR command cannot run on a shard");
+        ReplyWriter::new(out, cmd.client.resp).error(e.text());
+        return Some(e);
     };
     let mark = out.len();
     let outer_writer = state.funnel.tracking.enter(&cmd.client);
@@ -610,15 +701,8 @@ pub fn execute_timed(
     if let Some(e) = &failed {
         out.truncate(mark);
         ReplyWriter::new(out, cmd.client.resp).error(e.text());
-        state.stats.error(e.code());
     }
-    let usec = clock.lap_usec();
-    let stat = state.stats.command(cmd.id);
-    stat.calls += 1;
-    stat.usec += usec;
-    stat.failed_calls += failed.is_some() as u64;
-    state.stats.commands_processed += 1;
-    state.stats.busy_usec += usec;
+    failed
 }
 
 #[cfg(test)]

@@ -19,6 +19,6 @@ pub async fn run(core: Rc<Core>) {
         // A lowered tracking-table-max-keys is reached a step per tick.
         shard.state.funnel.tracking.limit_used_slots();
         drop(shard);
-        core.publish_notifications();
+        core.publish_changes();
     }
 }

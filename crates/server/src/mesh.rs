@@ -29,7 +29,7 @@ pub async fn serve(core: Rc<Core>, rx: flume::Receiver<Job>) {
         if catch_unwind(AssertUnwindSafe(|| job(&core))).is_err() {
             tracing::error!(shard = core.id.0, "a mesh job panicked");
         }
-        core.publish_notifications();
+        core.publish_changes();
     }
 }
 
@@ -53,6 +53,22 @@ impl Core {
         }
         // The receiving core lives as long as the process.
         let _ = self.shared.mesh[shard.index()].send_async(job).await;
+    }
+
+    /// Queues `job` on `target`'s queue without waiting, even when `target`
+    /// is this core: what one core queues on another arrives in the order
+    /// it was queued, so pushes (and the job that adds a watcher behind
+    /// them) are never overtaken. When the queue is full the job waits for
+    /// room on a task of its own.
+    pub fn queue_job(&self, target: ShardId, job: Job) {
+        let sender = &self.shared.mesh[target.index()];
+        if let Err(flume::TrySendError::Full(job)) = sender.try_send(job) {
+            let sender = sender.clone();
+            glommio::spawn_local(async move {
+                let _ = sender.send_async(job).await;
+            })
+            .detach();
+        }
     }
 
     /// Runs `f` on `shard` and returns its result. Runs inline when `shard`

@@ -66,6 +66,9 @@ pub struct Core {
     pub push: RefCell<crate::push::PushHub>,
     /// Unix time (s) of the last successful save, for LASTSAVE.
     pub last_save: Cell<u64>,
+    /// A coalesced re-run of reactive queries is waiting
+    /// (`watch-coalesce-ms`).
+    pub watch_rerun_scheduled: Cell<bool>,
 }
 
 impl Core {
@@ -83,6 +86,7 @@ impl Core {
             hll_sparse_max_bytes: config.hll_sparse_max_bytes(),
             bf_error_rate: config.bf_error_rate(),
             bf_initial_size: config.bf_initial_size(),
+            watch_coalesce_ms: config.watch_coalesce_ms(),
         }
     }
 
@@ -100,23 +104,59 @@ impl Core {
         *self.config.borrow_mut() = config;
     }
 
-    /// Publishes the invalidations and keyspace notifications this core's
-    /// shard queued. Called
-    /// after shard work (a command, a batch, a mesh job, an expiry cycle),
-    /// before the reply leaves; costs one check when there are none.
-    pub fn publish_notifications(&self) {
-        let invalidations = self.shard.borrow_mut().state.funnel.tracking.take_outbox();
-        if let Some(outbox) = invalidations {
-            crate::push::tracking::publish(self, outbox);
+    /// Sends out what this core's shard work left for others: keyspace
+    /// notifications, client-side caching invalidations and the new results
+    /// of reactive queries whose key changed. Called after shard work (a command, a batch, a mesh job, an
+    /// expiry cycle), before the reply leaves, so that a client who sees a
+    /// reply and then acts sees the pushes it caused first; costs two checks
+    /// when there is nothing to send.
+    pub fn publish_changes(self: &Rc<Self>) {
+        self.publish_shard_changes(&mut self.shard.borrow_mut());
+    }
+
+    /// [`publish_changes`](Self::publish_changes) for a caller that holds
+    /// the shard (a batch's completion).
+    pub fn publish_shard_changes(self: &Rc<Self>, shard: &mut Shard) {
+        if let Some(invalidations) = shard.state.funnel.tracking.take_outbox() {
+            crate::push::tracking::publish(self, invalidations);
         }
-        let events = {
-            let mut shard = self.shard.borrow_mut();
-            if shard.state.funnel.outbox.is_empty() {
-                return;
+        if !shard.state.funnel.outbox.is_empty() {
+            self.publish_events(std::mem::take(&mut shard.state.funnel.outbox));
+        }
+        if shard.state.funnel.queries.has_dirty() {
+            let coalesce = self.config.borrow().watch_coalesce_ms();
+            if coalesce == 0 {
+                shard.rerun_queries(ringdb_engine::shard::now_ms());
+            } else if !self.watch_rerun_scheduled.replace(true) {
+                // A burst of writes within the window costs one re-run, and
+                // the watchers get its latest result.
+                let core = self.clone();
+                glommio::spawn_local(async move {
+                    glommio::timer::sleep(Duration::from_millis(coalesce)).await;
+                    core.watch_rerun_scheduled.set(false);
+                    core.shard.borrow_mut().rerun_queries(ringdb_engine::shard::now_ms());
+                    core.publish_changes();
+                })
+                .detach();
             }
-            std::mem::take(&mut shard.state.funnel.outbox)
-        };
-        self.publish_events(events);
+        }
+        if !shard.state.funnel.queries.outbox.is_empty() {
+            self.send_watch_pushes(std::mem::take(&mut shard.state.funnel.queries.outbox));
+        }
+    }
+
+    /// Queues each reactive query result on the core whose watchers want it.
+    fn send_watch_pushes(&self, pushes: Vec<ringdb_engine::query_watch::WatchPush>) {
+        for push in pushes {
+            let target = ShardId(push.core);
+            self.queue_job(
+                target,
+                Box::new(move |core| {
+                    let limit = core.config.borrow().pubsub_buffer_limit();
+                    core.push.borrow_mut().deliver_watch(&push, limit);
+                }),
+            );
+        }
     }
 
     /// Publishes keyspace notifications (`__keyspace@<db>__:<key>` and
@@ -151,20 +191,13 @@ impl Core {
         let targets = self.push.borrow().targets(Kind::Channel, &channel, self.id.0);
         for target in targets {
             let (channel, payload) = (channel.clone(), payload.clone());
-            let job: Job = Box::new(move |core| {
-                let limit = core.config.borrow().pubsub_buffer_limit();
-                core.push.borrow_mut().deliver(Kind::Channel, &channel, &payload, limit);
-            });
-            if let Err(flume::TrySendError::Full(job)) =
-                self.shared.mesh[target as usize].try_send(job)
-            {
-                // The target's queue is full: wait for room on a task.
-                let sender = self.shared.mesh[target as usize].clone();
-                glommio::spawn_local(async move {
-                    let _ = sender.send_async(job).await;
-                })
-                .detach();
-            }
+            self.queue_job(
+                ShardId(target),
+                Box::new(move |core| {
+                    let limit = core.config.borrow().pubsub_buffer_limit();
+                    core.push.borrow_mut().deliver(Kind::Channel, &channel, &payload, limit);
+                }),
+            );
         }
     }
 }
@@ -379,6 +412,7 @@ async fn core_main(
         clients: RefCell::new(ClientRegistry::default()),
         push: RefCell::new(crate::push::PushHub::default()),
         last_save: Cell::new(ringdb_engine::shard::now_ms() / 1000),
+        watch_rerun_scheduled: Cell::new(false),
     });
     glommio::spawn_local(crate::mesh::serve(core.clone(), mesh_rx)).detach();
     glommio::spawn_local(crate::expiry::run(core.clone())).detach();

@@ -363,6 +363,11 @@ pub enum NodeCommand {
     ConfigResetStat,
     ConfigRewrite,
     ConfigHelp,
+    /// `<NAME>.WATCH …`: a reactive query (rows made from each watchable
+    /// row; see [`super::table`]).
+    QueryWatch,
+    /// `<NAME>.UNWATCH fingerprint`.
+    QueryUnwatch,
 }
 
 /// Documentation (COMMAND DOCS, the README's command list, `redis-cli` hints).

@@ -7,7 +7,7 @@
 //! arities.
 
 use super::error::CmdError;
-use super::spec::CommandSpec;
+use super::spec::{flags, CommandSpec, Exec, NodeCommand};
 use bytes::Bytes;
 use hashbrown::HashMap;
 use std::sync::OnceLock;
@@ -64,6 +64,10 @@ impl CommandTable {
                     spec.name
                 );
             }
+        }
+        for spec in reactive_rows(families) {
+            let reg = register(spec, None, &mut next_id);
+            assert!(by_name.insert(spec.name, reg).is_none(), "command {} twice", spec.name);
         }
         CommandTable { by_name, count: next_id }
     }
@@ -148,6 +152,62 @@ impl CommandTable {
         }
         Ok(reg)
     }
+}
+
+/// The reactive-query rows: `<name>.watch` and `<name>.unwatch` for every
+/// row flagged watchable, made once when the table is built (and leaked, as
+/// the table lives as long as the process) so that the watchable flag on a
+/// read command is all it takes.
+fn reactive_rows(families: &[&'static [CommandSpec]]) -> Vec<&'static CommandSpec> {
+    fn leak(s: String) -> &'static str {
+        Box::leak(s.into_boxed_str())
+    }
+    let mut rows = Vec::new();
+    for spec in families.iter().flat_map(|f| f.iter()) {
+        if !spec.has(flags::WATCHABLE) {
+            continue;
+        }
+        let upper = spec.name.to_ascii_uppercase();
+        let watch = CommandSpec::new(
+            leak(format!("{}.watch", spec.name)),
+            spec.arity,
+            flags::READONLY
+                | flags::PUBSUB
+                | flags::NOSCRIPT
+                | flags::NO_MULTI
+                | flags::LOADING
+                | flags::STALE,
+            Exec::Node(NodeCommand::QueryWatch),
+        )
+        .keys(spec.keys)
+        .acl(spec.acl)
+        .doc(
+            "reactive",
+            "0.1.0",
+            leak(format!(
+                "Replies with the result of {upper} and pushes it again whenever the key changes."
+            )),
+            spec.doc.complexity,
+            spec.doc.syntax,
+        );
+        let unwatch = CommandSpec::new(
+            leak(format!("{}.unwatch", spec.name)),
+            2,
+            flags::PUBSUB | flags::NOSCRIPT | flags::NO_MULTI | flags::LOADING | flags::STALE,
+            Exec::Node(NodeCommand::QueryUnwatch),
+        )
+        .acl(spec.acl)
+        .doc(
+            "reactive",
+            "0.1.0",
+            leak(format!("Ends this connection's {upper}.WATCH subscription.")),
+            "O(1)",
+            "fingerprint",
+        );
+        rows.push(&*Box::leak(Box::new(watch)));
+        rows.push(&*Box::leak(Box::new(unwatch)));
+    }
+    rows
 }
 
 /// `name` in lower case in `buf`; `None` if it is longer than any command

@@ -36,7 +36,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .acl(acl::HASH)
         .doc("hash", "2.0.0", "Sets the values of multiple fields.", "O(N) where N is the number of fields being set.", "key field value [field value ...]")
         .deprecated("4.0.0", "`HSET` with multiple field-value pairs"),
-    CommandSpec::new("hget", 3, READONLY | FAST, Exec::Shard(hget))
+    CommandSpec::new("hget", 3, READONLY | FAST | WATCHABLE, Exec::Shard(hget))
         .keys(&[KeySpec::one(1, kf::RO | kf::ACCESS)])
         .acl(acl::HASH)
         .doc("hash", "2.0.0", "Returns the value of a field in a hash.", "O(1)", "key field"),
@@ -44,7 +44,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .keys(&[KeySpec::one(1, kf::RO | kf::ACCESS)])
         .acl(acl::HASH)
         .doc("hash", "2.0.0", "Returns the values of all fields in a hash.", "O(N) where N is the number of fields being requested.", "key field [field ...]"),
-    CommandSpec::new("hgetall", 2, READONLY, Exec::Shard(hgetall))
+    CommandSpec::new("hgetall", 2, READONLY | WATCHABLE, Exec::Shard(hgetall))
         .keys(&[KeySpec::one(1, kf::RO | kf::ACCESS)])
         .acl(acl::HASH)
         .tips(&["nondeterministic_output_order"])
@@ -54,7 +54,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .acl(acl::HASH)
         .doc("hash", "2.0.0", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", "O(N) where N is the number of fields to be removed.", "key field [field ...]")
         .history(&[("2.4.0", "Accepts multiple `field` arguments.")]),
-    CommandSpec::new("hlen", 2, READONLY | FAST, Exec::Shard(hlen))
+    CommandSpec::new("hlen", 2, READONLY | FAST | WATCHABLE, Exec::Shard(hlen))
         .keys(&[KeySpec::one(1, kf::RO)])
         .acl(acl::HASH)
         .doc("hash", "2.0.0", "Returns the number of fields in a hash.", "O(1)", "key"),

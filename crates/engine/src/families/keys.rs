@@ -139,7 +139,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .keys(EXPIRE_KEY)
         .acl(acl::KEYSPACE)
         .doc("generic", "2.6.0", "Sets the expiration time of a key to a Unix milliseconds timestamp.", "O(1)", "key unix-time-milliseconds [NX | XX | GT | LT]"),
-    CommandSpec::new("ttl", 2, READONLY | FAST, Exec::Shard(ttl))
+    CommandSpec::new("ttl", 2, READONLY | FAST | WATCHABLE, Exec::Shard(ttl))
         .keys(TTL_KEY)
         .acl(acl::KEYSPACE)
         .tips(&["nondeterministic_output"])

@@ -41,11 +41,11 @@ pub static COMMANDS: &[CommandSpec] = &[
         .acl(acl::SET)
         .history(&[("2.4.0", "Accepts multiple `member` arguments.")])
         .doc("set", "1.0.0", "Removes one or more members from a set. Deletes the set if the last member was removed.", "O(N) where N is the number of members to be removed.", "key member [member ...]"),
-    CommandSpec::new("scard", 2, READONLY | FAST, Exec::Shard(scard))
+    CommandSpec::new("scard", 2, READONLY | FAST | WATCHABLE, Exec::Shard(scard))
         .keys(ONE_KEY_RO)
         .acl(acl::SET)
         .doc("set", "1.0.0", "Returns the number of members in a set.", "O(1)", "key"),
-    CommandSpec::new("sismember", 3, READONLY | FAST, Exec::Shard(sismember))
+    CommandSpec::new("sismember", 3, READONLY | FAST | WATCHABLE, Exec::Shard(sismember))
         .keys(ONE_KEY_RO)
         .acl(acl::SET)
         .doc("set", "1.0.0", "Determines whether a member belongs to a set.", "O(1)", "key member"),
@@ -53,7 +53,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .keys(ONE_KEY_RO_ACCESS)
         .acl(acl::SET)
         .doc("set", "6.2.0", "Determines whether multiple members belong to a set.", "O(N) where N is the number of elements being checked for membership", "key member [member ...]"),
-    CommandSpec::new("smembers", 2, READONLY, Exec::Shard(smembers))
+    CommandSpec::new("smembers", 2, READONLY | WATCHABLE, Exec::Shard(smembers))
         .keys(ONE_KEY_RO_ACCESS)
         .acl(acl::SET)
         .tips(&["nondeterministic_output_order"])

@@ -69,7 +69,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::DELETE)])
         .acl(acl::STRING)
         .doc("string", "6.2.0", "Returns the string value of a key after deleting the key.", "O(1)", "key"),
-    CommandSpec::new("mget", -2, READONLY | FAST, Exec::Split { handler: mget, merge: Merge::Array, atomic: true })
+    CommandSpec::new("mget", -2, READONLY | FAST | WATCHABLE, Exec::Split { handler: mget, merge: Merge::Array, atomic: true })
         .keys(&[KeySpec::range(1, -1, 1, kf::RO | kf::ACCESS)])
         .acl(acl::STRING)
         .tips(&["request_policy:multi_shard"])

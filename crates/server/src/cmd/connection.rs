@@ -18,10 +18,11 @@ pub fn ping(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     if args.len() > 2 {
         return Err(CmdError::wrong_args("ping"));
     }
-    // A RESP2 subscriber gets PING's answer as a Pub/Sub-style array.
-    let subscriber = !conn.state.subscriptions.is_empty() && conn.state.resp == Resp::V2;
+    // A RESP2 subscriber (or watcher) gets PING's answer as a Pub/Sub-style
+    // array.
+    let push_mode = conn.state.in_push_mode();
     let mut out = conn.reply();
-    if subscriber {
+    if push_mode {
         out.array(2);
         out.bulk(b"pong");
         out.bulk(args.get(1).map_or(&b""[..], |m| &m[..]));

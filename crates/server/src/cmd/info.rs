@@ -36,6 +36,7 @@ const SECTIONS: &[(&str, bool)] = &[
     ("cluster", true),
     ("keyspace", true),
     ("shards", true),
+    ("watch", true),
 ];
 
 /// Which sections a request asked for (Redis's `genInfoSectionDict`).
@@ -93,6 +94,9 @@ struct CoreReport {
     /// tracks.
     tracking: (usize, usize, usize, usize),
     thread_cpu: (Duration, Duration),
+    /// Reactive queries: fingerprints and subscriptions on this shard,
+    /// results pushed, re-runs.
+    watch: (usize, u64, u64, u64),
 }
 
 impl CoreReport {
@@ -114,6 +118,11 @@ impl CoreReport {
             ),
             max_input_buffer: clients.iter().map(|c| c.view.borrow().qbuf).max().unwrap_or(0),
             thread_cpu: rusage(libc::RUSAGE_THREAD),
+            watch: {
+                let queries = &shard.state.funnel.queries;
+                let (fingerprints, subscriptions) = queries.counts();
+                (fingerprints, subscriptions, queries.pushes, queries.reexecutions)
+            },
         }
     }
 }
@@ -179,6 +188,7 @@ impl Report<'_> {
             "cluster" => out.push_str("# Cluster\r\ncluster_enabled:0\r\n"),
             "keyspace" => self.keyspace(out),
             "shards" => self.shards(out),
+            "watch" => self.watch(out),
             _ => {}
         }
     }
@@ -400,6 +410,30 @@ impl Report<'_> {
                 r.stats.busy_usec,
                 secs(r.thread_cpu.0),
                 secs(r.thread_cpu.1),
+            );
+        }
+    }
+
+    /// ringdb's reactive queries: totals, then one line per shard (the
+    /// shard that owns each query's key).
+    fn watch(&self, out: &mut String) {
+        let sum = |f: fn(&CoreReport) -> u64| self.reports.iter().map(f).sum::<u64>();
+        let _ = write!(
+            out,
+            "# Watch\r\nwatch_fingerprints:{}\r\nwatch_subscriptions:{}\r\nwatch_pushes:{}\r\n\
+             watch_reexecutions:{}\r\n",
+            sum(|r| r.watch.0 as u64),
+            sum(|r| r.watch.1),
+            sum(|r| r.watch.2),
+            sum(|r| r.watch.3),
+        );
+        for r in self.reports {
+            let (fingerprints, subscriptions, pushes, reexecutions) = r.watch;
+            let _ = write!(
+                out,
+                "shard{}:fingerprints={fingerprints},subscriptions={subscriptions},\
+                 pushes={pushes},reexecutions={reexecutions}\r\n",
+                r.shard
             );
         }
     }

@@ -12,6 +12,7 @@ pub mod keyspace;
 pub mod pubsub;
 pub mod scripting;
 pub mod transactions;
+pub mod watch;
 
 use crate::net::connection::Connection;
 use bytes::Bytes;
@@ -41,6 +42,8 @@ pub async fn run(
 async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> CmdResult {
     use NodeCommand as N;
     match cmd {
+        N::QueryWatch => watch::query_watch(conn, args).await,
+        N::QueryUnwatch => watch::query_unwatch(conn, args).await,
         N::Subscribe => pubsub::subscribe(conn, args).await,
         N::Unsubscribe => pubsub::unsubscribe(conn, args).await,
         N::PSubscribe => pubsub::psubscribe(conn, args).await,

@@ -247,6 +247,10 @@ impl Config {
         self.int("tracking-table-max-keys").max(0) as u64
     }
 
+    pub fn watch_coalesce_ms(&self) -> u64 {
+        self.int("watch-coalesce-ms") as u64
+    }
+
     pub fn hll_sparse_max_bytes(&self) -> usize {
         self.int("hll-sparse-max-bytes") as usize
     }

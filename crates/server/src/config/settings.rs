@@ -158,6 +158,8 @@ pub static SETTINGS: &[Setting] = &[
       "False-positive rate of the Bloom filters BF.ADD, BF.MADD and BF.INSERT create, as RedisBloom's ERROR_RATE."),
     s("bf-initial-size", "100", Kind::Int { min: 1, max: 1 << 30 }, true,
       "Capacity of the Bloom filters BF.ADD, BF.MADD and BF.INSERT create, as RedisBloom's INITIAL_SIZE."),
+    s("watch-coalesce-ms", "0", Kind::Int { min: 0, max: 60_000 }, true,
+      "Reactive queries (GET.WATCH …): re-run a changed query at most once per this many milliseconds, so a burst of writes sends its watchers the latest result rather than every one (0 = push every change)."),
     s("io-memory", "1048576", Kind::Memory { min: 512 * 1024, max: i64::MAX }, false,
       "Memory each shard registers with io_uring for its I/O buffers (counts against ulimit -l)."),
     s("spin-before-park", "0", Kind::Int { min: 0, max: 1_000_000 }, false,

@@ -73,9 +73,18 @@ pub struct ClientState {
     /// The command that CLIENT CACHING applied to has run: `caching` ends
     /// before the next one (Redis's `resetClient`).
     pub caching_spent: bool,
+    /// Reactive queries (`GET.WATCH key`), by fingerprint (also registered
+    /// in the core's push hub and on the queries' shards).
+    pub query_watches: std::collections::BTreeMap<u64, crate::push::watch::WatchedQuery>,
 }
 
 impl ClientState {
+    /// A RESP2 connection with subscriptions or reactive queries may only
+    /// run the commands that manage them (Redis's subscribe mode).
+    pub fn in_push_mode(&self) -> bool {
+        self.resp == Resp::V2 && !(self.subscriptions.is_empty() && self.query_watches.is_empty())
+    }
+
     pub fn info(&self) -> ClientInfo {
         ClientInfo {
             id: self.id,
@@ -162,6 +171,7 @@ impl Connection {
                 tracking: None,
                 caching: false,
                 caching_spent: false,
+                query_watches: Default::default(),
             },
         };
         if let Err(reason) = conn.run().await {
@@ -212,10 +222,12 @@ impl Connection {
     /// Leaves the push hub (disconnect, RESET): drops every subscription and
     /// tells the other cores about channels this core no longer has.
     pub async fn leave_push_hub(&mut self) {
-        if self.mailbox.take().is_none() {
+        if self.mailbox.is_none() {
             return;
         }
         crate::cmd::client::stop_tracking(self).await;
+        crate::cmd::watch::unwatch_all(self).await;
+        self.mailbox = None;
         self.state.subscriptions.clear();
         let emptied = self.core.push.borrow_mut().unregister(self.state.id);
         for (kind, name) in emptied {

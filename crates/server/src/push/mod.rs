@@ -1,7 +1,7 @@
 //! The push path: everything the server sends a client without being asked
-//! for it at that moment — Pub/Sub messages and client-side-caching
-//! invalidations ([`tracking`]); reactive-query results and keyspace
-//! notifications hang off the same path.
+//! for it at that moment — Pub/Sub messages (keyspace notifications are
+//! Pub/Sub messages), reactive-query results ([`watch`]) and client-side
+//! caching invalidations ([`tracking`]).
 //!
 //! Each core keeps a [`PushHub`]: a mailbox per connection that receives
 //! pushes, and the Pub/Sub subscriptions of its own connections. Whoever has
@@ -20,6 +20,7 @@
 //! does. Nobody else waits for it.
 
 pub mod tracking;
+pub mod watch;
 
 use crate::net::clients::ClientHandle;
 use bytes::Bytes;
@@ -41,6 +42,8 @@ pub enum Push {
     Invalidate { keys: Option<Vec<Bytes>>, channel: bool },
     /// The client tracking redirects to is gone (its id).
     RedirBroken(u64),
+    /// A reactive query's new result, encoded in the watcher's protocol.
+    Watch { name: Bytes, fingerprint: u64, result: Bytes },
 }
 
 impl Push {
@@ -55,6 +58,7 @@ impl Push {
                 keys.iter().flatten().map(|k| k.len() + 16).sum::<usize>() + 48
             }
             Push::RedirBroken(_) => 48,
+            Push::Watch { name, result, .. } => name.len() + result.len() + 48,
         }
     }
 }
@@ -89,6 +93,8 @@ pub struct PushHub {
     local: BTreeMap<(Kind, Bytes), Vec<u64>>,
     /// Other cores with subscribers, by kind and name.
     remote: HashMap<(Kind, Bytes), BTreeSet<u16>>,
+    /// Reactive-query watchers among this core's connections.
+    pub queries: watch::QueryWatchers,
     /// Clients disconnected for exceeding their output buffer limit.
     pub limit_disconnections: u64,
     /// This core's client-side caching clients.
@@ -228,6 +234,17 @@ impl PushHub {
         count
     }
 
+    /// Delivers a reactive query's new result to this core's watchers.
+    pub fn deliver_watch(
+        &mut self,
+        push: &ringdb_engine::query_watch::WatchPush,
+        limit: BufferLimit,
+    ) {
+        for (id, push) in self.queries.fan_out(push) {
+            self.send(id, push, limit);
+        }
+    }
+
     /// Puts a push in a client's mailbox, enforcing its output buffer limit.
     pub fn send(&mut self, id: u64, push: Push, limit: BufferLimit) {
         let Some(mailbox) = self.mailboxes.get(&id) else { return };
@@ -319,5 +336,6 @@ pub fn encode(push: &Push, out: &mut ringdb_protocol::ReplyWriter) {
             out.bulk(b"tracking-redir-broken");
             out.int(*id as i64);
         }
+        Push::Watch { name, fingerprint, result } => watch::encode(name, *fingerprint, result, out),
     }
 }

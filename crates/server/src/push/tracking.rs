@@ -16,12 +16,12 @@
 //! shards send every change to a key under such a prefix to the core, which
 //! sends each client one message per prefix with the keys it covers.
 
-use crate::mesh::Job;
 use crate::node::Core;
 use crate::push::{BufferLimit, Push};
 use bytes::Bytes;
 use ringdb_engine::command::CmdError;
 use ringdb_engine::tracking::{BcastChange, Outbox};
+use ringdb_engine::ShardId;
 use ringdb_protocol::Resp;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::rc::Rc;
@@ -371,20 +371,7 @@ pub fn publish(core: &Core, outbox: Outbox) {
         by_core.entry(target).or_default().bcast = changes;
     }
     for (target, delivery) in by_core {
-        post(core, target, Box::new(move |core| deliver(core, delivery)));
-    }
-}
-
-/// Queues a job on a core (this one included, behind what is queued
-/// already), waiting for room on a task when its queue is full.
-fn post(core: &Core, target: u16, job: Job) {
-    let Some(sender) = core.shared.mesh.get(target as usize) else { return };
-    if let Err(flume::TrySendError::Full(job)) = sender.try_send(job) {
-        let sender = sender.clone();
-        glommio::spawn_local(async move {
-            let _ = sender.send_async(job).await;
-        })
-        .detach();
+        core.queue_job(ShardId(target), Box::new(move |core| deliver(core, delivery)));
     }
 }
 
@@ -437,7 +424,10 @@ fn send(core: &Rc<Core>, id: u64, keys: Option<Vec<Bytes>>) {
         return;
     }
     let home = core.id.0;
-    post(core, redirect_core, Box::new(move |core| redirected(core, redirect, id, home, keys)));
+    core.queue_job(
+        ShardId(redirect_core),
+        Box::new(move |core| redirected(core, redirect, id, home, keys)),
+    );
 }
 
 /// On the redirect target's core: delivers there, or tells the reader its
@@ -454,7 +444,9 @@ fn redirected(
         Some((_, true)) => put(core, target, Push::Invalidate { keys, channel: true }),
         // A RESP2 target that is not subscribed cannot be sent anything.
         Some(_) => {}
-        None => post(core, reader_core, Box::new(move |core| broken(core, reader, target))),
+        None => {
+            core.queue_job(ShardId(reader_core), Box::new(move |core| broken(core, reader, target)))
+        }
     }
 }
 

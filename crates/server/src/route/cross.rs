@@ -112,7 +112,7 @@ async fn split(
                             shard.tx_release(&locks);
                         }
                         drop(shard);
-                        core.publish_notifications();
+                        core.publish_changes();
                         let _ = tx.send(out);
                     }),
                 )
@@ -139,13 +139,8 @@ async fn split(
                         core.shard.borrow_mut().run_batch(
                             vec![cmd],
                             Box::new(move |shard, reply| {
-                                if let Some(outbox) = shard.state.funnel.tracking.take_outbox() {
-                                    crate::push::tracking::publish(&notifier, outbox);
-                                }
-                                let events = std::mem::take(&mut shard.state.funnel.outbox);
-                                if !events.is_empty() {
-                                    notifier.publish_events(events);
-                                }
+                                // Pushes leave before the reply does.
+                                notifier.publish_shard_changes(shard);
                                 let _ = tx.send(reply.buf);
                             }),
                         )
@@ -255,7 +250,7 @@ where
                         shard.tx_release(&whole);
                     }
                     drop(shard);
-                    core.publish_notifications();
+                    core.publish_changes();
                     let _ = tx.send(());
                 }),
             )
@@ -379,7 +374,7 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
                         shard.tx_release(&locks);
                     }
                     drop(shard);
-                    core.publish_notifications();
+                    core.publish_changes();
                     let _ = tx.send(());
                 }),
             )

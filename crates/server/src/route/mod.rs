@@ -87,11 +87,12 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
                 continue;
             }
         }
-        if !conn.state.subscriptions.is_empty()
-            && conn.state.resp == ringdb_protocol::Resp::V2
-            && !allowed_to_subscribers(spec.exec)
-        {
-            let error = crate::cmd::pubsub::subscriber_mode_error(&reg.full_name);
+        if conn.state.in_push_mode() && !allowed_in_push_mode(spec.exec) {
+            let error = if conn.state.query_watches.is_empty() {
+                crate::cmd::pubsub::subscriber_mode_error(&reg.full_name)
+            } else {
+                crate::cmd::watch::watch_mode_error(&reg.full_name)
+            };
             segment.reply_error(conn, &error, skip || conn.state.reply_off);
             continue;
         }
@@ -141,7 +142,7 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
         }
     }
     segment.finish(conn).await;
-    conn.core.publish_notifications();
+    conn.core.publish_changes();
 }
 
 /// Whether CLIENT CACHING stops applying once this command has run: it
@@ -209,13 +210,15 @@ fn confirms_subscription(node: ringdb_engine::command::NodeCommand) -> bool {
     )
 }
 
-/// What a RESP2 client in subscriber mode may still run.
-fn allowed_to_subscribers(exec: Exec) -> bool {
+/// What a RESP2 client in subscribe or watch mode may still run.
+fn allowed_in_push_mode(exec: Exec) -> bool {
     use ringdb_engine::command::NodeCommand as N;
     matches!(
         exec,
         Exec::Node(
             N::Ping
+                | N::QueryWatch
+                | N::QueryUnwatch
                 | N::Subscribe
                 | N::SSubscribe
                 | N::PSubscribe

@@ -297,7 +297,7 @@ async fn run_group(conn: &mut Connection, group: Option<(ShardId, Vec<ShardComma
                 shard.execute_with(command, &mut out, &mut clock);
             }
             drop(shard);
-            core.publish_notifications();
+            core.publish_changes();
             out
         })
         .await;

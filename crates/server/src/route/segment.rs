@@ -158,14 +158,8 @@ impl Segment {
                     core.shard.borrow_mut().run_batch(
                         commands,
                         Box::new(move |shard, reply| {
-                            // Notifications leave before the reply does.
-                            if let Some(outbox) = shard.state.funnel.tracking.take_outbox() {
-                                crate::push::tracking::publish(&notifier, outbox);
-                            }
-                            let events = std::mem::take(&mut shard.state.funnel.outbox);
-                            if !events.is_empty() {
-                                notifier.publish_events(events);
-                            }
+                            // Pushes leave before the reply does.
+                            notifier.publish_shard_changes(shard);
                             let _ = tx.send(reply);
                         }),
                     );
