@@ -477,3 +477,16 @@ fn tracking_errors_are_redis_texts() {
     assert_eq!(info_field(&mut c, "tracking_clients"), "0");
     assert_eq!(info_field(&mut c, "tracking_total_prefixes"), "0");
 }
+
+#[test]
+fn idle_tracking_clients_time_out_but_subscribers_do_not() {
+    let server = Server::start_with(&["--shards", "2", "--timeout", "1"]);
+    let mut tracker = resp3_tracker(&server, &[]);
+    let mut subscriber = server.raw();
+    assert!(subscriber.call(&["SUBSCRIBE", "__redis__:invalidate"]).contains("subscribe"));
+    let started = std::time::Instant::now();
+    assert!(tracker.is_closed());
+    assert!(started.elapsed() < Duration::from_secs(5));
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(subscriber.call(&["PING"]), "*2\r\n$4\r\npong\r\n$0\r\n\r\n");
+}

@@ -308,13 +308,15 @@ impl Connection {
             self.read_chunk.truncate(READ_CHUNK);
             self.read_chunk.shrink_to_fit();
         }
-        // Subscribers wait for pushes as well as for input, and are never
-        // closed for being idle (as in Redis).
-        let idle_limit = if self.state.subscriptions.is_empty() {
-            self.core.config.borrow().timeout()
-        } else {
-            0
-        };
+        // Subscribers and watchers wait for pushes as well as for input, and
+        // are never closed for being idle (as in Redis); other clients with
+        // a mailbox (RESP3, tracking) are.
+        let idle_limit =
+            if self.state.subscriptions.is_empty() && self.state.query_watches.is_empty() {
+                self.core.config.borrow().timeout()
+            } else {
+                0
+            };
         let read = self.stream.read(&mut self.read_chunk);
         let read = async { read.await.map(Some).map_err(|e| e.to_string()) };
         let pushes_in = &mut self.pushes_in;
