@@ -422,6 +422,56 @@ mod tests {
         assert_eq!(t.take_outbox().unwrap().keys[0].writer, 9);
     }
 
+    /// Runs `line` on a real shard as `client`.
+    fn execute(shard: &mut crate::Shard, client: &ClientInfo, line: &str) -> Vec<u8> {
+        let args = args(line);
+        let reg = table().resolve(&args).unwrap();
+        let cmd = crate::ShardCommand { id: reg.id, spec: reg.spec, args, client: *client };
+        let mut out = Vec::new();
+        shard.execute(&cmd, &mut out);
+        out
+    }
+
+    #[test]
+    fn a_shard_remembers_tracked_reads_and_its_funnel_invalidates_them() {
+        use crate::shard::ShardSettings;
+        let mut shard = crate::Shard::new(
+            crate::ShardId(0),
+            crate::SlotMap::new(1),
+            ShardSettings::default(),
+            1,
+        );
+        let (reader, writer) = (tracker(4, 1), ClientInfo { id: 5, ..ClientInfo::default() });
+        execute(&mut shard, &writer, "mset a 1 b 2 h:x 1");
+        assert_eq!(execute(&mut shard, &reader, "mget a b"), b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n");
+        execute(&mut shard, &reader, "strlen missing");
+        execute(&mut shard, &reader, "set h:x 2");
+        assert_eq!(shard.state.funnel.tracking.key_count(), 3);
+        assert_eq!(shard.state.funnel.tracking.take_outbox(), None);
+        execute(&mut shard, &writer, "del a missing");
+        execute(&mut shard, &writer, "append b x");
+        let out = shard.state.funnel.tracking.take_outbox().unwrap();
+        let keys: Vec<(&[u8], u64)> = out.keys.iter().map(|k| (&k.key[..], k.writer)).collect();
+        // Deleting a missing key changes nothing: it stays tracked.
+        assert_eq!(keys, vec![(&b"a"[..], 5), (&b"b"[..], 5)]);
+        assert_eq!(shard.state.funnel.tracking.key_count(), 1);
+        assert!(out.keys.iter().all(|k| k.readers == vec![Reader { core: 1, id: 4 }]));
+        // Expiry is nobody's change.
+        execute(&mut shard, &reader, "get h:x");
+        execute(&mut shard, &writer, "pexpire h:x 1");
+        let _ = shard.state.funnel.tracking.take_outbox();
+        execute(&mut shard, &reader, "get h:x");
+        shard.state.funnel.tracking.note_prefix(Bytes::from_static(b"h:"), 0, true);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        execute(&mut shard, &reader, "get h:x");
+        let out = shard.state.funnel.tracking.take_outbox().unwrap();
+        assert_eq!(out.keys.len(), 1);
+        assert_eq!(
+            out.bcast.get(&0),
+            Some(&vec![BcastChange { key: Bytes::from_static(b"h:x"), writer: None }])
+        );
+    }
+
     #[test]
     fn limit_shares_add_up_and_excess_keys_are_invalidated_with_growing_effort() {
         let mut t = TrackingTable::default();
