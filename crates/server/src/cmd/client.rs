@@ -348,16 +348,19 @@ pub async fn tracking(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     conn.ensure_mailbox();
     let gained =
         conn.core.push.borrow_mut().tracking.enable(id, redirect.unwrap_or((0, 0)), options);
+    // The connection's state first: whatever happens next, turning
+    // tracking off (or leaving) undoes all of it.
+    conn.state.tracking = Some(remember);
+    {
+        let mut view = conn.handle.view.borrow_mut();
+        view.tracking = true;
+        view.tracking_bcast = remember == Remember::Never;
+        view.tracking_broken = false;
+        view.redirect = redirect.map_or(0, |(id, _)| id as i64);
+    }
     for prefix in gained {
         tell_shards_about_prefix(conn, prefix, true).await?;
     }
-    conn.state.tracking = Some(remember);
-    let mut view = conn.handle.view.borrow_mut();
-    view.tracking = true;
-    view.tracking_bcast = remember == Remember::Never;
-    view.tracking_broken = false;
-    view.redirect = redirect.map_or(0, |(id, _)| id as i64);
-    drop(view);
     conn.reply().ok();
     Ok(())
 }
