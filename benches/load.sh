@@ -11,6 +11,17 @@
 # members into fresh servers to compare memory, and rewrites
 # benches/RESULTS.md and benches/results.svg.
 #
+# Then, in each phase, it runs the scenarios redis-benchmark cannot measure
+# with benches/loadgen.rs (`cargo bench --bench loadgen`) against both
+# servers with the same parameters, REPS times each, alternating which
+# server goes first: MULTI/EXEC transactions (keys under one hash tag, or
+# drawn apart so that with 2 shards they span both), EVALSHA of a flash-sale
+# script, PUBLISH fan-out to 1/100/1000 subscribers, GET.WATCH push latency
+# with 1 and 1000 watchers, BLPOP wake-up latency and XREADGROUP+XACK. A
+# server that lacks a scenario's command is reported "not supported".
+# With TESTS="" and the MEM_* settings at 0 only the loadgen scenarios run,
+# and report.py rewrites only their section of benches/RESULTS.md.
+#
 # redis-benchmark 7.0 has no ZRANGE test: the zrange row runs the custom
 # command `ZRANGE myzset 0 9` against a sorted set of ZRANGE_MEMBERS members.
 # Before every run (probes included) of lpop, zpopmin and zrange, the key it
@@ -28,6 +39,15 @@
 #                        (custom commands: PFADD hll:R R and PFCOUNT hll:R, R a
 #                        random number below KEYSPACE; not in the default set)
 #   PIPELINES ["1 16"], CLIENTS [50], KEYSPACE [100000]
+#   SCENARIOS ["multi multi-random evalsha publish-1 publish-100 publish-1000
+#             watch-1 watch-1000 blpop xreadgroup"]  loadgen scenarios ("" = none):
+#                        multi (10 INCRs under one hash tag), multi-random (10
+#                        INCRs on keys drawn apart), evalsha (flash-sale script),
+#                        publish-N (N subscribers), watch-N (N GET.WATCH watchers),
+#                        blpop, xreadgroup; CLIENTS closed-loop clients for multi
+#                        and evalsha, keys drawn from KEYSPACE
+#   LOADGEN_SECONDS [RUN_SECONDS], LOADGEN_WARMUP [1]  measured window and
+#                        warm-up of one loadgen run, in seconds
 #   ZRANGE_MEMBERS [1000]  members of the sorted set the zrange row reads
 #   MEM_KEYS [1000000]   string keys loaded for the memory comparison (0 = skip)
 #   MEM_HASHES [100000], MEM_HASH_FIELDS [10]    hashes loaded for it (0 = skip)
@@ -47,14 +67,15 @@ cd "$ROOT"
 # The settings given in the environment, to print the exact command line.
 GIVEN=""
 for var in RUN_SECONDS REPS SHARDS_LIST TESTS PIPELINES CLIENTS KEYSPACE ZRANGE_MEMBERS MEM_KEYS \
-    MEM_HASHES MEM_HASH_FIELDS MEM_ZSETS MEM_ZSET_MEMBERS PIN NICE RINGDB_PORT REDIS_PORT; do
+    MEM_HASHES MEM_HASH_FIELDS MEM_ZSETS MEM_ZSET_MEMBERS SCENARIOS LOADGEN_SECONDS LOADGEN_WARMUP \
+    PIN NICE RINGDB_PORT REDIS_PORT; do
     if [ -n "${!var+x}" ]; then GIVEN+="$var=$(printf '%q' "${!var}") "; fi
 done
 
 RUN_SECONDS=${RUN_SECONDS:-5}
 REPS=${REPS:-3}
 SHARDS_LIST=${SHARDS_LIST:-"1 2"}
-TESTS=${TESTS:-"set get incr mset lpush lpop sadd hset zadd zpopmin zrange"}
+TESTS=${TESTS-"set get incr mset lpush lpop sadd hset zadd zpopmin zrange"}
 PIPELINES=${PIPELINES:-"1 16"}
 CLIENTS=${CLIENTS:-50}
 KEYSPACE=${KEYSPACE:-100000}
@@ -64,6 +85,9 @@ MEM_HASHES=${MEM_HASHES:-100000}
 MEM_HASH_FIELDS=${MEM_HASH_FIELDS:-10}
 MEM_ZSETS=${MEM_ZSETS:-100000}
 MEM_ZSET_MEMBERS=${MEM_ZSET_MEMBERS:-10}
+SCENARIOS=${SCENARIOS-"multi multi-random evalsha publish-1 publish-100 publish-1000 watch-1 watch-1000 blpop xreadgroup"}
+LOADGEN_SECONDS=${LOADGEN_SECONDS:-$RUN_SECONDS}
+LOADGEN_WARMUP=${LOADGEN_WARMUP:-1}
 PIN=${PIN:-1}
 if [ "$(id -u)" -eq 0 ]; then NICE=${NICE:--10}; else NICE=${NICE:-0}; fi
 RINGDB_PORT=${RINGDB_PORT:-7830}
@@ -72,6 +96,7 @@ HOST=127.0.0.1
 
 OUT=$ROOT/benches/out
 RINGDB=$ROOT/target/release/ringdb
+LOADGEN=""  # the loadgen bench executable, found by build_loadgen
 CLK_TCK=$(getconf CLK_TCK)
 NPROC=$(nproc)
 CLIENT_CPU=$((NPROC - 1))
@@ -398,6 +423,83 @@ run_row() {
     done
 }
 
+# ---------------------------------------------------------------- loadgen
+
+LOADGEN_CSV=$OUT/loadgen.csv
+# loadgen's CSV columns (CSV_HEADER in benches/loadgen/measure.rs); every run
+# prints its header line too, and it is checked against this one.
+LOADGEN_HEADER="scenario,variant,unit,ops,seconds,rate,p50_ms,p99_ms,max_ms,samples,server_cpu_s,client_cpu_s,status"
+
+# Builds the loadgen bench (release profile) and sets LOADGEN to its
+# executable, as cargo reports it.
+build_loadgen() {
+    LOADGEN=$(cargo bench --bench loadgen --no-run --message-format=json 2>/dev/null | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "loadgen" and m.get("executable"):
+        print(m["executable"])')
+    [ -x "$LOADGEN" ] || die "could not build the loadgen bench (cargo bench --bench loadgen --no-run)"
+}
+
+# The loadgen arguments of a scenario of SCENARIOS.
+scenario_args() {
+    case $1 in
+        multi) echo "multi --keys tagged --commands 10 --clients $CLIENTS" ;;
+        multi-random) echo "multi --keys random --commands 10 --clients $CLIENTS" ;;
+        evalsha) echo "evalsha --script flash-sale --clients $CLIENTS" ;;
+        publish-[0-9]*) echo "publish --subscribers ${1#publish-}" ;;
+        watch-[0-9]*) echo "watch-latency --watchers ${1#watch-}" ;;
+        blpop) echo "blpop-latency" ;;
+        xreadgroup) echo "xreadgroup" ;;
+        *) die "unknown loadgen scenario $1 (see SCENARIOS in benches/load.sh)" ;;
+    esac
+}
+
+# One loadgen run: appends its CSV line, prefixed with shards, server,
+# scenario name and rep, to loadgen.csv, and sets LAST_STATUS.
+loadgen_once() {
+    local shards=$1 server=$2 port=$3 pid=$4 scenario=$5 rep=$6
+    local tag="$OUT/runs/loadgen-$shards-$server-$scenario-$rep" line rc=0
+    # shellcheck disable=SC2046
+    $(client_pin) "$LOADGEN" $(scenario_args "$scenario") --host $HOST --port "$port" \
+        --server-pid "$pid" --seconds "$LOADGEN_SECONDS" --warmup "$LOADGEN_WARMUP" \
+        --keyspace "$KEYSPACE" --header >"$tag.csv" 2>"$tag.err" || rc=$?
+    if [ -s "$tag.csv" ] && [ "$(head -n 1 "$tag.csv")" != "$LOADGEN_HEADER" ]; then
+        die "loadgen's CSV columns are not LOADGEN_HEADER's: $(head -n 1 "$tag.csv")"
+    fi
+    line=$(sed -n 2p "$tag.csv")
+    if [ -z "$line" ]; then
+        # No result line: the generator itself failed; keep the columns.
+        local why
+        why=$(tr '\n"' '  ' <"$tag.err" | head -c 200)
+        line="$scenario,,,0,0,0,0,0,0,0,,,\"error: loadgen exit $rc: $why\""
+    fi
+    LAST_STATUS=$(sed -n 's/.*,"\(.*\)"$/\1/p' <<<"$line")
+    kill -0 "$pid" 2>/dev/null || LAST_STATUS="server exited"
+    echo "$shards,$server,$scenario,$rep,$line" >>"$LOADGEN_CSV"
+}
+
+# Runs one scenario REPS times on each server, alternating which goes first.
+loadgen_row() {
+    local shards=$1 scenario=$2
+    log "shards=$shards loadgen $scenario: $(scenario_args "$scenario")"
+    for rep in $(seq 1 "$REPS"); do
+        local order="redis ringdb"
+        [ $((rep % 2)) -eq 1 ] || order="ringdb redis"
+        for server in $order; do
+            local port=$REDIS_PORT pid=$REDIS_PID
+            if [ "$server" = ringdb ]; then port=$RINGDB_PORT pid=$RINGDB_PID; fi
+            loadgen_once "$shards" "$server" "$port" "$pid" "$scenario" "$rep"
+            log "  rep $rep $server: $(tail -n 1 "$OUT/runs/loadgen-$shards-$server-$scenario-$rep.err")"
+            if ! kill -0 "$pid" 2>/dev/null; then
+                log "  $server died; restarting it"
+                if [ "$server" = ringdb ]; then start_ringdb "$shards"; else start_redis; fi
+            fi
+        done
+    done
+}
+
 # ---------------------------------------------------------------- memory
 
 # The memory data sets, one a line: name, number of keys, gen_resp's
@@ -486,7 +588,7 @@ memory_phase() {
 
 write_meta() {
     local f=$OUT/meta.txt
-    local settings="RUN_SECONDS=$RUN_SECONDS REPS=$REPS SHARDS_LIST=\"$SHARDS_LIST\" TESTS=\"$TESTS\" PIPELINES=\"$PIPELINES\" CLIENTS=$CLIENTS KEYSPACE=$KEYSPACE ZRANGE_MEMBERS=$ZRANGE_MEMBERS MEM_KEYS=$MEM_KEYS MEM_HASHES=$MEM_HASHES MEM_HASH_FIELDS=$MEM_HASH_FIELDS MEM_ZSETS=$MEM_ZSETS MEM_ZSET_MEMBERS=$MEM_ZSET_MEMBERS PIN=$PIN NICE=$NICE"
+    local settings="RUN_SECONDS=$RUN_SECONDS REPS=$REPS SHARDS_LIST=\"$SHARDS_LIST\" TESTS=\"$TESTS\" PIPELINES=\"$PIPELINES\" CLIENTS=$CLIENTS KEYSPACE=$KEYSPACE ZRANGE_MEMBERS=$ZRANGE_MEMBERS MEM_KEYS=$MEM_KEYS MEM_HASHES=$MEM_HASHES MEM_HASH_FIELDS=$MEM_HASH_FIELDS MEM_ZSETS=$MEM_ZSETS MEM_ZSET_MEMBERS=$MEM_ZSET_MEMBERS SCENARIOS=\"$SCENARIOS\" LOADGEN_SECONDS=$LOADGEN_SECONDS LOADGEN_WARMUP=$LOADGEN_WARMUP PIN=$PIN NICE=$NICE"
     {
         printf 'command\t%s\n' "${GIVEN}benches/load.sh${*:+ $*}"
         printf 'settings\t%s\n' "$settings"
@@ -550,12 +652,17 @@ main() {
     ensure_redis
     log "building ringdb (release)"
     cargo build --release
+    if [ -n "$SCENARIOS" ]; then
+        log "building the loadgen bench (release)"
+        build_loadgen
+    fi
     rm -rf "$OUT"
     mkdir -p "$OUT/runs"
     write_meta "$@"
     raise_priority
     meta_add load_start "$(cut -d' ' -f1-3 /proc/loadavg)"
     echo "$RAW_HEADER" >"$RAW"
+    echo "shards,server,name,rep,$LOADGEN_HEADER" >"$LOADGEN_CSV"
     local started=$SECONDS
     for shards in $SHARDS_LIST; do
         log "phase: ringdb with $shards shard(s) beside redis-server"
@@ -568,14 +675,18 @@ main() {
                 run_row "$shards" "$test" "$pipeline"
             done
         done
+        for scenario in $SCENARIOS; do
+            loadgen_row "$shards" "$scenario"
+        done
         stop_servers
     done
     memory_phase
     meta_add load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
     meta_add runtime_s "$((SECONDS - started))"
     python3 benches/report.py "$OUT" benches/RESULTS.md
-    python3 benches/chart.py "$OUT/summary.csv" benches/results.svg
-    log "done in $((SECONDS - started)) s: benches/RESULTS.md, benches/results.svg"
+    # A run of loadgen scenarios only leaves the redis-benchmark chart as it was.
+    [ -z "$TESTS" ] || python3 benches/chart.py "$OUT/summary.csv" benches/results.svg
+    log "done in $((SECONDS - started)) s: benches/RESULTS.md${TESTS:+, benches/results.svg}"
 }
 
 # Sourcing the script (to call its functions one by one) runs nothing.

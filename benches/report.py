@@ -4,10 +4,17 @@
 usage: report.py OUT_DIR RESULTS_MD
 
 Reads OUT_DIR/meta.txt (tab-separated key, value), OUT_DIR/raw.csv (one row
-per measured redis-benchmark run) and OUT_DIR/mem.csv (one row per memory
-load; its `dataset` column says which data set, strings when absent), writes RESULTS_MD and OUT_DIR/summary.csv (one row per benchmark row,
-read by chart.py). The hand-written notes between NOTES_START and NOTES_END
-in an existing RESULTS_MD are carried over unchanged.
+per measured redis-benchmark run), OUT_DIR/mem.csv (one row per memory
+load; its `dataset` column says which data set, strings when absent) and
+OUT_DIR/loadgen.csv (one row per benches/loadgen.rs run), writes RESULTS_MD
+and OUT_DIR/summary.csv (one row per benchmark row, read by chart.py). The
+hand-written notes between NOTES_START and NOTES_END in an existing
+RESULTS_MD are carried over unchanged.
+
+A run with loadgen rows only (no redis-benchmark rows, no memory rows)
+rewrites only the loadgen section of an existing RESULTS_MD (between
+LOADGEN_START and LOADGEN_END, inserted before "## Errors and crashes" if
+absent), with its own command line, and leaves the rest as it was.
 """
 
 import csv
@@ -18,6 +25,31 @@ import sys
 
 NOTES_START = "<!-- notes:start -->"
 NOTES_END = "<!-- notes:end -->"
+LOADGEN_START = "<!-- loadgen:start -->"
+LOADGEN_END = "<!-- loadgen:end -->"
+# What each loadgen scenario does, by the scenario column of loadgen.csv.
+SCENARIO_TEXT = {
+    "multi": "`MULTI`, 10 × `INCR`, `EXEC` per transaction from CLIENTS closed-loop clients; "
+    "`keys=tagged`: the 10 keys share a hash tag (one shard), `keys=random`: each key drawn from "
+    "KEYSPACE on its own, so with 2 shards almost every transaction spans both. Rate: transactions/s; "
+    "latency: from sending MULTI to reading EXEC's reply.",
+    "evalsha": "`EVALSHA` of a flash-sale script loaded with `SCRIPT LOAD`, from CLIENTS closed-loop "
+    "clients: per call it checks the item's stock (`GET`), checks the buyer is not in the item's buyer "
+    "set (`SISMEMBER`), then `DECR`s the stock, `SADD`s the buyer and `RPUSH`es the order; items drawn "
+    "from 1000 (the 3 keys of an item share a hash tag), buyers from KEYSPACE. Rate: calls/s.",
+    "publish": "S subscriber connections on one channel and 4 publisher connections, `PUBLISH` of a "
+    "16-byte payload carrying its send time; at most 64 messages per subscriber in flight. Rate: "
+    "messages delivered per second, summed over subscribers; latency: PUBLISH sent to message read.",
+    "watch-latency": "W RESP3 connections on `GET.WATCH lg:watched` (ringdb's reactive reads), one "
+    "writer `SET`ting the key to a stamped value as soon as every watcher saw the previous one. Rate: "
+    "pushes received/s, summed over watchers; latency: SET sent to push read.",
+    "blpop-latency": "One connection blocked in `BLPOP lg:list 0`, re-blocking as soon as it is "
+    "served; a pusher `LPUSH`es a stamped element once the previous one was popped. Rate: wake-ups/s; "
+    "latency: LPUSH sent to BLPOP's reply read.",
+    "xreadgroup": "2 producers `XADD` stamped entries to one stream (at most 1000 unacknowledged); a "
+    "group of 4 consumers loops on `XREADGROUP ... COUNT 10 BLOCK 100 ... >` and `XACK`s each batch. "
+    "Rate: entries acknowledged/s; latency: XADD sent to delivery.",
+}
 TEST_ORDER = ["set", "get", "incr", "mset", "lpush", "lpop", "sadd", "hset", "zadd", "zpopmin", "zrange", "pfadd", "pfcount"]
 TEST_NAMES = {
     "set": "SET",
@@ -377,7 +409,159 @@ def method(meta):
     return "\n".join(lines)
 
 
-def render(meta, rows, raw, mem, notes):
+def loadgen_summary(runs):
+    """Medians over the repetitions of one server in one loadgen row; `status` is
+    `ok` when some runs were, else the first run's status."""
+    ok = [r for r in runs if r["status"] == "ok"]
+    med = lambda f: statistics.median(f(r) for r in ok) if ok else 0.0
+    per_cpu = lambda r: num(r, "ops") / num(r, "server_cpu_s") if num(r, "server_cpu_s") > 0 else 0.0
+    rates = [num(r, "rate") for r in ok]
+    return {
+        "status": "ok" if ok else (runs[0]["status"] if runs else "not run"),
+        "runs": len(runs),
+        "failed": len(runs) - len(ok),
+        "rate": med(lambda r: num(r, "rate")),
+        "rate_min": min(rates) if rates else 0.0,
+        "rate_max": max(rates) if rates else 0.0,
+        "p50": med(lambda r: num(r, "p50_ms")),
+        "p99": med(lambda r: num(r, "p99_ms")),
+        "per_cpu": med(per_cpu),
+        "unit": runs[0]["unit"] if runs else "",
+        "variant": runs[0]["variant"] if runs else "",
+    }
+
+
+def loadgen_rows(runs):
+    """One row per (shards, scenario name) in run order."""
+    keys = []
+    for r in runs:
+        key = (int(r["shards"]), r["name"])
+        if key not in keys:
+            keys.append(key)
+    rows = []
+    for shards, name in sorted(keys, key=lambda k: (k[0], keys.index(k))):
+        pick = lambda server: [
+            r for r in runs if int(r["shards"]) == shards and r["name"] == name and r["server"] == server
+        ]
+        ring, red = loadgen_summary(pick("ringdb")), loadgen_summary(pick("redis"))
+        rows.append({"shards": shards, "name": name, "ringdb": ring, "redis": red,
+                     "variant": ring["variant"] or red["variant"], "unit": ring["unit"] or red["unit"]})
+    return rows
+
+
+def short_status(status):
+    """A status cell: `not supported` or `error` without the (long) reason."""
+    return status.split(":", 1)[0]
+
+
+def loadgen_table(rows):
+    out = [
+        "| shards | scenario | variant | unit | ringdb /s (min–max) | redis /s (min–max) | ringdb/redis "
+        "| ringdb p50 ms | redis p50 ms | ringdb p99 ms | redis p99 ms | ringdb per CPU-s | redis per CPU-s "
+        "| ringdb/redis |",
+        "|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for row in rows:
+        ring, red = row["ringdb"], row["redis"]
+        both = ring["status"] == "ok" and red["status"] == "ok"
+        span = lambda s: f" ({fmt_int(s['rate_min'])}–{fmt_int(s['rate_max'])})" if s["runs"] > 1 else ""
+        cell = lambda s: f"**{fmt_int(s['rate'])}**{span(s)}" if s["status"] == "ok" else short_status(s["status"])
+        ms = lambda s, key: f"{s[key]:.3f}" if s["status"] == "ok" else "–"
+        cpu = lambda s: fmt_int(s["per_cpu"]) if s["status"] == "ok" and s["per_cpu"] > 0 else "–"
+        rate_ratio = f"**{ratio(ring['rate'], red['rate']):.2f}**" if both else "–"
+        cpu_ratio = f"{ratio(ring['per_cpu'], red['per_cpu']):.2f}" if both and red["per_cpu"] > 0 else "–"
+        out.append(
+            f"| {row['shards']} | {row['name']} | {row['variant']} | {row['unit']} | {cell(ring)} | {cell(red)} "
+            f"| {rate_ratio} | {ms(ring, 'p50')} | {ms(red, 'p50')} | {ms(ring, 'p99')} | {ms(red, 'p99')} "
+            f"| {cpu(ring)} | {cpu(red)} | {cpu_ratio} |"
+        )
+    return "\n".join(out)
+
+
+def loadgen_problems(runs):
+    """Statuses other than ok, one line per distinct (server, status), with
+    the scenarios and shard counts it happened in."""
+    seen = {}
+    for r in runs:
+        if r["status"] != "ok":
+            where = seen.setdefault((r["server"], r["status"]), {})
+            where.setdefault(r["name"], set()).add(r["shards"])
+    lines = []
+    for (server, status), where in seen.items():
+        places = ", ".join(f"{name} (shards {', '.join(sorted(shards))})" for name, shards in where.items())
+        lines.append(f"- {server}, {places}: {status}")
+    return "\n".join(lines)
+
+
+def loadgen_raw_table(runs):
+    cols = ["shards", "server", "name", "rep", "variant", "ops", "seconds", "rate", "p50_ms", "p99_ms",
+            "max_ms", "samples", "server_cpu_s", "client_cpu_s", "status"]
+    out = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for r in runs:
+        out.append("| " + " | ".join(r.get(c, "").replace("|", "\\|") for c in cols) + " |")
+    return "\n".join(out)
+
+
+def loadgen_section(meta, runs, own_run):
+    """The loadgen section, markers included; `own_run` adds the run's command
+    and machine state (when the rest of the report comes from another run)."""
+    if not runs:
+        return ""
+    parts = [LOADGEN_START, "## Beyond redis-benchmark: transactions, scripts, Pub/Sub, watches, blocking", ""]
+    parts.append(
+        "Measured by `benches/loadgen.rs` (`cargo bench --bench loadgen -- SCENARIO ...`), a RESP load "
+        "generator for what redis-benchmark cannot drive, run by `benches/load.sh` against both servers "
+        "with the same arguments (`SCENARIOS`), REPS times each, alternating which server goes first; "
+        "the table shows medians over the runs that succeeded. Each run has a warm-up "
+        f"({settings_value(meta, 'LOADGEN_WARMUP', '1')} s, not counted) and a measured window "
+        f"({settings_value(meta, 'LOADGEN_SECONDS', '5')} s); an operation counts when it completes in the "
+        "window. Latencies come from an HDR-style histogram (under 0.8% error); payloads carry their send "
+        "time, so a delivery's latency is read off the message. Senders of pushed traffic (publishers, "
+        "writers, pushers, producers) are paced by a credit window, so no backlog builds up and the rate "
+        "is one the receivers keep up with. *per CPU-s* is operations per server-CPU-second (utime+stime "
+        "from `/proc/PID/stat` over the window). *not supported*: the server answered the scenario's "
+        "command with an unknown-command error (redis-server has no `GET.WATCH`). Servers run and are "
+        "pinned as for the redis-benchmark rows (see Method); loadgen, all its threads, runs where "
+        "redis-benchmark does."
+    )
+    parts.append("")
+    if own_run:
+        parts += [
+            f"- Command: `{meta.get('command', '?')}`",
+            f"- Settings: `{meta.get('settings', '?')}`",
+            f"- Date: {meta.get('date', '?')}; total run time {meta.get('runtime_s', '?')} s",
+            f"- Load average (1/5/15 min) at start: {meta.get('load_start', '?')}; at end: "
+            f"{meta.get('load_end', '?')}",
+            f"- ringdb: {meta.get('ringdb', '?')}; Redis: {meta.get('redis', '?')}",
+            "",
+        ]
+    parts.append("Scenarios:")
+    parts.append("")
+    for name in dict.fromkeys(r["scenario"] for r in runs):
+        if name in SCENARIO_TEXT:
+            parts.append(f"- `{name}`: {SCENARIO_TEXT[name]}")
+    parts += ["", loadgen_table(loadgen_rows(runs)), ""]
+    problems_text = loadgen_problems(runs)
+    if problems_text:
+        parts += ["Runs that did not measure:", "", problems_text, ""]
+    parts += ["<details><summary>All loadgen runs</summary>", "", loadgen_raw_table(runs), "", "</details>",
+              LOADGEN_END]
+    return "\n".join(parts)
+
+
+def replace_loadgen_section(text, section):
+    """`text` with its loadgen section replaced by `section` (or inserted
+    before the errors section, or appended)."""
+    start, end = text.find(LOADGEN_START), text.find(LOADGEN_END)
+    if start >= 0 and end > start:
+        return text[:start] + section + text[end + len(LOADGEN_END):]
+    anchor = text.find("## Errors and crashes")
+    if anchor < 0:
+        return text.rstrip("\n") + "\n\n" + section + "\n"
+    return text[:anchor] + section + "\n\n" + text[anchor:]
+
+
+def render(meta, rows, raw, mem, notes, loadgen=""):
     shards_list = sorted({r["shards"] for r in rows})
     parts = [
         "# ringdb vs Redis: load benchmark",
@@ -414,6 +598,10 @@ def render(meta, rows, raw, mem, notes):
         "",
         memory_sections(meta, mem, shards_list),
         "",
+    ]
+    if loadgen:
+        parts += [loadgen, ""]
+    parts += [
         "## Errors and crashes",
         "",
         problems(raw, mem),
@@ -440,9 +628,13 @@ def main():
     meta = read_meta(os.path.join(out_dir, "meta.txt"))
     raw = read_csv(os.path.join(out_dir, "raw.csv"))
     mem = read_csv(os.path.join(out_dir, "mem.csv"))
+    runs = read_csv(os.path.join(out_dir, "loadgen.csv"))
     rows = build_rows(raw)
     write_summary(rows, os.path.join(out_dir, "summary.csv"))
-    text = render(meta, rows, raw, mem, old_notes(results))
+    if runs and not raw and not mem and os.path.exists(results):
+        text = replace_loadgen_section(open(results).read(), loadgen_section(meta, runs, own_run=True))
+    else:
+        text = render(meta, rows, raw, mem, old_notes(results), loadgen_section(meta, runs, own_run=False))
     with open(results, "w") as f:
         f.write(text)
 

@@ -10,6 +10,7 @@
 use crate::keyspace::{Db, Entry, Value};
 use ringdb_protocol::reply::format_double;
 use ringdb_types::sha1::sha1;
+use ringdb_types::stream::StreamId;
 
 pub type Digest = [u8; 20];
 
@@ -38,6 +39,7 @@ fn type_code(value: &Value) -> u32 {
         Value::ZSet(_) => 3,
         Value::Hash(_) => 4,
         Value::Bloom(_) => 5,
+        Value::Stream(_) => 6,
     }
 }
 
@@ -76,6 +78,19 @@ fn mix_value(digest: &mut Digest, entry: &Entry) {
         // RedisBloom gives its type no digest callback, so Redis mixes in
         // only the type code: the same is done here.
         Value::Bloom(_) => {}
+        // Redis mixes each entry's `<ms>.<seq>` and then its fields and
+        // values, in order (groups are not part of the signature).
+        Value::Stream(stream) => {
+            for entry in stream.range(StreamId::MIN, StreamId::MAX, false) {
+                let id = entry.id();
+                mix(digest, format!("{}.{}", id.ms, id.seq).as_bytes());
+                let mut tmp2 = [0u8; 24];
+                for (field, value) in entry.pairs() {
+                    mix(digest, field.bytes(&mut tmp));
+                    mix(digest, value.bytes(&mut tmp2));
+                }
+            }
+        }
         Value::ZSet(zset) => {
             let mut score_text = Vec::with_capacity(32);
             for (member, score) in zset.iter() {

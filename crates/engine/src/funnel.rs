@@ -44,6 +44,10 @@ pub enum NotifyClass {
     Module,
     /// `m`: a read missed (not a change; never recorded as one).
     KeyMiss,
+    /// A change Redis announces with no notification (XACK, XCLAIM, a group
+    /// read that moves the group's position): it still counts as a write
+    /// (WATCH, cross-shard write-back), but is never published.
+    Silent,
 }
 
 /// `notify-keyspace-events` flags, as Redis numbers them.
@@ -135,6 +139,7 @@ impl NotifyClass {
             NotifyClass::New => notify::NEW,
             NotifyClass::KeyMiss => notify::KEY_MISS,
             NotifyClass::Module => notify::MODULE,
+            NotifyClass::Silent => 0,
         }
     }
 }

@@ -12,6 +12,7 @@ use ringdb_engine::shard::{execute_on, now_ms, ShardSettings, ShardState};
 use ringdb_engine::ShardCommand;
 use ringdb_types::limits::Limits;
 use ringdb_types::list::{End, List};
+use ringdb_types::stream::{AddId, GroupFrom, Stream, StreamId};
 use ringdb_types::zset::{AddFlags, ZSet};
 use std::collections::BTreeSet;
 
@@ -74,6 +75,30 @@ const SAMPLES: &[(&str, &str, &[&str])] = &[
     ("object|help", "OBJECT HELP", &[]),
     ("memory|usage", "MEMORY USAGE h SAMPLES 0", &[]),
     ("memory|help", "MEMORY HELP", &[]),
+    // Streams.
+    ("xadd", "XADD x * f v", &["x"]),
+    ("xlen", "XLEN x", &[]),
+    ("xrange", "XRANGE x - +", &[]),
+    ("xrevrange", "XREVRANGE x + -", &[]),
+    ("xdel", "XDEL x 1-0", &["x"]),
+    ("xtrim", "XTRIM x MAXLEN 0", &["x"]),
+    ("xread", "XREAD STREAMS x 0", &[]),
+    ("xreadgroup", "XREADGROUP GROUP g c STREAMS x >", &["x"]),
+    ("xgroup|create", "XGROUP CREATE x g2 0", &["x"]),
+    ("xgroup|setid", "XGROUP SETID x g 0", &["x"]),
+    ("xgroup|destroy", "XGROUP DESTROY x g", &["x"]),
+    ("xgroup|createconsumer", "XGROUP CREATECONSUMER x g c2", &["x"]),
+    ("xgroup|delconsumer", "XGROUP DELCONSUMER x g c", &["x"]),
+    ("xgroup|help", "XGROUP HELP", &[]),
+    ("xack", "XACK x g 1-0", &["x"]),
+    ("xpending", "XPENDING x g - + 10", &[]),
+    ("xclaim", "XCLAIM x g c2 0 1-0", &["x"]),
+    ("xautoclaim", "XAUTOCLAIM x g c2 0 0", &["x"]),
+    ("xinfo|stream", "XINFO STREAM x FULL", &[]),
+    ("xinfo|groups", "XINFO GROUPS x", &[]),
+    ("xinfo|consumers", "XINFO CONSUMERS x g", &[]),
+    ("xinfo|help", "XINFO HELP", &[]),
+    ("xsetid", "XSETID x 5-0", &["x"]),
     // Sets.
     ("sadd", "SADD st x", &["st"]),
     ("srem", "SREM st a", &["st"]),
@@ -222,6 +247,15 @@ fn fixture() -> Keyspace {
     let pairs: [(&[u8], &[u8]); 3] = [(b"f", b"v"), (b"g", b"w"), (b"n", b"1")];
     hash.set_many(&pairs, &limits);
     db.insert(Box::new(Entry::new(b"h", Value::Hash(hash))));
+    // A stream with entries 1-0 and 2-0, and group g whose consumer c has
+    // 1-0 pending.
+    let mut x = Stream::new();
+    for ms in [1, 2] {
+        x.append(AddId::Exact(StreamId::new(ms, 0)), &[b"f", b"v"], 0, &limits).expect("append");
+    }
+    x.create_group(b"g", StreamId::MIN, 0);
+    x.read_group(b"g", b"c", GroupFrom::New, 1, false, 0);
+    db.insert(Box::new(Entry::new(b"x", Value::Stream(Box::new(x)))));
     ks
 }
 

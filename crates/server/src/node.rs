@@ -165,7 +165,7 @@ impl Core {
     /// before anything the caller sends afterwards — a client that sees a
     /// command's reply and runs another sees their notifications in order,
     /// whatever shards the keys live on. Does not borrow the shard.
-    pub fn publish_events(&self, events: Vec<ringdb_engine::funnel::KeyEvent>) {
+    fn publish_events(&self, events: Vec<ringdb_engine::funnel::KeyEvent>) {
         use ringdb_engine::funnel::notify;
         let flags = self.config.borrow().notify_flags();
         for event in events {

@@ -25,6 +25,7 @@
 //! - [`murmur`]: MurmurHash2 (64- and 32-bit), the hashes of HLL and Bloom.
 //! - [`hll`]: HyperLogLog byte-identical to Redis's (PFADD, PFCOUNT, PFMERGE).
 //! - [`bloom`]: scalable Bloom filters as RedisBloom builds them (BF.*).
+//! - [`stream`]: streams (nodes of packed entries) and consumer groups.
 //!
 //! Everything here is tested with plain `#[test]`s beside the code.
 
@@ -46,6 +47,7 @@ pub mod set;
 pub mod sha1;
 pub mod slot;
 pub mod small_bytes;
+pub mod stream;
 pub mod table;
 #[cfg(test)]
 mod test_alloc;

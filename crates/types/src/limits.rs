@@ -36,6 +36,12 @@ pub struct Limits {
     pub zset_max_listpack_entries: usize,
     /// `zset-max-listpack-value`.
     pub zset_max_listpack_value: usize,
+    /// `stream-node-max-bytes`: a stream node (Redis: a listpack) is full
+    /// at this size (0: no limit but Redis's 1 GiB).
+    pub stream_node_max_bytes: usize,
+    /// `stream-node-max-entries`: a stream node is full with this many
+    /// entries, deleted ones included (0: no limit).
+    pub stream_node_max_entries: usize,
 }
 
 impl Default for Limits {
@@ -50,6 +56,8 @@ impl Default for Limits {
             set_max_listpack_value: 64,
             zset_max_listpack_entries: 128,
             zset_max_listpack_value: 64,
+            stream_node_max_bytes: 4096,
+            stream_node_max_entries: 100,
         }
     }
 }

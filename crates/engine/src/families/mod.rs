@@ -17,6 +17,7 @@ pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod stream;
 pub mod string;
 pub mod transactions;
 pub mod zset;
@@ -31,6 +32,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     hash::COMMANDS,
     set::COMMANDS,
     zset::COMMANDS,
+    stream::COMMANDS,
     hll::COMMANDS,
     bloom::COMMANDS,
     keys::COMMANDS,

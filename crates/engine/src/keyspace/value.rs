@@ -4,14 +4,16 @@
 //! short strings never modified in place, `raw` for the rest. Collections
 //! (`ringdb_types`' lists, hashes, sets, sorted sets) report their own
 //! encodings. A HyperLogLog is a string, as in Redis. Bloom filters are a
-//! type of their own, as RedisBloom's module type `MBbloom--` is. Every
-//! variant is at most 16 bytes, so a `Value` is 24.
+//! type of their own, as RedisBloom's module type `MBbloom--` is. Streams
+//! are boxed ([`ringdb_types::stream::Stream`]). Every variant is at most
+//! 16 bytes, so a `Value` is 24.
 
 use ringdb_types::bloom::BloomFilter;
 use ringdb_types::hash::Hash;
 use ringdb_types::list::List;
 use ringdb_types::number::parse_i64;
 use ringdb_types::set::Set;
+use ringdb_types::stream::Stream;
 use ringdb_types::zset::ZSet;
 use ringdb_types::SmallBytes;
 
@@ -27,6 +29,8 @@ pub enum Value {
     ZSet(ZSet),
     /// Boxed: the filter's header is larger than a `Value` may be.
     Bloom(Box<BloomFilter>),
+    /// Boxed: a stream's header (lengths, ids, trees) is larger too.
+    Stream(Box<Stream>),
 }
 
 /// The name TYPE reports for Bloom filters (RedisBloom's module type name).
@@ -53,6 +57,7 @@ impl Value {
             Value::Set(_) => "set",
             Value::ZSet(_) => "zset",
             Value::Bloom(_) => BLOOM_TYPE_NAME,
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -68,6 +73,7 @@ impl Value {
             Value::ZSet(z) => z.encoding(),
             // Redis reports module values as `raw`.
             Value::Bloom(_) => "raw",
+            Value::Stream(_) => "stream",
         }
     }
 
@@ -81,6 +87,8 @@ impl Value {
             Value::Set(s) => s.len(),
             Value::ZSet(z) => z.len(),
             Value::Bloom(_) => 1,
+            // Redis's lazy-free effort for a stream is its node count.
+            Value::Stream(s) => s.node_count().max(1),
         }
     }
 
@@ -99,6 +107,7 @@ impl Value {
             Value::Set(s) => s.heap_size(),
             Value::ZSet(z) => z.heap_size(),
             Value::Bloom(b) => std::mem::size_of::<BloomFilter>() + b.heap_size(),
+            Value::Stream(s) => std::mem::size_of::<Stream>() + s.heap_size(),
         }
     }
 }

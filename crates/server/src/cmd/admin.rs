@@ -369,6 +369,12 @@ fn serialized_len(value: &Value) -> usize {
             string_rdb_len(bytes)
         }
         Value::Bloom(filter) => bloom_rdb_len(filter),
+        // Each node as its key (a 16-byte id string) and its listpack as a
+        // string, then the stream's counters and ids (groups not counted).
+        Value::Stream(s) => {
+            let nodes: usize = s.node_sizes().map(|n| 17 + rdb_len_len(n) + n).sum();
+            rdb_len_len(s.node_count()) + nodes + 64
+        }
     }
 }
 

@@ -195,7 +195,8 @@ impl Config {
         self.int("lfu-decay-time") as u32
     }
 
-    /// The encoding thresholds of lists, hashes, sets and sorted sets.
+    /// The encoding thresholds of lists, hashes, sets and sorted sets, and
+    /// the size of stream nodes.
     /// Encodings follow Redis 7.0 (the version of the test suite ringdb is
     /// held to): lists are always quicklists and sets of strings hashtables.
     pub fn collection_limits(&self) -> ringdb_types::limits::Limits {
@@ -209,6 +210,8 @@ impl Config {
             set_max_listpack_value: 0,
             zset_max_listpack_entries: self.int("zset-max-listpack-entries") as usize,
             zset_max_listpack_value: self.int("zset-max-listpack-value") as usize,
+            stream_node_max_bytes: self.int("stream-node-max-bytes") as usize,
+            stream_node_max_entries: self.int("stream-node-max-entries") as usize,
         }
     }
 
