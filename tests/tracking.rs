@@ -355,6 +355,25 @@ fn optin_and_optout_follow_client_caching() {
         "-ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.\r\n"
     );
     assert_eq!(r.call(&["CLIENT", "CACHING", "maybe"]), "-ERR syntax error\r\n");
+
+    // Tracking and CACHING given inside a transaction: they apply to its
+    // later commands, and CACHING ends with it.
+    let mut t = server.raw();
+    assert!(t.call(&["HELLO", "3"]).starts_with('%'));
+    for line in
+        [&["MULTI"][..], &["CLIENT", "TRACKING", "on", "OPTIN"], &["CLIENT", "CACHING", "yes"]]
+    {
+        assert!(t.call(line).starts_with('+'));
+    }
+    assert_eq!(t.call(&["GET", &k0]), "+QUEUED\r\n");
+    assert_eq!(t.call(&["EXEC"]), "*3\r\n+OK\r\n+OK\r\n$1\r\n5\r\n");
+    assert_eq!(t.call(&["GET", &k1]), "$1\r\n5\r\n");
+    let _: () = q(&mut w, &["MSET", &k0, "6", &k1, "6"]).unwrap();
+    assert_eq!(t.read_frame(), invalidate(&[&k0]));
+    assert_eq!(t.call(&["CLIENT", "CACHING", "yes"]), "+OK\r\n");
+    assert_eq!(t.call(&["GET", "marker"]), "_\r\n");
+    let _: () = q(&mut w, &["SET", "marker", "1"]).unwrap();
+    assert_eq!(t.read_frame(), invalidate(&["marker"]));
     assert_eq!(r.call(&["CLIENT", "TRACKING", "off"]), "+OK\r\n");
     assert_eq!(
         r.call(&["CLIENT", "CACHING", "yes"]),

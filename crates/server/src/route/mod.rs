@@ -69,9 +69,8 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
         };
         let spec = reg.spec;
         conn.handle.view.borrow_mut().last_cmd = reg.full_name.as_str();
-        if conn.state.caching {
-            conn.state.caching_spent = spends_caching(conn, reg);
-        }
+        // Also when CACHING is not set yet: a transaction may set it.
+        conn.state.caching_spent = spends_caching(conn, reg);
         if !conn.state.authenticated && !spec.has(flags::NO_AUTH) && !is_auth_command(spec.name) {
             conn.core.shard.borrow_mut().state.stats.command(reg.id).rejected_calls += 1;
             if let Some(multi) = &mut conn.state.multi {
