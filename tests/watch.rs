@@ -204,6 +204,7 @@ fn every_watchable_command_pushes_its_normal_reply() {
         (&["PFCOUNT", "hll"], &["PFADD", "hll", "a", "b", "c"]),
         (&["BF.EXISTS", "bf", "x"], &["BF.ADD", "bf", "x"]),
         (&["BF.CARD", "bf"], &["BF.ADD", "bf", "y"]),
+        (&["XLEN", "x"], &["XADD", "x", "*", "f", "v"]),
     ];
     for (read, write) in cases {
         let key = read[1];
