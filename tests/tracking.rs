@@ -509,3 +509,34 @@ fn idle_tracking_clients_time_out_but_subscribers_do_not() {
     std::thread::sleep(Duration::from_millis(1500));
     assert_eq!(subscriber.call(&["PING"]), "*2\r\n$4\r\npong\r\n$0\r\n\r\n");
 }
+
+#[test]
+fn a_tracking_client_that_does_not_read_is_disconnected_at_its_buffer_limit() {
+    let server = Server::start(2);
+    let mut w = server.client();
+    let _: () =
+        q(&mut w, &["CONFIG", "SET", "client-output-buffer-limit", "normal 65536 0 0"]).unwrap();
+    let mut slow = resp3_tracker(&server, &["BCAST"]);
+    let mut other = resp3_tracker(&server, &["BCAST", "PREFIX", "unrelated:"]);
+    // Far more invalidations than the socket buffers hold.
+    let name = "k".repeat(4000);
+    let mut closed = false;
+    for round in 0..200 {
+        let mut mset = vec!["MSET".to_string()];
+        for i in 0..50 {
+            mset.push(format!("{name}{round}:{i}"));
+            mset.push("v".into());
+        }
+        let args: Vec<&str> = mset.iter().map(String::as_str).collect();
+        let _: () = q(&mut w, &args).unwrap();
+        let list: String = q(&mut w, &["CLIENT", "LIST"]).unwrap();
+        if list.lines().count() == 2 {
+            closed = true;
+            break;
+        }
+    }
+    assert!(closed, "the slow tracking client was never disconnected");
+    assert!(slow.is_closed());
+    // Nobody else was affected.
+    assert_eq!(other.call(&["PING"]), "+PONG\r\n");
+}

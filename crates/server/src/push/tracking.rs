@@ -17,7 +17,7 @@
 //! sends each client one message per prefix with the keys it covers.
 
 use crate::node::Core;
-use crate::push::{BufferLimit, Push};
+use crate::push::Push;
 use bytes::Bytes;
 use ringdb_engine::command::CmdError;
 use ringdb_engine::tracking::{BcastChange, Outbox};
@@ -418,8 +418,8 @@ fn send(core: &Rc<Core>, id: u64, keys: Option<Vec<Bytes>>) {
     };
     if redirect == 0 {
         // RESP2 has no pushes: without a redirect nothing can be sent.
-        if client_resp(core, id).is_some_and(|(resp, _)| resp == Resp::V3) {
-            put(core, id, Push::Invalidate { keys, channel: false });
+        if let Some((Resp::V3, subscribed)) = client_resp(core, id) {
+            put(core, id, Push::Invalidate { keys, channel: false }, subscribed);
         }
         return;
     }
@@ -440,8 +440,10 @@ fn redirected(
     keys: Option<Vec<Bytes>>,
 ) {
     match client_resp(core, target) {
-        Some((Resp::V3, _)) => put(core, target, Push::Invalidate { keys, channel: false }),
-        Some((_, true)) => put(core, target, Push::Invalidate { keys, channel: true }),
+        Some((Resp::V3, subscribed)) => {
+            put(core, target, Push::Invalidate { keys, channel: false }, subscribed)
+        }
+        Some((_, true)) => put(core, target, Push::Invalidate { keys, channel: true }, true),
         // A RESP2 target that is not subscribed cannot be sent anything.
         Some(_) => {}
         None => {
@@ -458,8 +460,8 @@ fn broken(core: &Rc<Core>, reader: u64, target: u64) {
     if let Some(handle) = core.clients.borrow().get(reader) {
         handle.view.borrow_mut().tracking_broken = true;
     }
-    if client_resp(core, reader).is_some_and(|(resp, _)| resp == Resp::V3) {
-        put(core, reader, Push::RedirBroken(target));
+    if let Some((Resp::V3, subscribed)) = client_resp(core, reader) {
+        put(core, reader, Push::RedirBroken(target), subscribed);
     }
 }
 
@@ -471,14 +473,10 @@ fn client_resp(core: &Core, id: u64) -> Option<(Resp, bool)> {
     Some((view.resp, view.sub + view.psub + view.ssub > 0))
 }
 
-/// Puts a push in a client's mailbox. A subscriber's pending pushes count
-/// against the pubsub output limit; others have none (Redis's normal
-/// class).
-fn put(core: &Core, id: u64, push: Push) {
-    let limit = match &push {
-        Push::Invalidate { channel: true, .. } => core.config.borrow().pubsub_buffer_limit(),
-        _ => BufferLimit::default(),
-    };
+/// Puts a push in a client's mailbox, within the output buffer limit of
+/// its class (Redis's `pubsub` for a subscriber, `normal` otherwise).
+fn put(core: &Core, id: u64, push: Push, subscribed: bool) {
+    let limit = core.config.borrow().buffer_limit(if subscribed { "pubsub" } else { "normal" });
     core.push.borrow_mut().send(id, push, limit);
 }
 
