@@ -414,6 +414,25 @@ fn noloop_and_cross_shard_commands() {
     let mut want = vec![text(invalidate(&[&s0])), text(invalidate(&[&s1]))];
     want.sort();
     assert_eq!(got, want);
+
+    // A script over keys on both shards tracks every declared key once it
+    // reads, and none when it only writes.
+    let (e0, e1) = prefixed_on_two_shards("eval:");
+    let _: () = q(&mut w, &["MSET", &e0, "1", &e1, "2"]).unwrap();
+    let write_only = "redis.call('set', KEYS[1], 'z') return 0";
+    assert_eq!(r.call(&["EVAL", write_only, "2", &e0, &e1]), ":0\r\n");
+    let _: () = q(&mut w, &["MSET", &e0, "1", &e1, "2"]).unwrap();
+    assert_eq!(r.call(&["GET", "marker"]), "_\r\n");
+    let _: () = q(&mut w, &["SET", "marker", "1"]).unwrap();
+    assert_eq!(r.read_frame(), invalidate(&["marker"]));
+    let read = "return redis.call('get', KEYS[1])";
+    assert_eq!(r.call(&["EVAL", read, "2", &e0, &e1]), "$1\r\n1\r\n");
+    let _: () = q(&mut w, &["MSET", &e0, "3", &e1, "4"]).unwrap();
+    let mut got = vec![text(r.read_frame()), text(r.read_frame())];
+    got.sort();
+    let mut want = vec![text(invalidate(&[&e0])), text(invalidate(&[&e1]))];
+    want.sort();
+    assert_eq!(got, want);
 }
 
 #[test]
