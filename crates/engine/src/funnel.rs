@@ -4,15 +4,16 @@
 //! Everything that reacts to change hangs off [`Funnel::key_changed`]: the
 //! dirty counter, the versions of WATCHed keys, keyspace notifications
 //! (queued in the outbox the server publishes from) and, for cross-shard
-//! transactions and tests, the event record, and the reactive queries whose
-//! key changed. Later issues hang client-side caching invalidation,
-//! blocked-client wake-ups, hot-key counting and the append-only log off it
-//! too. A test asserts that
+//! transactions and tests, the event record, the reactive queries whose
+//! key changed and client-side caching invalidations
+//! ([`crate::tracking`]). Later issues hang blocked-client wake-ups,
+//! hot-key counting and the append-only log off it too. A test asserts that
 //! every command flagged `write` fires it for each key it changes and that
 //! read commands never do.
 
 use crate::blocking::BlockTable;
 use crate::query_watch::QueryWatchTable;
+use crate::tracking::TrackingTable;
 use crate::watch::WatchTable;
 use bytes::Bytes;
 
@@ -173,6 +174,8 @@ pub struct Funnel {
     /// Keyspace notifications waiting to be published by the server, in
     /// order.
     pub outbox: Vec<KeyEvent>,
+    /// Client-side caching: tracked keys, BCAST prefixes, invalidations.
+    pub tracking: TrackingTable,
 }
 
 impl Funnel {
@@ -193,6 +196,10 @@ impl Funnel {
         if !self.blocked.is_empty() {
             self.blocked.touch(db, key);
         }
+        if !self.tracking.is_empty() {
+            let by_client = !matches!(class, NotifyClass::Expired | NotifyClass::Evicted);
+            self.tracking.key_changed(key, by_client);
+        }
         self.notify(db, key, class, event);
         if let Some(record) = &mut self.record {
             record.push(KeyEvent { db, key: Bytes::copy_from_slice(key), class, event });
@@ -205,6 +212,9 @@ impl Funnel {
     /// reactions hang off here rather than off one event per key.
     pub fn flushed(&mut self, db: usize, affected: impl Fn(&[u8]) -> bool) {
         self.dirty += 1;
+        if !self.tracking.is_empty() {
+            self.tracking.keys_changed_where(&affected);
+        }
         if !self.watches.is_empty() {
             self.watches.touch_db(db, &affected);
         }

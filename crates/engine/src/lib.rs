@@ -16,6 +16,7 @@
 //! - [`query_watch`]: reactive queries (`GET.WATCH`): which reads are
 //!   watched on this shard, re-run when their key changes.
 //! - [`scripting`]: Lua scripts and functions (one Lua state per shard).
+//! - [`tracking`]: client-side caching (tracked keys, invalidations).
 //!
 //! The rule this crate keeps: no I/O, no threads, no glommio. A shard is plain
 //! data driven by the server; everything here is tested with plain `#[test]`.
@@ -32,6 +33,7 @@ pub mod query_watch;
 pub mod scan;
 pub mod scripting;
 pub mod shard;
+pub mod tracking;
 pub mod watch;
 
 pub use shard::{Shard, ShardCommand, ShardId, SlotMap};

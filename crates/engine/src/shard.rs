@@ -675,6 +675,7 @@ fn run_handler(
         return Some(e);
     };
     let mark = out.len();
+    let outer_writer = state.funnel.tracking.enter(&cmd.client);
     let result = {
         let mut ctx = Ctx {
             ks: KeyspaceView {
@@ -689,6 +690,7 @@ fn run_handler(
         };
         catch_unwind(AssertUnwindSafe(|| handler(&mut ctx, &cmd.args)))
     };
+    state.funnel.tracking.leave(outer_writer, &cmd.client, cmd.spec, &cmd.args);
     let failed = match result {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e),

@@ -16,6 +16,8 @@ pub async fn run(core: Rc<Core>) {
             // Redis's slow cycle: at most 25% of the period.
             ringdb_engine::expire::active_cycle(&mut shard, period / 4);
         }
+        // A lowered tracking-table-max-keys is reached a step per tick.
+        shard.state.funnel.tracking.limit_used_slots();
         drop(shard);
         core.publish_changes();
     }

@@ -101,12 +101,14 @@ impl Core {
         let active_expire = shard.state.settings.active_expire;
         shard.state.settings = ShardSettings { active_expire, ..Self::shard_settings(&config) };
         shard.state.funnel.notify_flags = config.notify_flags();
+        let max_keys = config.tracking_table_max_keys();
+        shard.state.funnel.tracking.set_limit(max_keys, self.id.index(), self.shared.shards());
         *self.config.borrow_mut() = config;
     }
 
     /// Sends out what this core's shard work left for others: keyspace
-    /// notifications and the new results of reactive queries whose key
-    /// changed. Called after shard work (a command, a batch, a mesh job, an
+    /// notifications, client-side caching invalidations and the new results
+    /// of reactive queries whose key changed. Called after shard work (a command, a batch, a mesh job, an
     /// expiry cycle), before the reply leaves, so that a client who sees a
     /// reply and then acts sees the pushes it caused first; costs two checks
     /// when there is nothing to send.
@@ -117,6 +119,9 @@ impl Core {
     /// [`publish_changes`](Self::publish_changes) for a caller that holds
     /// the shard (a batch's completion).
     pub fn publish_shard_changes(self: &Rc<Self>, shard: &mut Shard) {
+        if let Some(invalidations) = shard.state.funnel.tracking.take_outbox() {
+            crate::push::tracking::publish(self, invalidations);
+        }
         if !shard.state.funnel.outbox.is_empty() {
             self.publish_events(std::mem::take(&mut shard.state.funnel.outbox));
         }
@@ -402,6 +407,8 @@ async fn core_main(
     let mut shard =
         Shard::new(id, shared.slot_map, Core::shard_settings(&config), seed ^ (id.0 as u64 + 1));
     shard.state.funnel.notify_flags = config.notify_flags();
+    let max_keys = config.tracking_table_max_keys();
+    shard.state.funnel.tracking.set_limit(max_keys, id.index(), shared.shards());
     shard.state.scripting.attach(shared.scripts.clone(), id.index());
     let core = Rc::new(Core {
         id,

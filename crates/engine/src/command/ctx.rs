@@ -19,6 +19,12 @@ pub struct ClientInfo {
     pub resp: Resp,
     /// CLIENT NO-TOUCH: reads do not update LRU/LFU.
     pub no_touch: bool,
+    /// The core the connection lives on (where its pushes go).
+    pub home: u16,
+    /// CLIENT TRACKING: this command's keys are remembered for the client
+    /// if it reads them (default mode, and OPTIN/OPTOUT as CLIENT CACHING
+    /// says for this command).
+    pub track: bool,
 }
 
 /// Everything a handler gets.

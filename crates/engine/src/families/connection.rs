@@ -74,6 +74,34 @@ static CLIENT: &[CommandSpec] = &[
         "O(log N) where N is the number of client connections",
         "client-id:integer [TIMEOUT | ERROR]",
     ),
+    client("tracking", -3, CLIENT_FLAGS, N::ClientTracking).doc(
+        "connection",
+        "6.0.0",
+        "Controls server-assisted client-side caching for the connection.",
+        "O(1). Some options may introduce additional complexity.",
+        "<ON | OFF> [REDIRECT client-id] [PREFIX prefix [PREFIX prefix ...]] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]",
+    ),
+    client("caching", 3, CLIENT_FLAGS, N::ClientCaching).doc(
+        "connection",
+        "6.0.0",
+        "Instructs the server whether to track the keys in the next request.",
+        "O(1)",
+        "<YES | NO>",
+    ),
+    client("getredir", 2, CLIENT_FLAGS, N::ClientGetRedir).doc(
+        "connection",
+        "6.0.0",
+        "Returns the client ID to which the connection's tracking notifications are redirected.",
+        "O(1)",
+        "",
+    ),
+    client("trackinginfo", 2, CLIENT_FLAGS, N::ClientTrackingInfo).doc(
+        "connection",
+        "6.2.0",
+        "Returns information about server-assisted client-side caching for the connection.",
+        "O(1)",
+        "",
+    ),
     client("help", 2, LOADING | STALE | SENTINEL, N::ClientHelp)
         .doc("connection", "5.0.0", "Returns helpful text about the different subcommands.", "O(1)", ""),
 ];

@@ -701,6 +701,8 @@ pub fn op_flush(shard: &mut Shard, db: Option<usize>) {
         Some(db) => db..db + 1,
         None => 0..shard.keyspace.db_count(),
     };
+    // Cached keys are not per database: every client drops everything.
+    shard.state.funnel.tracking.flush();
     for db in dbs {
         // Watched keys that existed are changed by the flush.
         let keyspace = &shard.keyspace;
@@ -767,7 +769,13 @@ mod tests {
             let args: Vec<Bytes> =
                 line.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
             let reg = table().resolve(&args).unwrap_or_else(|e| panic!("{line}: {e}"));
-            let client = ClientInfo { id: 1, db: self.db, resp: Resp::V2, no_touch: self.no_touch };
+            let client = ClientInfo {
+                id: 1,
+                db: self.db,
+                resp: Resp::V2,
+                no_touch: self.no_touch,
+                ..ClientInfo::default()
+            };
             let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client };
             let mut out = Vec::new();
             execute_on(&mut self.keyspace, &mut self.state, &cmd, &mut out, self.now);

@@ -1,6 +1,7 @@
 //! The CLIENT container: ID, SETNAME, GETNAME, SETINFO, LIST, INFO, KILL,
-//! REPLY, NO-EVICT, NO-TOUCH, HELP (UNBLOCK lives with the blocking
-//! commands, `cmd::blocking`). Semantics and error texts follow Redis
+//! REPLY, NO-EVICT, NO-TOUCH, TRACKING, CACHING, GETREDIR, TRACKINGINFO,
+//! HELP (UNBLOCK lives with the blocking commands, `cmd::blocking`).
+//! Semantics and error texts follow Redis
 //! 7.2's `clientCommand` (networking.c).
 //!
 //! A connection lives on the core that accepted it and is registered in that
@@ -326,7 +327,178 @@ pub async fn no_touch(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// CLIENT TRACKING ON|OFF [REDIRECT id] [PREFIX p ...] [BCAST] [OPTIN]
+/// [OPTOUT] [NOLOOP] (see [`crate::push::tracking`]).
+pub async fn tracking(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    use crate::push::tracking::{parse, ClientTracking, Remember};
+    let request = parse(args);
+    // Redis looks the target up as soon as it reads REDIRECT.
+    let redirect = match request.redirect {
+        Some(id) => Some((id as u64, core_of_client(conn, id).await?)),
+        None => None,
+    };
+    let options = request.options?;
+    if !request.on? {
+        stop_tracking(conn).await;
+        conn.reply().ok();
+        return Ok(());
+    }
+    let id = conn.state.id;
+    ClientTracking::check(conn.core.push.borrow().tracking.get(id), &options)?;
+    let remember = Remember::of(&options);
+    conn.ensure_mailbox();
+    let gained =
+        conn.core.push.borrow_mut().tracking.enable(id, redirect.unwrap_or((0, 0)), options);
+    // The connection's state first: whatever happens next, turning
+    // tracking off (or leaving) undoes all of it.
+    conn.state.tracking = Some(remember);
+    {
+        let mut view = conn.handle.view.borrow_mut();
+        view.tracking = true;
+        view.tracking_bcast = remember == Remember::Never;
+        view.tracking_broken = false;
+        view.redirect = redirect.map_or(0, |(id, _)| id as i64);
+    }
+    for prefix in gained {
+        tell_shards_about_prefix(conn, prefix, true).await?;
+    }
+    conn.reply().ok();
+    Ok(())
+}
+
+/// The core of the connected client `id`, or Redis's error when there is
+/// none.
+async fn core_of_client(conn: &Connection, id: i64) -> Result<u16, CmdError> {
+    let found = conn
+        .core
+        .invoke_on_all(move |core| {
+            id > 0 && core.clients.borrow().get(id as u64).is_some_and(|c| !c.is_killed())
+        })
+        .await?;
+    match found.iter().position(|&here| here) {
+        Some(core) => Ok(core as u16),
+        None => Err(CmdError::new("ERR The client ID you want redirect to does not exist")),
+    }
+}
+
+/// Tells every shard that this core gained its first (`present`) or lost
+/// its last BCAST client of `prefix`.
+async fn tell_shards_about_prefix(
+    conn: &Connection,
+    prefix: Bytes,
+    present: bool,
+) -> Result<(), CmdError> {
+    let home = conn.core.id.0;
+    conn.core
+        .invoke_on_all(move |core| {
+            core.shard.borrow_mut().state.funnel.tracking.note_prefix(prefix.clone(), home, present)
+        })
+        .await?;
+    Ok(())
+}
+
+/// Turns tracking off for the connection (CLIENT TRACKING OFF, RESET,
+/// disconnect).
+pub async fn stop_tracking(conn: &mut Connection) {
+    if conn.state.tracking.take().is_none() {
+        return;
+    }
+    conn.state.caching = false;
+    let lost = conn.core.push.borrow_mut().tracking.disable(conn.state.id);
+    for prefix in lost {
+        // Only a job that panicked fails here; the prefix then stays
+        // known to a shard, which costs an unwanted delivery, not a wrong one.
+        let _ = tell_shards_about_prefix(conn, prefix, false).await;
+    }
+    let mut view = conn.handle.view.borrow_mut();
+    view.tracking = false;
+    view.tracking_bcast = false;
+    view.tracking_broken = false;
+    view.redirect = -1;
+}
+
+/// CLIENT CACHING YES|NO: whether the next command's reads are remembered
+/// in OPTIN / OPTOUT mode.
+pub async fn caching(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    use crate::push::tracking::Remember;
+    let Some(mode) = conn.state.tracking else {
+        return Err(CmdError::new(
+            "ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or \
+             OPTOUT mode enabled",
+        ));
+    };
+    if is(&args[2], "yes") {
+        if mode != Remember::OptIn {
+            return Err(CmdError::new(
+                "ERR CLIENT CACHING YES is only valid when tracking is enabled in OPTIN mode.",
+            ));
+        }
+    } else if is(&args[2], "no") {
+        if mode != Remember::OptOut {
+            return Err(CmdError::new(
+                "ERR CLIENT CACHING NO is only valid when tracking is enabled in OPTOUT mode.",
+            ));
+        }
+    } else {
+        return Err(SYNTAX);
+    }
+    conn.state.caching = true;
+    conn.reply().ok();
+    Ok(())
+}
+
+/// CLIENT GETREDIR: the redirect target, 0 for none, -1 when not tracking.
+pub async fn getredir(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
+    let redirect = conn.handle.view.borrow().redirect;
+    conn.reply().int(redirect);
+    Ok(())
+}
+
+/// CLIENT TRACKINGINFO: flags, redirect and prefixes, as Redis.
+pub async fn trackinginfo(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
+    let settings = conn.core.push.borrow().tracking.get(conn.state.id).cloned();
+    let mut flags: Vec<&str> = Vec::new();
+    let caching = conn.state.caching;
+    match &settings {
+        None => flags.push("off"),
+        Some(t) => {
+            flags.push("on");
+            let optional = [
+                (t.bcast, "bcast"),
+                (t.optin, "optin"),
+                (t.optin && caching, "caching-yes"),
+                (t.optout, "optout"),
+                (t.optout && caching, "caching-no"),
+                (t.noloop, "noloop"),
+                (t.broken_redirect, "broken_redirect"),
+            ];
+            flags.extend(optional.iter().filter(|(on, _)| *on).map(|(_, name)| *name));
+        }
+    }
+    let mut out = conn.reply();
+    out.map(3);
+    out.bulk(b"flags");
+    out.set(flags.len());
+    for flag in flags {
+        out.bulk(flag.as_bytes());
+    }
+    out.bulk(b"redirect");
+    out.int(settings.as_ref().map_or(-1, |t| t.redirect as i64));
+    out.bulk(b"prefixes");
+    let prefixes: Vec<Bytes> =
+        settings.map(|t| t.prefixes.into_iter().collect()).unwrap_or_default();
+    out.array(prefixes.len());
+    for prefix in &prefixes {
+        out.bulk(prefix);
+    }
+    Ok(())
+}
+
 const HELP: &[&str] = &[
+    "CACHING (YES|NO)",
+    "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+    "GETREDIR",
+    "    Return the client ID we are redirecting to when tracking is enabled.",
     "GETNAME",
     "    Return the name of the current connection.",
     "ID",
@@ -361,6 +533,11 @@ const HELP: &[&str] = &[
     "    Set client meta attr. Options are:",
     "    * LIB-NAME: the client lib name.",
     "    * LIB-VER: the client lib version.",
+    "TRACKING (ON|OFF) [REDIRECT <id>] [BCAST] [PREFIX <prefix> [...]]",
+    "         [OPTIN] [OPTOUT] [NOLOOP]",
+    "    Control server assisted client side caching.",
+    "TRACKINGINFO",
+    "    Report tracking status for the current connection.",
     "NO-EVICT (ON|OFF)",
     "    Protect current client connection from eviction.",
     "NO-TOUCH (ON|OFF)",

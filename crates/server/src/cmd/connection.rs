@@ -151,6 +151,11 @@ pub fn hello(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     }
     if let Some(v) = version {
         conn.state.resp = if v == 3 { Resp::V3 } else { Resp::V2 };
+        if conn.state.resp == Resp::V3 {
+            // A RESP3 client may be sent invalidations it did not ask for
+            // (it is another's CLIENT TRACKING REDIRECT target).
+            conn.ensure_mailbox();
+        }
     }
     let id = conn.state.id as i64;
     let proto = if conn.state.resp == Resp::V3 { 3 } else { 2 };

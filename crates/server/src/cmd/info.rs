@@ -92,6 +92,9 @@ struct CoreReport {
     /// Clients of this core waiting in blocking commands.
     blocked: usize,
     max_input_buffer: usize,
+    /// Tracking clients of the core; keys, items and prefixes its shard
+    /// tracks.
+    tracking: (usize, usize, usize, usize),
     thread_cpu: (Duration, Duration),
     /// Reactive queries: fingerprints and subscriptions on this shard,
     /// results pushed, re-runs.
@@ -110,6 +113,12 @@ impl CoreReport {
             dirty: shard.state.funnel.dirty,
             clients: clients.len(),
             blocked: core.blocked.borrow().count(),
+            tracking: (
+                core.push.borrow().tracking.len(),
+                shard.state.funnel.tracking.key_count(),
+                shard.state.funnel.tracking.item_count(),
+                shard.state.funnel.tracking.prefix_count(),
+            ),
             max_input_buffer: clients.iter().map(|c| c.view.borrow().qbuf).max().unwrap_or(0),
             thread_cpu: rusage(libc::RUSAGE_THREAD),
             watch: {
@@ -227,8 +236,9 @@ impl Report<'_> {
         let _ = write!(
             out,
             "# Clients\r\nconnected_clients:{connected}\r\ncluster_connections:0\r\nmaxclients:{}\r\n\
-             client_recent_max_input_buffer:{max_in}\r\nblocked_clients:{blocked}\r\n",
+             client_recent_max_input_buffer:{max_in}\r\nblocked_clients:{blocked}\r\ntracking_clients:{}\r\n",
             self.core.config.borrow().maxclients(),
+            self.reports.iter().map(|r| r.tracking.0).sum::<usize>(),
         );
     }
 
@@ -289,7 +299,9 @@ impl Report<'_> {
              instantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:0\r\nsync_partial_ok:0\r\n\
              sync_partial_err:0\r\nexpired_keys:{}\r\nexpired_stale_perc:{:.2}\r\n\
              expire_cycle_cpu_milliseconds:{}\r\nevicted_keys:0\r\nevicted_clients:0\r\nkeyspace_hits:{}\r\n\
-             keyspace_misses:{}\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\nunexpected_error_replies:0\r\n\
+             keyspace_misses:{}\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\n\
+             tracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\n\
+             unexpected_error_replies:0\r\n\
              total_error_replies:{}\r\ntotal_reads_processed:{}\r\ntotal_writes_processed:{}\r\n",
             t.connections_received,
             t.commands_processed,
@@ -304,6 +316,10 @@ impl Report<'_> {
             t.expire_cycle_cpu_ms,
             t.keyspace_hits,
             t.keyspace_misses,
+            self.reports.iter().map(|r| r.tracking.1).sum::<usize>(),
+            self.reports.iter().map(|r| r.tracking.2).sum::<usize>(),
+            // Every shard knows every core's prefixes.
+            self.reports.iter().map(|r| r.tracking.3).max().unwrap_or(0),
             t.error_replies,
             t.reads_processed,
             t.writes_processed,

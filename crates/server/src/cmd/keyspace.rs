@@ -43,7 +43,16 @@ pub async fn flushdb(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let db = conn.state.db;
     crate::route::cross::on_every_shard_exclusively(conn, move |shard| op_flush(shard, Some(db)))
         .await?;
+    invalidate_tracked_keys(conn).await?;
     conn.reply().ok();
+    Ok(())
+}
+
+/// After a flush every tracking client, wherever it lives, drops its whole
+/// cache: one null invalidation each (Redis's
+/// `trackingInvalidateKeysOnFlush`).
+async fn invalidate_tracked_keys(conn: &Connection) -> CmdResult {
+    conn.core.invoke_on_all(crate::push::tracking::invalidate_everything).await?;
     Ok(())
 }
 
@@ -51,6 +60,7 @@ pub async fn flushall(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     parse_flush_mode(args)?;
     crate::route::cross::on_every_shard_exclusively(conn, move |shard| op_flush(shard, None))
         .await?;
+    invalidate_tracked_keys(conn).await?;
     conn.reply().ok();
     Ok(())
 }

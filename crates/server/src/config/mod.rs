@@ -223,11 +223,17 @@ impl Config {
 
     /// `client-output-buffer-limit` of the pubsub class.
     pub fn pubsub_buffer_limit(&self) -> crate::push::BufferLimit {
+        self.buffer_limit("pubsub")
+    }
+
+    /// `client-output-buffer-limit` of one client class (`normal`,
+    /// `pubsub`, `slave`).
+    pub fn buffer_limit(&self, class: &str) -> crate::push::BufferLimit {
         let text = self.get("client-output-buffer-limit").unwrap_or("");
         let words: Vec<&str> = text.split_whitespace().collect();
         words
             .chunks(4)
-            .find(|c| c[0] == "pubsub")
+            .find(|c| c[0] == class)
             .map(|c| crate::push::BufferLimit {
                 hard: c[1].parse().unwrap_or(0),
                 soft: c[2].parse().unwrap_or(0),
@@ -243,6 +249,11 @@ impl Config {
             memory_limit: self.int("lua-memory-limit").max(0) as usize,
             allow_undeclared_keys: self.flag("lua-allow-undeclared-keys"),
         }
+    }
+
+    /// `tracking-table-max-keys` (0 = no limit), shared among the shards.
+    pub fn tracking_table_max_keys(&self) -> u64 {
+        self.int("tracking-table-max-keys").max(0) as u64
     }
 
     pub fn watch_coalesce_ms(&self) -> u64 {

@@ -154,6 +154,8 @@ pub static SETTINGS: &[Setting] = &[
       "Most memory one shard's Lua state may use (0 = no limit); past it a script fails with 'not enough memory'."),
     s("lua-allow-undeclared-keys", "no", Kind::Bool, true,
       "Let scripts touch keys they did not declare in KEYS (only keys of the shard the script runs on; see the README)."),
+    s("tracking-table-max-keys", "1000000", Kind::Int { min: 0, max: i64::MAX }, true,
+      "Most keys the client-side caching table remembers over all shards (0 = no limit); past it keys are invalidated as if changed."),
     s("hll-sparse-max-bytes", "3000", Kind::Memory { min: 0, max: i64::MAX }, true,
       "A sparse HyperLogLog that would grow past this many bytes becomes dense (12 KiB), as in Redis."),
     s("bf-error-rate", "0.01", Kind::Float { min: 0.0, max: 1.0 }, true,

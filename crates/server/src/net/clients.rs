@@ -31,6 +31,12 @@ pub struct ClientView {
     pub multi: i64,
     /// Waiting in a blocking command (BLPOP, XREAD BLOCK, …).
     pub blocked: bool,
+    /// CLIENT TRACKING: on, in BCAST mode, its redirect target gone, and
+    /// the target (-1 when not tracking, 0 for none).
+    pub tracking: bool,
+    pub tracking_bcast: bool,
+    pub tracking_broken: bool,
+    pub redirect: i64,
 }
 
 pub struct ClientHandle {
@@ -58,7 +64,7 @@ impl ClientHandle {
             fd,
             created: now,
             last_active: Cell::new(now),
-            view: RefCell::new(ClientView { multi: -1, ..ClientView::default() }),
+            view: RefCell::new(ClientView { multi: -1, redirect: -1, ..ClientView::default() }),
             killed: Cell::new(false),
             pending_push_bytes: Cell::new(0),
             soft_limit_since: Cell::new(None),
@@ -96,6 +102,15 @@ impl ClientHandle {
         if v.blocked {
             flags.push('b');
         }
+        if v.tracking {
+            flags.push('t');
+        }
+        if v.tracking_broken {
+            flags.push('R');
+        }
+        if v.tracking_bcast {
+            flags.push('B');
+        }
         if v.no_evict {
             flags.push('e');
         }
@@ -108,7 +123,7 @@ impl ClientHandle {
         format!(
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
              qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem={} tot-mem={} \
-             events=r cmd={} user=default redir=-1 resp={} lib-name={} lib-ver={}",
+             events=r cmd={} user=default redir={} resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -127,6 +142,7 @@ impl ClientHandle {
             v.obuf,
             16384 + v.qbuf + v.obuf,
             if v.last_cmd.is_empty() { "NULL" } else { v.last_cmd },
+            v.redirect,
             if v.resp == Resp::V3 { 3 } else { 2 },
             v.lib_name,
             v.lib_ver,
@@ -143,6 +159,10 @@ pub struct ClientRegistry {
 impl ClientRegistry {
     pub fn add(&mut self, handle: Rc<ClientHandle>) {
         self.clients.insert(handle.id, handle);
+    }
+
+    pub fn get(&self, id: u64) -> Option<&Rc<ClientHandle>> {
+        self.clients.get(&id)
     }
 
     pub fn remove(&mut self, id: u64) {

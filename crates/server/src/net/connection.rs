@@ -62,6 +62,17 @@ pub struct ClientState {
     pub in_exec: bool,
     /// Pub/Sub subscriptions (also registered in the core's push hub).
     pub subscriptions: std::collections::BTreeSet<(crate::push::Kind, bytes::Bytes)>,
+    /// The core this connection lives on.
+    pub home: u16,
+    /// CLIENT TRACKING is on: which reads the shards remember (the rest of
+    /// the client's tracking state is in the core's push hub).
+    pub tracking: Option<crate::push::tracking::Remember>,
+    /// CLIENT CACHING YES/NO was given for the next command (or
+    /// transaction).
+    pub caching: bool,
+    /// The command that CLIENT CACHING applied to has run: `caching` ends
+    /// before the next one (Redis's `resetClient`).
+    pub caching_spent: bool,
     /// Reactive queries (`GET.WATCH key`), by fingerprint (also registered
     /// in the core's push hub and on the queries' shards).
     pub query_watches: std::collections::BTreeMap<u64, crate::push::watch::WatchedQuery>,
@@ -75,7 +86,14 @@ impl ClientState {
     }
 
     pub fn info(&self) -> ClientInfo {
-        ClientInfo { id: self.id, db: self.db, resp: self.resp, no_touch: self.no_touch }
+        ClientInfo {
+            id: self.id,
+            db: self.db,
+            resp: self.resp,
+            no_touch: self.no_touch,
+            home: self.home,
+            track: self.tracking.is_some_and(|t| t.now(self.caching)),
+        }
     }
 }
 
@@ -152,19 +170,25 @@ impl Connection {
                 watched: Vec::new(),
                 in_exec: false,
                 subscriptions: Default::default(),
+                home: core.id.0,
+                tracking: None,
+                caching: false,
+                caching_spent: false,
                 query_watches: Default::default(),
             },
         };
         if let Err(reason) = conn.run().await {
             debug!(client = id, "connection closed: {reason}");
         }
+        // Leave the registry first: CLIENT KILL must never reach a descriptor
+        // number the kernel may hand out again once the socket is closed,
+        // and a client gone is gone for tracking redirects at once (Redis
+        // frees it before anything else runs).
+        core.clients.borrow_mut().remove(id);
         if !conn.state.watched.is_empty() {
             crate::route::multi::unwatch_all(&mut conn).await;
         }
         conn.leave_push_hub().await;
-        // Leave the registry first: CLIENT KILL must never reach a descriptor
-        // number the kernel may hand out again once the socket is closed.
-        core.clients.borrow_mut().remove(id);
         let _ = conn.stream.close().await;
         core.shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
     }
@@ -204,6 +228,7 @@ impl Connection {
         if self.mailbox.is_none() {
             return;
         }
+        crate::cmd::client::stop_tracking(self).await;
         crate::cmd::watch::unwatch_all(self).await;
         self.mailbox = None;
         self.state.subscriptions.clear();
@@ -266,6 +291,11 @@ impl Connection {
                 self.state.close_after_reply = true;
             }
             self.write_pushes();
+            if self.state.close_after_reply {
+                // QUIT: the client may act on the reply at once (another
+                // connection's write then finds this one gone).
+                self.core.clients.borrow_mut().remove(self.state.id);
+            }
             self.flush().await?;
             if self.state.close_after_reply || self.handle.is_killed() {
                 return Ok(());
@@ -286,15 +316,20 @@ impl Connection {
             self.read_chunk.truncate(READ_CHUNK);
             self.read_chunk.shrink_to_fit();
         }
-        // Subscribers wait for pushes as well as for input, and are never
-        // closed for being idle (as in Redis).
+        // Subscribers and watchers wait for pushes as well as for input, and
+        // are never closed for being idle (as in Redis); other clients with
+        // a mailbox (RESP3, tracking) are.
         let idle_limit =
-            if self.mailbox.is_some() { 0 } else { self.core.config.borrow().timeout() };
+            if self.state.subscriptions.is_empty() && self.state.query_watches.is_empty() {
+                self.core.config.borrow().timeout()
+            } else {
+                0
+            };
         let read = self.stream.read(&mut self.read_chunk);
         let read = async { read.await.map(Some).map_err(|e| e.to_string()) };
         let pushes_in = &mut self.pushes_in;
         let n = match (&self.mailbox, idle_limit) {
-            (Some(mailbox), _) => {
+            (Some(mailbox), secs) => {
                 let push = async {
                     // A closed mailbox cannot happen while we hold it.
                     if let Ok(p) = mailbox.recv_async().await {
@@ -302,7 +337,18 @@ impl Connection {
                     }
                     Ok(None)
                 };
-                futures_lite::future::or(read, push).await?
+                if secs == 0 {
+                    futures_lite::future::or(read, push).await?
+                } else {
+                    // A RESP3 or tracking client waits for pushes but,
+                    // not being subscribed, is closed when idle (Redis).
+                    let idle = glommio::timer::sleep(Duration::from_secs(secs));
+                    let idle = async {
+                        idle.await;
+                        Err("idle timeout".to_string())
+                    };
+                    futures_lite::future::or(read, futures_lite::future::or(push, idle)).await?
+                }
             }
             (None, 0) => read.await?,
             (None, secs) => {

@@ -1,7 +1,7 @@
 //! The push path: everything the server sends a client without being asked
 //! for it at that moment — Pub/Sub messages (keyspace notifications are
-//! Pub/Sub messages) and reactive-query results ([`watch`]); client-side
-//! caching invalidations hang off the same path.
+//! Pub/Sub messages), reactive-query results ([`watch`]) and client-side
+//! caching invalidations ([`tracking`]).
 //!
 //! Each core keeps a [`PushHub`]: a mailbox per connection that receives
 //! pushes, and the Pub/Sub subscriptions of its own connections. Whoever has
@@ -19,6 +19,7 @@
 //! limit for longer than its seconds, the client is disconnected, as Redis
 //! does. Nobody else waits for it.
 
+pub mod tracking;
 pub mod watch;
 
 use crate::net::clients::ClientHandle;
@@ -35,6 +36,12 @@ pub enum Push {
     Message { kind: Kind, channel: Bytes, payload: Bytes },
     /// A message on a channel matching a pattern (`pmessage`).
     PMessage { pattern: Bytes, channel: Bytes, payload: Bytes },
+    /// Client-side caching: these keys (`None`: every key, after a flush)
+    /// may have changed. A push, or a message on `__redis__:invalidate`
+    /// (`channel`) for a RESP2 redirect target.
+    Invalidate { keys: Option<Vec<Bytes>>, channel: bool },
+    /// The client tracking redirects to is gone (its id).
+    RedirBroken(u64),
     /// A reactive query's new result, encoded in the watcher's protocol.
     Watch { name: Bytes, fingerprint: u64, result: Bytes },
 }
@@ -47,6 +54,10 @@ impl Push {
             Push::PMessage { pattern, channel, payload } => {
                 pattern.len() + channel.len() + payload.len() + 48
             }
+            Push::Invalidate { keys, .. } => {
+                keys.iter().flatten().map(|k| k.len() + 16).sum::<usize>() + 48
+            }
+            Push::RedirBroken(_) => 48,
             Push::Watch { name, result, .. } => name.len() + result.len() + 48,
         }
     }
@@ -86,6 +97,8 @@ pub struct PushHub {
     pub queries: watch::QueryWatchers,
     /// Clients disconnected for exceeding their output buffer limit.
     pub limit_disconnections: u64,
+    /// This core's client-side caching clients.
+    pub tracking: tracking::TrackingClients,
 }
 
 impl PushHub {
@@ -298,6 +311,30 @@ pub fn encode(push: &Push, out: &mut ringdb_protocol::ReplyWriter) {
             out.bulk(pattern);
             out.bulk(channel);
             out.bulk(payload);
+        }
+        Push::Invalidate { keys, channel } => {
+            if *channel {
+                out.push(3);
+                out.bulk(b"message");
+                out.bulk(tracking::CHANNEL);
+            } else {
+                out.push(2);
+                out.bulk(b"invalidate");
+            }
+            match keys {
+                Some(keys) => {
+                    out.array(keys.len());
+                    for key in keys {
+                        out.bulk(key);
+                    }
+                }
+                None => out.null(),
+            }
+        }
+        Push::RedirBroken(id) => {
+            out.push(2);
+            out.bulk(b"tracking-redir-broken");
+            out.int(*id as i64);
         }
         Push::Watch { name, fingerprint, result } => watch::encode(name, *fingerprint, result, out),
     }

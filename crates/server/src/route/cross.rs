@@ -328,6 +328,12 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
         }
     }
 
+    // Keys a tracking client read here are remembered by their owners.
+    let mut remembered: BTreeMap<ShardId, Remembered> = BTreeMap::new();
+    for (key, readers) in state.funnel.tracking.take_remembered() {
+        remembered.entry(slot_map.shard_of_key(&key)).or_default().push((key, readers));
+    }
+
     // Send every changed key to its owner, and release everywhere.
     let mut changes: BTreeMap<ShardId, Vec<Change>> = BTreeMap::new();
     for KeyEvent { db, key, class, event } in state.funnel.take_events() {
@@ -347,13 +353,23 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
     let mut waiting = Vec::new();
     for (shard, locks) in plan {
         let list = changes.remove(&shard).unwrap_or_default();
+        let reads = remembered.remove(&shard).unwrap_or_default();
+        let writer = command.client.id;
         let (tx, rx) = flume::bounded(1);
         conn.core
             .send_job(
                 shard,
                 Box::new(move |core| {
                     let mut shard = core.shard.borrow_mut();
+                    let tracking = &mut shard.state.funnel.tracking;
+                    for (key, readers) in reads {
+                        readers.into_iter().for_each(|reader| tracking.remember(&key, reader));
+                    }
+                    tracking.limit_used_slots();
+                    // The changes are this client's (NOLOOP).
+                    let before = shard.state.funnel.tracking.changes_by(writer);
                     apply_changes(&mut shard, list);
+                    shard.state.funnel.tracking.changes_by(before);
                     if !held {
                         shard.tx_release(&locks);
                     }
@@ -370,6 +386,9 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
     }
     Ok(())
 }
+
+/// Keys a gathered read let tracking clients cache, for one owner.
+type Remembered = Vec<(Bytes, Vec<ringdb_engine::tracking::Reader>)>;
 
 /// Copies of keys with the database each came from.
 type Copies = Vec<(usize, Box<Entry>)>;

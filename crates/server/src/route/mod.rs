@@ -48,6 +48,9 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
         }
         let args = request.args;
         let skip = std::mem::take(&mut conn.state.skip_next);
+        if std::mem::take(&mut conn.state.caching_spent) {
+            conn.state.caching = false;
+        }
         let reg = match table().resolve(&args) {
             Ok(reg) => reg,
             Err(e) => {
@@ -66,6 +69,8 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
         };
         let spec = reg.spec;
         conn.handle.view.borrow_mut().last_cmd = reg.full_name.as_str();
+        // Also when CACHING is not set yet: a transaction may set it.
+        conn.state.caching_spent = spends_caching(conn, reg);
         if !conn.state.authenticated && !spec.has(flags::NO_AUTH) && !is_auth_command(spec.name) {
             conn.core.shard.borrow_mut().state.stats.command(reg.id).rejected_calls += 1;
             if let Some(multi) = &mut conn.state.multi {
@@ -145,6 +150,21 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
     }
     segment.finish(conn).await;
     conn.core.publish_changes();
+}
+
+/// Whether CLIENT CACHING stops applying once this command has run: it
+/// covers the next command, or the next transaction whole, and CLIENT
+/// commands leave it alone (Redis's `resetClient`).
+fn spends_caching(conn: &Connection, reg: &Registered) -> bool {
+    use ringdb_engine::command::NodeCommand as N;
+    if reg.full_name.starts_with("client|") {
+        return false;
+    }
+    match reg.spec.exec {
+        Exec::Node(N::Multi) => false,
+        Exec::Node(N::Exec | N::Discard) => true,
+        _ => conn.state.multi.is_none(),
+    }
 }
 
 /// Redis's BUSY reply when a script has been running past the busy

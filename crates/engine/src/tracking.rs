@@ -1,0 +1,507 @@
+//! Client-side caching, the shard half (Redis's `tracking.c`): which clients
+//! may hold which of this shard's keys in their cache, and the invalidations
+//! the write funnel produces for them.
+//!
+//! - **Default mode.** After a read-only command of a tracking client runs
+//!   here, its keys are remembered with the reader: (home core, client id).
+//!   The first change to such a key (write, expiry, eviction) removes the
+//!   entry and queues one invalidation for its readers; the key must be read
+//!   again to be tracked again. As in Redis, the table knows nothing of
+//!   databases, and a reader that turned tracking off is dropped lazily: its
+//!   home core ignores invalidations it no longer wants.
+//! - **Broadcast mode.** Every shard keeps a summary of which cores have
+//!   BCAST clients for which prefixes (each core tells every shard when it
+//!   gains its first or loses its last client of a prefix). A change to a key
+//!   matching a prefix queues the key for those cores, which match it against
+//!   their own clients' prefixes.
+//! - **Flushes.** FLUSHDB/FLUSHALL empty the table; the server sends every
+//!   tracking client one "everything" (null) invalidation once all shards
+//!   are flushed (one per flush, not one per shard).
+//! - **Bound.** `tracking-table-max-keys` is split between the shards; past
+//!   its share a shard invalidates keys as if they had changed, with Redis's
+//!   growing effort per call, so a lowered limit is reached within a few
+//!   background ticks without one long pause.
+//!
+//! The server publishes the [`Outbox`] after the shard work that filled it,
+//! before the writer's reply leaves. A shard nobody tracks pays one
+//! `is_empty()` check per change.
+
+use crate::command::spec::{flags, CommandSpec};
+use crate::command::ClientInfo;
+use bytes::Bytes;
+use hashbrown::HashMap;
+use std::collections::BTreeMap;
+
+/// A client that may cache a key: its home core and id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Reader {
+    pub core: u16,
+    pub id: u64,
+}
+
+/// A tracked key changed: its readers must drop it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyInvalidation {
+    pub key: Bytes,
+    /// Sorted by (core, id).
+    pub readers: Vec<Reader>,
+    /// The client whose command was running (0: none), for NOLOOP (Redis
+    /// compares with its `current_client`, expiry during a command
+    /// included).
+    pub writer: u64,
+}
+
+/// A change to a key some BCAST prefix matches.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BcastChange {
+    pub key: Bytes,
+    /// The client that changed the key; `None` for expiry and eviction
+    /// (Redis passes no client to the funnel then), for NOLOOP.
+    pub writer: Option<u64>,
+}
+
+/// Invalidations waiting to be published, in the order they happened.
+#[derive(Debug, Default, PartialEq)]
+pub struct Outbox {
+    pub keys: Vec<KeyInvalidation>,
+    /// Changes to keys under BCAST prefixes, by core to tell.
+    pub bcast: BTreeMap<u16, Vec<BcastChange>>,
+}
+
+impl Outbox {
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty() && self.bcast.is_empty()
+    }
+}
+
+/// Commands Redis leaves to their scripts: they remember keys only when the
+/// script reads (see [`TrackingTable::leave`]).
+fn tracks_through_script(spec: &CommandSpec) -> bool {
+    matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
+}
+
+/// A shard's tracking state.
+#[derive(Debug, Default)]
+pub struct TrackingTable {
+    keys: HashMap<Bytes, Vec<Reader>>,
+    /// Reader entries over all keys (INFO `tracking_total_items`).
+    items: usize,
+    /// Cores with BCAST clients, by prefix.
+    prefixes: BTreeMap<Bytes, Vec<u16>>,
+    /// This shard's share of `tracking-table-max-keys` (`None`: no limit).
+    max_keys: Option<usize>,
+    /// Consecutive calls of [`limit_used_slots`](Self::limit_used_slots)
+    /// that could not get under the limit (Redis's `timeout_counter`).
+    over_limit_calls: usize,
+    /// Nesting of commands running now (a script's calls run inside it).
+    depth: u32,
+    /// The client whose command is running (0: none).
+    writer: u64,
+    /// A script running now called a read-only command.
+    script_read: bool,
+    outbox: Outbox,
+}
+
+impl TrackingTable {
+    /// Nothing tracked on this shard: no keys, no BCAST prefixes.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty() && self.prefixes.is_empty()
+    }
+
+    /// Tracked keys (INFO `tracking_total_keys`).
+    pub fn key_count(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// Reader entries over all keys (INFO `tracking_total_items`).
+    pub fn item_count(&self) -> usize {
+        self.items
+    }
+
+    /// Prefixes some core's BCAST clients registered (every shard knows all
+    /// of them: INFO `tracking_total_prefixes`).
+    pub fn prefix_count(&self) -> usize {
+        self.prefixes.len()
+    }
+
+    /// Sets this shard's share of `tracking-table-max-keys` out of `total`
+    /// (0 = no limit) for shard `shard` of `shards`. The shares add up to
+    /// `total` exactly, so the whole server holds at most `total` keys.
+    pub fn set_limit(&mut self, total: u64, shard: usize, shards: usize) {
+        self.max_keys = (total > 0).then(|| {
+            let shards = shards.max(1) as u64;
+            let share = total / shards + u64::from((shard as u64) < total % shards);
+            usize::try_from(share).unwrap_or(usize::MAX)
+        });
+    }
+
+    /// A command of `client` starts (the write funnel needs to know whose
+    /// change it sees). Pairs with [`leave`](Self::leave).
+    #[inline]
+    pub fn enter(&mut self, client: &ClientInfo) -> u64 {
+        self.depth += 1;
+        std::mem::replace(&mut self.writer, client.id)
+    }
+
+    /// The command that [`enter`](Self::enter) began has run. A tracking
+    /// client's keys are remembered as Redis's `call()` does: after a
+    /// read-only command; for a script, the keys it declared, once it has
+    /// called a read-only command (EVAL_RO and FCALL_RO are no exception).
+    pub fn leave(
+        &mut self,
+        outer_writer: u64,
+        client: &ClientInfo,
+        spec: &CommandSpec,
+        args: &[Bytes],
+    ) {
+        self.depth = self.depth.saturating_sub(1);
+        self.writer = outer_writer;
+        if !client.track {
+            return;
+        }
+        let read_only = spec.has(flags::READONLY) && !tracks_through_script(spec);
+        if self.depth > 0 {
+            // A script's call: it makes the script's own keys tracked.
+            self.script_read |= read_only;
+            return;
+        }
+        let script_read = std::mem::take(&mut self.script_read);
+        if (read_only || script_read) && !spec.has(flags::PUBSUB) {
+            let reader = Reader { core: client.home, id: client.id };
+            let _ = spec.for_each_key(args, |i| self.remember(&args[i], reader));
+            self.limit_used_slots();
+        }
+    }
+
+    /// `reader` may now cache `key`.
+    pub fn remember(&mut self, key: &[u8], reader: Reader) {
+        let readers = match self.keys.get_mut(key) {
+            Some(readers) => readers,
+            None => self.keys.entry(Bytes::copy_from_slice(key)).or_default(),
+        };
+        if let Err(at) = readers.binary_search(&reader) {
+            readers.insert(at, reader);
+            self.items += 1;
+        }
+    }
+
+    /// Takes every remembered key with its readers, leaving the table empty
+    /// (a cross-shard command's scratch space hands its reads to the keys'
+    /// owners this way).
+    pub fn take_remembered(&mut self) -> Vec<(Bytes, Vec<Reader>)> {
+        self.items = 0;
+        self.keys.drain().collect()
+    }
+
+    /// The write funnel: `key` changed. `by_client` is false for expiry and
+    /// eviction.
+    pub fn key_changed(&mut self, key: &[u8], by_client: bool) {
+        if !self.prefixes.is_empty() {
+            self.note_bcast(key, by_client);
+        }
+        if let Some(readers) = self.keys.remove(key) {
+            self.items -= readers.len();
+            let key = Bytes::copy_from_slice(key);
+            self.outbox.keys.push(KeyInvalidation { key, readers, writer: self.writer });
+        }
+    }
+
+    /// Queues `key` for every core with a BCAST prefix it starts with.
+    fn note_bcast(&mut self, key: &[u8], by_client: bool) {
+        let writer = (by_client && self.writer != 0).then_some(self.writer);
+        let mut cores: Vec<u16> = Vec::new();
+        for (prefix, with) in &self.prefixes {
+            if key.starts_with(prefix) {
+                cores.extend(with);
+            }
+        }
+        cores.sort_unstable();
+        cores.dedup();
+        for core in cores {
+            let change = BcastChange { key: Bytes::copy_from_slice(key), writer };
+            self.outbox.bcast.entry(core).or_default().push(change);
+        }
+    }
+
+    /// Every tracked key for which `affected` says yes changed at once
+    /// (SWAPDB: keys on either side of the swap).
+    pub fn keys_changed_where(&mut self, affected: impl Fn(&[u8]) -> bool) {
+        let changed: Vec<Bytes> = self.keys.keys().filter(|k| affected(k)).cloned().collect();
+        for key in changed {
+            self.key_changed(&key, true);
+        }
+    }
+
+    /// FLUSHDB / FLUSHALL: nothing is cached validly any more (Redis's
+    /// `trackingInvalidateKeysOnFlush`); the server tells the clients.
+    pub fn flush(&mut self) {
+        self.keys = HashMap::new();
+        self.items = 0;
+    }
+
+    /// Makes `writer` the client whose changes the funnel sees now (a
+    /// gathered cross-shard command writes its keys back on their owners);
+    /// returns the one before, to restore.
+    pub fn changes_by(&mut self, writer: u64) -> u64 {
+        std::mem::replace(&mut self.writer, writer)
+    }
+
+    /// Core `core` gained its first (`present`) or lost its last BCAST
+    /// client of `prefix`.
+    pub fn note_prefix(&mut self, prefix: Bytes, core: u16, present: bool) {
+        if present {
+            let cores = self.prefixes.entry(prefix).or_default();
+            if !cores.contains(&core) {
+                cores.push(core);
+            }
+        } else if let Some(cores) = self.prefixes.get_mut(&prefix) {
+            cores.retain(|&c| c != core);
+            if cores.is_empty() {
+                self.prefixes.remove(&prefix);
+            }
+        }
+    }
+
+    /// Keeps the table within its share of `tracking-table-max-keys`
+    /// (Redis's `trackingLimitUsedSlots`): invalidates keys as if they had
+    /// changed, at most 100 per call more than the call before while the
+    /// table stays over the limit. Called after each read that remembers
+    /// keys and on every background tick.
+    pub fn limit_used_slots(&mut self) {
+        let Some(max) = self.max_keys else { return };
+        if self.keys.len() <= max {
+            self.over_limit_calls = 0;
+            return;
+        }
+        let effort = 100 * (self.over_limit_calls + 1);
+        let excess = self.keys.len() - max;
+        // Which keys go is arbitrary (Redis walks its radix tree at
+        // random); the hash order is as good as random and needs no scan.
+        let victims: Vec<Bytes> = self.keys.keys().take(excess.min(effort)).cloned().collect();
+        for key in victims {
+            if let Some(readers) = self.keys.remove(&key) {
+                self.items -= readers.len();
+                // Nobody changed the key: no NOLOOP client is spared.
+                self.outbox.keys.push(KeyInvalidation { key, readers, writer: 0 });
+            }
+        }
+        if self.keys.len() <= max {
+            self.over_limit_calls = 0;
+        } else {
+            self.over_limit_calls += 1;
+        }
+    }
+
+    /// Takes the invalidations queued since the last call, if any.
+    #[inline]
+    pub fn take_outbox(&mut self) -> Option<Outbox> {
+        if self.outbox.is_empty() {
+            return None;
+        }
+        Some(std::mem::take(&mut self.outbox))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::table;
+
+    fn spec(name: &str) -> &'static CommandSpec {
+        table().get(name.as_bytes()).map(|r| r.spec).unwrap()
+    }
+
+    fn args(s: &str) -> Vec<Bytes> {
+        s.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()
+    }
+
+    fn tracker(id: u64, core: u16) -> ClientInfo {
+        ClientInfo { id, home: core, track: true, ..ClientInfo::default() }
+    }
+
+    /// Runs `line` as client `client` would (without executing anything).
+    fn run(t: &mut TrackingTable, client: &ClientInfo, line: &str) {
+        let a = args(line);
+        let outer = t.enter(client);
+        t.leave(outer, client, spec(line.split(' ').next().unwrap()), &a);
+    }
+
+    #[test]
+    fn reads_are_remembered_and_the_first_change_invalidates_once() {
+        let mut t = TrackingTable::default();
+        assert!(t.is_empty());
+        let (a, b) = (tracker(7, 1), tracker(9, 0));
+        run(&mut t, &a, "mget x y");
+        run(&mut t, &b, "get x");
+        run(&mut t, &b, "get x");
+        run(&mut t, &a, "set z 1");
+        assert_eq!((t.key_count(), t.item_count()), (2, 3));
+        t.key_changed(b"z", true);
+        assert_eq!(t.take_outbox(), None);
+        let writer = tracker(3, 0);
+        let outer = t.enter(&writer);
+        t.key_changed(b"x", true);
+        t.key_changed(b"x", true);
+        t.leave(outer, &writer, spec("set"), &args("set x 1"));
+        let out = t.take_outbox().unwrap();
+        assert_eq!(
+            out.keys,
+            vec![KeyInvalidation {
+                key: Bytes::from_static(b"x"),
+                readers: vec![Reader { core: 0, id: 9 }, Reader { core: 1, id: 7 }],
+                writer: 3,
+            }]
+        );
+        assert_eq!((t.key_count(), t.item_count()), (1, 1));
+        // A client that does not track leaves nothing behind.
+        run(&mut t, &ClientInfo { id: 5, ..ClientInfo::default() }, "get q");
+        assert_eq!(t.key_count(), 1);
+    }
+
+    #[test]
+    fn scripts_track_their_declared_keys_only_after_a_read() {
+        let mut t = TrackingTable::default();
+        let c = tracker(4, 0);
+        let script = |t: &mut TrackingTable, line: &str, inner: &str| {
+            let a = args(line);
+            let outer = t.enter(&c);
+            let inner_args = args(inner);
+            let o = t.enter(&c);
+            t.leave(o, &c, spec(inner.split(' ').next().unwrap()), &inner_args);
+            t.leave(outer, &c, spec(line.split(' ').next().unwrap()), &a);
+        };
+        script(&mut t, "eval s 2 k1 k2", "set k3 v");
+        assert_eq!(t.key_count(), 0);
+        script(&mut t, "eval_ro s 2 k1 k2", "ping");
+        assert_eq!(t.key_count(), 0);
+        script(&mut t, "eval s 2 k1 k2", "get k3");
+        assert_eq!(t.key_count(), 2);
+        assert!(t.keys.contains_key(&b"k1"[..]) && !t.keys.contains_key(&b"k3"[..]));
+    }
+
+    #[test]
+    fn bcast_prefixes_route_changes_to_their_cores() {
+        let mut t = TrackingTable::default();
+        t.note_prefix(Bytes::from_static(b"a:"), 1, true);
+        t.note_prefix(Bytes::from_static(b""), 0, true);
+        t.note_prefix(Bytes::from_static(b"a:"), 0, true);
+        assert!(!t.is_empty());
+        let w = tracker(6, 0);
+        let outer = t.enter(&w);
+        t.key_changed(b"a:1", true);
+        t.key_changed(b"b", false);
+        t.leave(outer, &w, spec("set"), &args("set a:1 1"));
+        let out = t.take_outbox().unwrap();
+        let change = |k: &'static [u8], writer| BcastChange { key: Bytes::from_static(k), writer };
+        assert_eq!(out.bcast.get(&0), Some(&vec![change(b"a:1", Some(6)), change(b"b", None)]));
+        assert_eq!(out.bcast.get(&1), Some(&vec![change(b"a:1", Some(6))]));
+        t.note_prefix(Bytes::from_static(b""), 0, false);
+        t.note_prefix(Bytes::from_static(b"a:"), 0, false);
+        t.note_prefix(Bytes::from_static(b"a:"), 1, false);
+        assert!(t.is_empty());
+        assert_eq!(t.prefix_count(), 0);
+    }
+
+    #[test]
+    fn flushes_and_swaps() {
+        let mut t = TrackingTable::default();
+        let c = tracker(2, 0);
+        run(&mut t, &c, "mget a b c");
+        t.keys_changed_where(|k| k == b"b");
+        let out = t.take_outbox().unwrap();
+        assert_eq!(out.keys.len(), 1);
+        t.flush();
+        assert_eq!((t.key_count(), t.item_count()), (0, 0));
+        assert_eq!(t.take_outbox(), None);
+        // A gathered command's write-back names its writer for NOLOOP.
+        run(&mut t, &c, "get a");
+        let before = t.changes_by(9);
+        t.key_changed(b"a", true);
+        assert_eq!(t.changes_by(before), 9);
+        assert_eq!(t.take_outbox().unwrap().keys[0].writer, 9);
+    }
+
+    /// Runs `line` on a real shard as `client`.
+    fn execute(shard: &mut crate::Shard, client: &ClientInfo, line: &str) -> Vec<u8> {
+        let args = args(line);
+        let reg = table().resolve(&args).unwrap();
+        let cmd = crate::ShardCommand { id: reg.id, spec: reg.spec, args, client: *client };
+        let mut out = Vec::new();
+        shard.execute(&cmd, &mut out);
+        out
+    }
+
+    #[test]
+    fn a_shard_remembers_tracked_reads_and_its_funnel_invalidates_them() {
+        use crate::shard::ShardSettings;
+        let mut shard = crate::Shard::new(
+            crate::ShardId(0),
+            crate::SlotMap::new(1),
+            ShardSettings::default(),
+            1,
+        );
+        let (reader, writer) = (tracker(4, 1), ClientInfo { id: 5, ..ClientInfo::default() });
+        execute(&mut shard, &writer, "mset a 1 b 2 h:x 1");
+        assert_eq!(execute(&mut shard, &reader, "mget a b"), b"*2\r\n$1\r\n1\r\n$1\r\n2\r\n");
+        execute(&mut shard, &reader, "strlen missing");
+        execute(&mut shard, &reader, "set h:x 2");
+        assert_eq!(shard.state.funnel.tracking.key_count(), 3);
+        assert_eq!(shard.state.funnel.tracking.take_outbox(), None);
+        execute(&mut shard, &writer, "del a missing");
+        execute(&mut shard, &writer, "append b x");
+        let out = shard.state.funnel.tracking.take_outbox().unwrap();
+        let keys: Vec<(&[u8], u64)> = out.keys.iter().map(|k| (&k.key[..], k.writer)).collect();
+        // Deleting a missing key changes nothing: it stays tracked.
+        assert_eq!(keys, vec![(&b"a"[..], 5), (&b"b"[..], 5)]);
+        assert_eq!(shard.state.funnel.tracking.key_count(), 1);
+        assert!(out.keys.iter().all(|k| k.readers == vec![Reader { core: 1, id: 4 }]));
+        // Expiry is nobody's change.
+        execute(&mut shard, &reader, "get h:x");
+        execute(&mut shard, &writer, "pexpire h:x 1");
+        let _ = shard.state.funnel.tracking.take_outbox();
+        execute(&mut shard, &reader, "get h:x");
+        shard.state.funnel.tracking.note_prefix(Bytes::from_static(b"h:"), 0, true);
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        execute(&mut shard, &reader, "get h:x");
+        let out = shard.state.funnel.tracking.take_outbox().unwrap();
+        assert_eq!(out.keys.len(), 1);
+        assert_eq!(
+            out.bcast.get(&0),
+            Some(&vec![BcastChange { key: Bytes::from_static(b"h:x"), writer: None }])
+        );
+    }
+
+    #[test]
+    fn limit_shares_add_up_and_excess_keys_are_invalidated_with_growing_effort() {
+        let mut t = TrackingTable::default();
+        let shares: Vec<usize> = (0..3)
+            .map(|i| {
+                t.set_limit(10, i, 3);
+                t.max_keys.unwrap()
+            })
+            .collect();
+        assert_eq!(shares, vec![4, 3, 3]);
+        t.set_limit(0, 0, 3);
+        assert_eq!(t.max_keys, None);
+
+        let c = tracker(1, 0);
+        for i in 0..350 {
+            t.remember(format!("k{i}").as_bytes(), Reader { core: 0, id: c.id });
+        }
+        t.set_limit(1, 0, 2);
+        t.limit_used_slots();
+        assert_eq!(t.key_count(), 250);
+        t.limit_used_slots();
+        assert_eq!(t.key_count(), 50);
+        t.limit_used_slots();
+        assert_eq!(t.key_count(), 1);
+        let evicted = t.take_outbox().unwrap().keys;
+        assert_eq!(evicted.len(), 349);
+        assert!(evicted.iter().all(|e| e.writer == 0 && e.readers.len() == 1));
+        // The share of a shard can be 0: every key read there goes at once.
+        t.set_limit(1, 1, 2);
+        run(&mut t, &c, "get z");
+        assert_eq!(t.key_count(), 0);
+    }
+}
