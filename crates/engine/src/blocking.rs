@@ -1,25 +1,37 @@
 //! Blocking commands (BLPOP, BZPOPMIN, BLMOVE, XREAD BLOCK, …), the shard
-//! half: which clients wait for which of this shard's keys, the wake-ups a
-//! change of such a key produces, and the timeouts' parsing.
+//! half: which clients wait for which of this shard's keys, serving them
+//! when a change makes that possible, and the timeouts' parsing.
 //!
 //! A blocking command's row is an ordinary shard handler that serves the
 //! client if it can and otherwise replies what Redis replies on timeout (a
-//! null). The server's blocking loop (`cmd::blocking`) runs it; when it
-//! got the null it registers the client here on every key's shard and waits.
-//! The write funnel turns any change of a watched key (a push, a rename onto
-//! it, a FLUSHDB, a SWAPDB…) into one wake-up for each waiting client's home
-//! core, which runs the command again. A retry that still finds nothing
-//! keeps waiting, so a change that does not help (LPUSH then DEL inside one
-//! MULTI) never serves anyone, as in Redis.
+//! null). The server runs it once; when it got the null it registers the
+//! client here on every key's shard and waits.
+//!
+//! - **All keys on this shard** (the common case): the command itself is
+//!   kept here. The write funnel marks the waiters of a changed key ready;
+//!   after the shard's work, before the writer's reply leaves,
+//!   [`crate::shard::Shard::serve_blocked`] runs their commands in the order
+//!   the clients blocked, and sends each one that got something its reply.
+//!   So, as in Redis, a client that sees its LPUSH acknowledged also sees
+//!   the waiting BLPOP served, and chains (BLMOVE into a list another client
+//!   waits on) complete at once.
+//! - **Keys on several shards**: each shard only wakes the client, whose
+//!   home core runs the command again (across shards, atomically).
+//!
+//! A change that does not help (LPUSH then DEL inside one MULTI, or the key
+//! turned into a string) serves nobody: the client keeps waiting, as in
+//! Redis.
 
 use crate::command::error::CmdError;
+use crate::keyspace::{Keyspace, Value};
 use crate::query_watch::KeyRef;
+use crate::shard::ShardCommand;
 use bytes::Bytes;
 use hashbrown::HashMap;
 use ringdb_types::number::parse_f64;
 
 /// A waiting client: its home core and client id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Waiter {
     pub core: u16,
     pub client: u64,
@@ -29,8 +41,24 @@ pub struct Waiter {
 #[derive(Default)]
 pub struct BlockTable {
     by_key: HashMap<(usize, Bytes), Vec<Waiter>>,
-    /// Wake-ups for the server to deliver (each waiter at most once).
-    pub outbox: Vec<Waiter>,
+    /// The commands this shard serves itself, with the keys they wait for.
+    commands: HashMap<Waiter, (ShardCommand, Vec<Bytes>)>,
+    /// Waiters whose key changed, in the order they blocked (each once).
+    ready: Vec<Waiter>,
+    /// Ready waiters whose keys a transaction holds: tried again later.
+    deferred: Vec<Waiter>,
+    /// For the server: a reply for a served client, or `None` to wake a
+    /// client whose keys span shards so that it tries again.
+    pub outbox: Vec<(Waiter, Option<Bytes>)>,
+}
+
+/// What a blocked command's run means for its client.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Nothing to serve (or a key of the wrong type): keep waiting.
+    Wait,
+    /// Send this reply; the client is done.
+    Reply(Bytes),
 }
 
 impl BlockTable {
@@ -38,7 +66,8 @@ impl BlockTable {
         self.by_key.is_empty()
     }
 
-    /// `waiter` waits for `key` of database `db` (again: no duplicate).
+    /// `waiter` waits for `key` of database `db` (no duplicate); its home
+    /// core retries when woken.
     pub fn block(&mut self, db: usize, key: Bytes, waiter: Waiter) {
         let waiters = self.by_key.entry((db, key)).or_default();
         if !waiters.contains(&waiter) {
@@ -46,14 +75,33 @@ impl BlockTable {
         }
     }
 
-    /// `waiter` no longer waits for `key`.
-    pub fn unblock(&mut self, db: usize, key: &[u8], waiter: Waiter) {
-        if let Some(waiters) = self.by_key.get_mut(&KeyRef(db, key)) {
-            waiters.retain(|w| *w != waiter);
-            if waiters.is_empty() {
-                self.by_key.remove(&KeyRef(db, key));
+    /// `waiter` waits here for all of `command`'s `keys`: this shard serves
+    /// it when one of them changes.
+    pub fn block_command(&mut self, waiter: Waiter, command: ShardCommand, keys: Vec<Bytes>) {
+        for key in &keys {
+            self.block(command.client.db, key.clone(), waiter);
+        }
+        self.commands.insert(waiter, (command, keys));
+    }
+
+    /// `waiter` no longer waits for `keys`. False when it was not waiting
+    /// any more (this shard served it meanwhile: its reply is on the way).
+    pub fn unblock(&mut self, db: usize, keys: &[Bytes], waiter: Waiter) -> bool {
+        let mut found = false;
+        for key in keys {
+            if let Some(waiters) = self.by_key.get_mut(&KeyRef(db, key)) {
+                let before = waiters.len();
+                waiters.retain(|w| *w != waiter);
+                found |= waiters.len() != before;
+                if waiters.is_empty() {
+                    self.by_key.remove(&KeyRef(db, key));
+                }
             }
         }
+        self.commands.remove(&waiter);
+        self.ready.retain(|w| *w != waiter);
+        self.deferred.retain(|w| *w != waiter);
+        found
     }
 
     /// Waiting clients of this shard.
@@ -64,12 +112,12 @@ impl BlockTable {
         all.len()
     }
 
-    /// `key` changed: wake whoever waits for it, in the order they came.
+    /// `key` changed: its waiters are ready, in the order they came.
     pub fn touch(&mut self, db: usize, key: &[u8]) {
         if let Some(waiters) = self.by_key.get(&KeyRef(db, key)) {
             for w in waiters {
-                if !self.outbox.contains(w) {
-                    self.outbox.push(*w);
+                if !self.ready.contains(w) {
+                    self.ready.push(*w);
                 }
             }
         }
@@ -81,12 +129,78 @@ impl BlockTable {
         for ((d, key), waiters) in &self.by_key {
             if *d == db && affected(key) {
                 for w in waiters {
-                    if !self.outbox.contains(w) {
-                        self.outbox.push(*w);
+                    if !self.ready.contains(w) {
+                        self.ready.push(*w);
                     }
                 }
             }
         }
+    }
+
+    /// Whether some waiter may have something to do.
+    pub fn has_ready(&self) -> bool {
+        !self.ready.is_empty() || !self.deferred.is_empty()
+    }
+
+    /// The ready waiters (those deferred before first), in order; each with
+    /// its command when this shard serves it.
+    pub fn take_ready(&mut self) -> Vec<(Waiter, Option<ShardCommand>)> {
+        let mut ready = std::mem::take(&mut self.deferred);
+        for w in std::mem::take(&mut self.ready) {
+            if !ready.contains(&w) {
+                ready.push(w);
+            }
+        }
+        ready.into_iter().map(|w| (w, self.commands.get(&w).map(|(c, _)| c.clone()))).collect()
+    }
+
+    /// A ready waiter whose keys are locked by a transaction: later.
+    pub fn defer(&mut self, waiter: Waiter) {
+        self.deferred.push(waiter);
+    }
+
+    /// A served waiter: gone from every key, its reply queued.
+    pub fn served(&mut self, waiter: Waiter, reply: Bytes) {
+        if let Some((command, keys)) = self.commands.remove(&waiter) {
+            self.unblock(command.client.db, &keys, waiter);
+        }
+        self.outbox.push((waiter, Some(reply)));
+    }
+}
+
+/// Judges one run of a blocked command, as Redis serves blocked clients: a
+/// null means nothing yet; an error means a key now holds another type,
+/// which Redis never serves, except for a move whose source is a list (its
+/// destination's error is the reply) and XREADGROUP, whose client is told
+/// that its stream or group went away.
+pub fn verdict(command: &ShardCommand, reply: &[u8], keyspace: &Keyspace) -> Verdict {
+    if matches!(reply, b"*-1\r\n" | b"$-1\r\n" | b"_\r\n") {
+        return Verdict::Wait;
+    }
+    if reply.first() != Some(&b'-') {
+        return Verdict::Reply(Bytes::copy_from_slice(reply));
+    }
+    let db = keyspace.db(command.client.db);
+    let holds = |key: &[u8], f: fn(&Value) -> bool| db.get(key).is_some_and(|e| f(&e.value));
+    match command.spec.name {
+        "blmove" | "brpoplpush" if holds(&command.args[1], |v| matches!(v, Value::List(_))) => {
+            Verdict::Reply(Bytes::copy_from_slice(reply))
+        }
+        "xreadgroup" => {
+            let args = &command.args;
+            let streams = args.iter().position(|a| a.eq_ignore_ascii_case(b"streams"));
+            let keys = streams.map_or(&args[..0], |s| {
+                let n = (args.len() - s - 1) / 2;
+                &args[s + 1..s + 1 + n]
+            });
+            let gone = keys.iter().any(|k| !holds(k, |v| matches!(v, Value::Stream(_))));
+            Verdict::Reply(Bytes::from_static(if gone {
+                b"-UNBLOCKED the stream key no longer exists\r\n"
+            } else {
+                b"-NOGROUP the consumer group this client was blocked on no longer exists\r\n"
+            }))
+        }
+        _ => Verdict::Wait,
     }
 }
 
@@ -154,28 +268,30 @@ mod tests {
     }
 
     #[test]
-    fn changes_wake_their_waiters_once_in_order() {
+    fn changes_make_their_waiters_ready_once_in_order() {
         let mut t = BlockTable::default();
-        t.block(0, Bytes::from_static(b"k"), w(1, 7));
-        t.block(0, Bytes::from_static(b"k"), w(0, 3));
-        t.block(0, Bytes::from_static(b"j"), w(1, 7));
-        t.block(1, Bytes::from_static(b"k"), w(0, 9));
+        let key = |k: &'static str| Bytes::from_static(k.as_bytes());
+        t.block(0, key("k"), w(1, 7));
+        t.block(0, key("k"), w(0, 3));
+        t.block(0, key("j"), w(1, 7));
+        t.block(1, key("k"), w(0, 9));
         t.touch(0, b"k");
         t.touch(0, b"j");
         t.touch(0, b"other");
-        assert_eq!(t.outbox, vec![w(1, 7), w(0, 3)]);
+        let ready: Vec<Waiter> = t.take_ready().into_iter().map(|(w, _)| w).collect();
+        assert_eq!(ready, vec![w(1, 7), w(0, 3)]);
         assert_eq!(t.clients(), 3);
-        t.outbox.clear();
-        t.unblock(0, b"k", w(1, 7));
-        t.unblock(0, b"j", w(1, 7));
+        assert!(t.unblock(0, &[key("k"), key("j")], w(1, 7)));
+        assert!(!t.unblock(0, &[key("k")], w(1, 7)), "not waiting any more");
         t.touch(0, b"k");
-        assert_eq!(t.outbox, vec![w(0, 3)]);
-        t.outbox.clear();
+        t.defer(w(5, 5));
+        let ready: Vec<Waiter> = t.take_ready().into_iter().map(|(w, _)| w).collect();
+        assert_eq!(ready, vec![w(5, 5), w(0, 3)], "deferred waiters first");
         t.touch_db(1, |_| true);
-        assert_eq!(t.outbox, vec![w(0, 9)]);
-        t.unblock(0, b"k", w(0, 3));
-        t.unblock(1, b"k", w(0, 9));
-        assert!(t.is_empty());
+        assert_eq!(t.take_ready().len(), 1);
+        t.unblock(0, &[key("k")], w(0, 3));
+        t.unblock(1, &[key("k")], w(0, 9));
+        assert!(t.is_empty() && !t.has_ready());
     }
 
     #[test]

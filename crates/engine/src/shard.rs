@@ -598,6 +598,46 @@ impl Shard {
         state.funnel.queries = table;
     }
 
+    /// Serves the blocked clients whose keys changed (see
+    /// [`crate::blocking`]), in the order they blocked, and keeps serving
+    /// while serving changes more keys (a BLMOVE into a list another client
+    /// waits on). A waiter whose keys a transaction holds waits for it.
+    pub fn serve_blocked(&mut self) {
+        // A bound on chains of moves feeding each other (each round serves
+        // or leaves every ready waiter; a ring of moves could feed itself).
+        for _ in 0..1024 {
+            if !self.state.funnel.blocked.has_ready() {
+                return;
+            }
+            let mut served_any = false;
+            for (waiter, command) in self.state.funnel.blocked.take_ready() {
+                let Some(command) = command else {
+                    // Keys on several shards: its home core tries again.
+                    self.state.funnel.blocked.outbox.push((waiter, None));
+                    continue;
+                };
+                if !self.locks.is_idle() && !self.locks.may_run(&command.lock_set()) {
+                    self.state.funnel.blocked.defer(waiter);
+                    continue;
+                }
+                let mut out = Vec::new();
+                self.execute(&command, &mut out);
+                match crate::blocking::verdict(&command, &out, &self.keyspace) {
+                    crate::blocking::Verdict::Wait => {}
+                    crate::blocking::Verdict::Reply(reply) => {
+                        self.state.funnel.blocked.served(waiter, reply);
+                        served_any = true;
+                    }
+                }
+            }
+            // Only a served client can have made others ready; deferred
+            // ones wait for the next call (after the transaction's step).
+            if !served_any {
+                return;
+            }
+        }
+    }
+
     /// Keys in all databases.
     pub fn key_count(&self) -> usize {
         self.keyspace.iter().map(|db| db.len()).sum()

@@ -106,10 +106,11 @@ impl Core {
         *self.config.borrow_mut() = config;
     }
 
-    /// Sends out what this core's shard work left for others: keyspace
-    /// notifications, client-side caching invalidations and the new results
-    /// of reactive queries whose key changed. Called after shard work (a command, a batch, a mesh job, an
-    /// expiry cycle), before the reply leaves, so that a client who sees a
+    /// Sends out what this core's shard work left for others: replies to
+    /// blocked clients it can now serve, keyspace notifications, client-side
+    /// caching invalidations and the new results of reactive queries whose
+    /// key changed. Called after shard work (a command, a batch, a mesh job,
+    /// an expiry cycle), before the reply leaves, so that a client who sees a
     /// reply and then acts sees the pushes it caused first; costs two checks
     /// when there is nothing to send.
     pub fn publish_changes(self: &Rc<Self>) {
@@ -119,6 +120,15 @@ impl Core {
     /// [`publish_changes`](Self::publish_changes) for a caller that holds
     /// the shard (a batch's completion).
     pub fn publish_shard_changes(self: &Rc<Self>, shard: &mut Shard) {
+        // Blocked clients first: serving them is shard work whose changes
+        // (events, queries, tracking) go out below, after
+        // the served replies (as Redis sends a BLMOVE's reply before the
+        // invalidation it caused).
+        shard.serve_blocked();
+        if !shard.state.funnel.blocked.outbox.is_empty() {
+            let wakes = std::mem::take(&mut shard.state.funnel.blocked.outbox);
+            crate::cmd::blocking::send_wakes(self, wakes);
+        }
         if let Some(invalidations) = shard.state.funnel.tracking.take_outbox() {
             crate::push::tracking::publish(self, invalidations);
         }
@@ -141,10 +151,6 @@ impl Core {
                 })
                 .detach();
             }
-        }
-        if !shard.state.funnel.blocked.outbox.is_empty() {
-            let wakes = std::mem::take(&mut shard.state.funnel.blocked.outbox);
-            crate::cmd::blocking::send_wakes(self, wakes);
         }
         if !shard.state.funnel.queries.outbox.is_empty() {
             self.send_watch_pushes(std::mem::take(&mut shard.state.funnel.queries.outbox));

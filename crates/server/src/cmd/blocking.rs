@@ -4,25 +4,23 @@
 //!
 //! A blocking command's row is an ordinary shard handler that serves the
 //! client if it can and otherwise replies the timeout's null. Here it runs
-//! through the normal routing (one shard, or a cross-shard transaction when
-//! its keys span shards, so BLMOVE between shards stays atomic). When it got
-//! the null the client registers on every key's shard
-//! ([`ringdb_engine::blocking`]), runs the command once more (a change
-//! between the first try and the registration must not be missed), and
-//! waits for a wake-up, its timeout, CLIENT UNBLOCK or its socket closing.
-//! Each wake-up (a change of one of its keys) runs the command again; a
-//! retry that still finds nothing keeps waiting.
+//! once through the normal routing; when it got the null the client
+//! registers with its keys' shards ([`ringdb_engine::blocking`]) and waits
+//! for its timeout, CLIENT UNBLOCK, its socket closing, or:
+//! - keys on one shard: the reply, which that shard sends once a change lets
+//!   it serve the command (in the order clients blocked, before the
+//!   writer's own reply leaves, as Redis serves blocked clients);
+//! - keys on several shards: wake-ups, after each of which the command runs
+//!   again across shards (atomically; a retry that finds nothing keeps
+//!   waiting). Such clients are served in the order their retries arrive.
 //!
-//! Order: waiters of a key are woken in the order they blocked and their
-//! retries reach the key's shard in that order when they live on one core;
-//! waiters on different cores race (Redis serves strictly first come, first
-//! served). Inside MULTI and scripts the handlers run once and never block,
-//! as in Redis.
+//! Inside MULTI and scripts the handlers run once and never block, as in
+//! Redis.
 
 use crate::net::connection::Connection;
 use crate::node::Core;
 use bytes::Bytes;
-use ringdb_engine::blocking::{parse_timeout, timeout_of, Waiter};
+use ringdb_engine::blocking::{parse_timeout, timeout_of, verdict, Verdict, Waiter};
 use ringdb_engine::command::{CmdError, CmdResult, Registered};
 use ringdb_engine::keyspace::Value;
 use ringdb_engine::{ShardCommand, ShardId};
@@ -31,10 +29,12 @@ use std::rc::Rc;
 use std::time::{Duration, Instant};
 
 /// What wakes a blocked client.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Wake {
-    /// One of its keys changed: try again.
+    /// One of its keys changed: try again (keys on several shards).
     Ready,
+    /// Its shard served it: the reply.
+    Served(Bytes),
     /// CLIENT UNBLOCK: reply as on timeout, or with an error.
     Unblock { error: bool },
 }
@@ -88,12 +88,23 @@ pub async fn run(conn: &mut Connection, reg: &'static Registered, args: Vec<Byte
     let keys = keys_by_shard(conn, &command);
     let (tx, rx) = flume::unbounded();
     conn.core.blocked.borrow_mut().by_client.insert(conn.state.id, tx);
-    register(conn, &keys, true).await;
     conn.handle.view.borrow_mut().blocked = true;
-    let outcome = wait(conn, &command, deadline, &rx).await;
+    // Served by the shard only when every key of the command lives there
+    // (a move's destination included).
+    let outcome = match (crate::route::target(conn, &command), keys.iter().next()) {
+        (crate::route::Target::One(shard), Some((&waited_on, waited))) if waited_on == shard => {
+            let waited = waited.clone();
+            wait_on_shard(conn, &command, shard, waited, deadline, &rx).await
+        }
+        _ => {
+            register(conn, &keys, true).await;
+            let outcome = wait_retrying(conn, &command, deadline, &rx).await;
+            register(conn, &keys, false).await;
+            outcome
+        }
+    };
     conn.handle.view.borrow_mut().blocked = false;
     conn.core.blocked.borrow_mut().by_client.remove(&conn.state.id);
-    register(conn, &keys, false).await;
     match outcome {
         Outcome::Served => {}
         Outcome::TimedOut => null_reply(conn, reg.spec.name),
@@ -112,9 +123,145 @@ enum Outcome {
     Disconnected,
 }
 
-/// Tries, then waits for a reason to try again, until served or told to
-/// stop.
-async fn wait(
+/// Keys on one shard: registers the command there (serving it at once if
+/// something arrived meanwhile), then waits for the shard's reply or a
+/// reason to stop.
+async fn wait_on_shard(
+    conn: &mut Connection,
+    command: &ShardCommand,
+    shard: ShardId,
+    keys: Vec<Bytes>,
+    deadline: Option<Instant>,
+    rx: &flume::Receiver<Wake>,
+) -> Outcome {
+    let waiter = Waiter { core: conn.core.id.0, client: conn.state.id };
+    let (cmd, waited) = (command.clone(), keys.clone());
+    let now = conn
+        .core
+        .invoke_on(shard, move |core| {
+            let reply = {
+                let mut shard = core.shard.borrow_mut();
+                let mut out = Vec::new();
+                shard.execute(&cmd, &mut out);
+                match verdict(&cmd, &out, &shard.keyspace) {
+                    Verdict::Reply(reply) => Some(reply),
+                    Verdict::Wait => {
+                        shard.state.funnel.blocked.block_command(waiter, cmd, waited);
+                        None
+                    }
+                }
+            };
+            core.publish_changes();
+            reply
+        })
+        .await;
+    match now {
+        Ok(Some(reply)) => {
+            conn.out.extend_from_slice(&reply);
+            return Outcome::Served;
+        }
+        Ok(None) => {}
+        Err(e) => {
+            conn.reply().error(e.text());
+            return Outcome::Served;
+        }
+    }
+    let stop = loop {
+        match next_event(conn, deadline, rx).await {
+            Event::Wake(Wake::Served(reply)) => {
+                conn.out.extend_from_slice(&reply);
+                return Outcome::Served;
+            }
+            Event::Wake(Wake::Ready) => continue,
+            Event::Wake(Wake::Unblock { error: true }) => break Outcome::Unblocked,
+            Event::Wake(Wake::Unblock { error: false }) | Event::TimedOut => {
+                break Outcome::TimedOut
+            }
+            Event::Closed => break Outcome::Disconnected,
+        }
+    };
+    // Leave the shard's table. If it served us meanwhile, its reply is on
+    // the way and wins over the timeout (nothing popped is dropped).
+    let db = conn.state.db;
+    let still_waiting = conn
+        .core
+        .invoke_on(shard, move |core| {
+            core.shard.borrow_mut().state.funnel.blocked.unblock(db, &keys, waiter)
+        })
+        .await
+        .unwrap_or(true);
+    if still_waiting {
+        return stop;
+    }
+    let served = futures_lite::future::or(
+        async {
+            loop {
+                match rx.recv_async().await {
+                    Ok(Wake::Served(reply)) => return Some(reply),
+                    Ok(_) => continue,
+                    Err(_) => return None,
+                }
+            }
+        },
+        async {
+            glommio::timer::sleep(Duration::from_secs(10)).await;
+            None
+        },
+    )
+    .await;
+    match (served, stop) {
+        (Some(_), Outcome::Disconnected) => {
+            tracing::warn!(client = conn.state.id, "a blocked client left as it was served");
+            Outcome::Disconnected
+        }
+        (Some(reply), _) => {
+            conn.out.extend_from_slice(&reply);
+            Outcome::Served
+        }
+        (None, stop) => stop,
+    }
+}
+
+/// What ends one wait.
+enum Event {
+    Wake(Wake),
+    TimedOut,
+    Closed,
+}
+
+/// The next wake-up, the deadline, or the client hanging up.
+async fn next_event(
+    conn: &mut Connection,
+    deadline: Option<Instant>,
+    rx: &flume::Receiver<Wake>,
+) -> Event {
+    let woken = async {
+        match rx.recv_async().await {
+            Ok(wake) => Event::Wake(wake),
+            // The sender lives in this core's table until we return.
+            Err(_) => Event::TimedOut,
+        }
+    };
+    let timer = async {
+        match deadline.and_then(|d| d.checked_duration_since(Instant::now())) {
+            Some(left) => glommio::timer::sleep(left).await,
+            None if deadline.is_some() => {}
+            None => std::future::pending().await,
+        }
+        Event::TimedOut
+    };
+    // A client that hangs up (or is killed) stops waiting: nothing may be
+    // popped for a reader that is gone.
+    let closed = async {
+        conn.read_while_blocked().await;
+        Event::Closed
+    };
+    futures_lite::future::or(futures_lite::future::or(woken, timer), closed).await
+}
+
+/// Keys on several shards: tries, then waits for a reason to try again,
+/// until served or told to stop.
+async fn wait_retrying(
     conn: &mut Connection,
     command: &ShardCommand,
     deadline: Option<Instant>,
@@ -127,6 +274,9 @@ async fn wait(
             if let Wake::Unblock { error } = wake {
                 unblock = Some(error);
             }
+        }
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Outcome::TimedOut;
         }
         match unblock {
             Some(true) => return Outcome::Unblocked,
@@ -141,42 +291,22 @@ async fn wait(
                 conn.out.truncate(mark);
                 return Outcome::GroupGone(group_error(conn, command).await);
             }
-            // The key now holds another type: Redis serves only a key of
-            // the type the client waits for, and keeps it waiting.
+            // A move whose source is a list failed on its destination:
+            // Redis replies that error (the source keeps its element).
+            Try::Failed if is_move(command.spec.name) && source_is_list(conn, command).await => {
+                return Outcome::Served
+            }
+            // A key now holds another type: Redis serves only a key of the
+            // type the client waits for, and keeps it waiting.
             Try::Failed => conn.out.truncate(mark),
         }
-        let remaining = match deadline {
-            Some(d) => match d.checked_duration_since(Instant::now()) {
-                Some(left) if !left.is_zero() => Some(left),
-                _ => return Outcome::TimedOut,
-            },
-            None => None,
-        };
-        let woken = async {
-            match rx.recv_async().await {
-                Ok(Wake::Ready) => None,
-                Ok(Wake::Unblock { error: true }) => Some(Outcome::Unblocked),
-                Ok(Wake::Unblock { error: false }) | Err(_) => Some(Outcome::TimedOut),
+        match next_event(conn, deadline, rx).await {
+            Event::Wake(Wake::Ready | Wake::Served(_)) => {}
+            Event::Wake(Wake::Unblock { error: true }) => return Outcome::Unblocked,
+            Event::Wake(Wake::Unblock { error: false }) | Event::TimedOut => {
+                return Outcome::TimedOut
             }
-        };
-        let timer = async {
-            match remaining {
-                Some(left) => {
-                    glommio::timer::sleep(left).await;
-                    Some(Outcome::TimedOut)
-                }
-                None => std::future::pending().await,
-            }
-        };
-        let stop = futures_lite::future::or(woken, timer);
-        // A client that hangs up (or is killed) stops waiting: nothing may be
-        // popped for a reader that is gone.
-        let closed = async {
-            conn.read_while_blocked().await;
-            Some(Outcome::Disconnected)
-        };
-        if let Some(outcome) = futures_lite::future::or(stop, closed).await {
-            return outcome;
+            Event::Closed => return Outcome::Disconnected,
         }
     }
 }
@@ -233,11 +363,34 @@ async fn run_once(conn: &mut Connection, command: ShardCommand) -> Try {
 /// The reply on timeout: a null bulk for the moves, a null array for the
 /// rest (one `_` under RESP3).
 fn null_reply(conn: &mut Connection, name: &str) {
-    if matches!(name, "blmove" | "brpoplpush") {
+    if is_move(name) {
         conn.reply().null();
     } else {
         conn.reply().null_array();
     }
+}
+
+/// BLMOVE and BRPOPLPUSH: they wait for their source only.
+fn is_move(name: &str) -> bool {
+    name == "blmove" || name == "brpoplpush"
+}
+
+/// Whether a move's source key holds a list.
+async fn source_is_list(conn: &Connection, command: &ShardCommand) -> bool {
+    let (db, key) = (conn.state.db, command.args[1].clone());
+    let shard = conn.core.shared.slot_map.shard_of_key(&key);
+    conn.core
+        .invoke_on(shard, move |core| {
+            let shard = core.shard.borrow();
+            let now = ringdb_engine::shard::now_ms();
+            shard
+                .keyspace
+                .db(db)
+                .get(&key)
+                .is_some_and(|e| !e.is_expired(now) && matches!(e.value, Value::List(_)))
+        })
+        .await
+        .unwrap_or(false)
 }
 
 /// The command's keys, by the shard that owns them.
@@ -245,9 +398,8 @@ fn keys_by_shard(conn: &Connection, command: &ShardCommand) -> BTreeMap<ShardId,
     let slot_map = conn.core.shared.slot_map;
     let mut keys: BTreeMap<ShardId, Vec<Bytes>> = BTreeMap::new();
     let positions = command.spec.key_positions(&command.args).unwrap_or_default();
-    // BLMOVE waits for its source only: a push to the destination does not
-    // make it servable.
-    let positions = if command.spec.name.ends_with("move") || command.spec.name == "brpoplpush" {
+    // A push to a move's destination does not make it servable.
+    let positions = if is_move(command.spec.name) {
         &positions[..positions.len().min(1)]
     } else {
         &positions[..]
@@ -271,12 +423,12 @@ async fn register(conn: &Connection, keys: &BTreeMap<ShardId, Vec<Bytes>>, block
             .invoke_on(shard, move |core| {
                 let mut shard = core.shard.borrow_mut();
                 let table = &mut shard.state.funnel.blocked;
-                for key in keys {
-                    if block {
+                if block {
+                    for key in keys {
                         table.block(db, key, waiter);
-                    } else {
-                        table.unblock(db, &key, waiter);
                     }
+                } else {
+                    table.unblock(db, &keys, waiter);
                 }
             })
             .await;
@@ -361,13 +513,15 @@ pub async fn client_unblock(conn: &mut Connection, args: &[Bytes]) -> CmdResult 
     Ok(())
 }
 
-/// Delivers a shard's wake-ups to the blocked clients' home cores.
-pub fn send_wakes(core: &Core, wakes: Vec<Waiter>) {
-    for waiter in wakes {
+/// Delivers a shard's replies and wake-ups to the blocked clients' home
+/// cores.
+pub fn send_wakes(core: &Core, wakes: Vec<(Waiter, Option<Bytes>)>) {
+    for (waiter, reply) in wakes {
+        let wake = reply.map_or(Wake::Ready, Wake::Served);
         core.queue_job(
             ShardId(waiter.core),
             Box::new(move |home: &Rc<Core>| {
-                home.blocked.borrow().wake(waiter.client, Wake::Ready);
+                home.blocked.borrow().wake(waiter.client, wake);
             }),
         );
     }
