@@ -14,6 +14,8 @@
 //! - [`scan`]: SCAN's cursor over slots and shards.
 //! - [`watch`]: versions of WATCHed keys (optimistic MULTI/EXEC).
 //! - [`scripting`]: Lua scripts and functions (one Lua state per shard).
+//! - [`persist`]: RDB (snapshots, DUMP/RESTORE), snapshot cursors and the
+//!   append-only log's records, as bytes in memory.
 //!
 //! The rule this crate keeps: no I/O, no threads, no glommio. A shard is plain
 //! data driven by the server; everything here is tested with plain `#[test]`.
@@ -25,6 +27,7 @@ pub mod families;
 pub mod funnel;
 pub mod keyspace;
 pub mod locks;
+pub mod persist;
 pub mod scan;
 pub mod scripting;
 pub mod shard;
