@@ -1,6 +1,8 @@
 //! Persistence against a real 2-shard server: DUMP/RESTORE both ways
-//! between ringdb and a real redis-server (when one is installed; the tests
-//! that need it say so and skip otherwise), for every type.
+//! between ringdb and a real redis-server, snapshot files (SAVE, BGSAVE,
+//! the `save` schedule, SHUTDOWN, DEBUG RELOAD) that survive a restart and
+//! move between ringdb and redis-server in both directions, for every type.
+//! Tests that need redis-server say so and skip when it is not installed.
 
 mod common;
 use common::{keys_on_two_shards, q, Server};
@@ -269,4 +271,263 @@ fn restore_options_and_errors() {
         q::<Value>(&mut c, &["BF.INFO", &b]).unwrap(),
         q::<Value>(&mut c, &["BF.INFO", &a]).unwrap()
     );
+}
+
+/// A server on `dir` (2 shards), with extra flags.
+fn server_on(dir: &TempDir, extra: &[&str]) -> Server {
+    let mut args = vec!["--shards", "2", "--dir", dir.str()];
+    args.extend_from_slice(extra);
+    Server::start_with(&args)
+}
+
+fn info_field(c: &mut redis::Connection, field: &str) -> String {
+    let info: String = q(c, &["INFO", "persistence"]).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in {info}"))
+        .to_string()
+}
+
+const LIBRARY: &str =
+    "#!lua name=persisted\nredis.register_function('answer', function() return 42 end)";
+
+/// Everything the fixture holds, described, plus the other databases.
+fn snapshot_of(c: &mut redis::Connection) -> Vec<String> {
+    let mut all: Vec<String> = key_names().iter().map(|k| describe(c, k)).collect();
+    q::<String>(c, &["SELECT", "3"]).unwrap();
+    all.push(describe(c, "in-db-3"));
+    q::<String>(c, &["SELECT", "0"]).unwrap();
+    all.push(format!("dbsize {}", q::<i64>(c, &["DBSIZE"]).unwrap()));
+    all
+}
+
+fn populate(c: &mut redis::Connection) {
+    run_all(c, &fixture_commands());
+    run_all(
+        c,
+        &[
+            vec!["SELECT".into(), "3".into()],
+            vec!["SET".into(), "in-db-3".into(), "x".into()],
+            vec!["SELECT".into(), "0".into()],
+        ],
+    );
+}
+
+#[test]
+fn snapshot_survives_restart_with_every_type_on_both_shards() {
+    let dir = TempDir::new("restart");
+    let expected = {
+        let server = server_on(&dir, &[]);
+        let mut c = server.client();
+        populate(&mut c);
+        q::<String>(&mut c, &["FUNCTION", "LOAD", LIBRARY]).unwrap();
+        // A key that expires before the restart is not loaded.
+        q::<String>(&mut c, &["SET", "short", "x", "PX", "300"]).unwrap();
+        let (a, b) = keys_on_two_shards();
+        q::<i64>(&mut c, &["BF.ADD", &format!("{a}:bf"), "item"]).unwrap();
+        q::<i64>(&mut c, &["BF.ADD", &format!("{b}:bf"), "item"]).unwrap();
+        assert_ne!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+        let before: i64 = q(&mut c, &["LASTSAVE"]).unwrap();
+        assert_eq!(q::<String>(&mut c, &["SAVE"]).unwrap(), "OK");
+        assert!(q::<i64>(&mut c, &["LASTSAVE"]).unwrap() >= before);
+        assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+        assert_eq!(info_field(&mut c, "rdb_saves"), "1");
+        assert!(dir.0.join("dump.rdb").exists());
+        q::<i64>(&mut c, &["DEL", "short"]).unwrap();
+        snapshot_of(&mut c)
+    };
+    std::thread::sleep(Duration::from_millis(350));
+    let server = server_on(&dir, &[]);
+    let mut c = server.client();
+    assert_eq!(snapshot_of(&mut c), expected);
+    assert_eq!(q::<Option<String>>(&mut c, &["GET", "short"]).unwrap(), None);
+    let ttl: i64 = q(&mut c, &["PTTL", "ttl"]).unwrap();
+    assert!(ttl > 99_000_000, "{ttl}");
+    assert_eq!(q::<i64>(&mut c, &["FCALL", "answer", "0"]).unwrap(), 42);
+    let (a, b) = keys_on_two_shards();
+    for key in [a, b] {
+        assert_eq!(q::<i64>(&mut c, &["BF.EXISTS", &format!("{key}:bf"), "item"]).unwrap(), 1);
+    }
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+}
+
+#[test]
+fn redis_server_and_ringdb_load_each_others_snapshots() {
+    let ours = TempDir::new("ours");
+    let server = server_on(&ours, &["--dbfilename", "ringdb.rdb"]);
+    let mut g = server.client();
+    populate(&mut g);
+    q::<String>(&mut g, &["FUNCTION", "LOAD", LIBRARY]).unwrap();
+    assert_eq!(q::<String>(&mut g, &["SAVE"]).unwrap(), "OK");
+    let file = ours.0.join("ringdb.rdb");
+    if let Ok(out) = Command::new("redis-check-rdb").arg(&file).output() {
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && text.contains("RDB looks OK"), "redis-check-rdb: {text}");
+    }
+    let Some(redis) = Redis::start(&ours, "ringdb.rdb") else { return };
+    let mut r = redis.client();
+    assert_eq!(snapshot_of(&mut r), snapshot_of(&mut g));
+    assert_eq!(q::<i64>(&mut r, &["FCALL", "answer", "0"]).unwrap(), 42);
+
+    // And the other way: redis-server's dump.rdb starts a ringdb.
+    let theirs = TempDir::new("theirs");
+    let Some(redis) = Redis::start(&theirs, "dump.rdb") else { return };
+    let mut r = redis.client();
+    populate(&mut r);
+    q::<String>(&mut r, &["FUNCTION", "LOAD", LIBRARY]).unwrap();
+    assert_eq!(q::<String>(&mut r, &["SAVE"]).unwrap(), "OK");
+    let server = server_on(&theirs, &[]);
+    let mut g = server.client();
+    assert_eq!(snapshot_of(&mut g), snapshot_of(&mut r));
+    assert_eq!(q::<i64>(&mut g, &["FCALL", "answer", "0"]).unwrap(), 42);
+}
+
+/// Waits until no background save runs; its status.
+fn wait_bgsave(c: &mut redis::Connection) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while info_field(c, "rdb_bgsave_in_progress") == "1" {
+        assert!(Instant::now() < deadline, "background save did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    info_field(c, "rdb_last_bgsave_status")
+}
+
+#[test]
+fn bgsave_schedule_and_settings() {
+    let dir = TempDir::new("bgsave");
+    let server = server_on(&dir, &[]);
+    let mut c = server.client();
+    let (a, b) = keys_on_two_shards();
+    q::<String>(&mut c, &["MSET", &a, "1", &b, "2"]).unwrap();
+    assert_eq!(q::<String>(&mut c, &["BGSAVE"]).unwrap(), "Background saving started");
+    assert_eq!(wait_bgsave(&mut c), "ok");
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+    assert!(dir.0.join("dump.rdb").exists());
+    assert_eq!(q::<String>(&mut c, &["BGSAVE", "SCHEDULE"]).unwrap(), "Background saving started");
+    wait_bgsave(&mut c);
+    let err = q::<String>(&mut c, &["BGSAVE", "NOW"]).unwrap_err();
+    assert!(err.to_string().contains("syntax error"), "{err}");
+    // Inside MULTI a BGSAVE is scheduled, and runs after EXEC.
+    let replies: Vec<String> = redis::pipe().atomic().cmd("BGSAVE").query(&mut c).unwrap();
+    assert_eq!(replies, vec!["Background saving scheduled"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(&mut c, "rdb_saves") != "3" {
+        assert!(Instant::now() < deadline, "the scheduled save did not run");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Settings, with Redis's names, defaults and errors.
+    let get = |c: &mut redis::Connection, name: &str| -> String {
+        let v: Vec<String> = q(c, &["CONFIG", "GET", name]).unwrap();
+        v[1].clone()
+    };
+    assert_eq!(get(&mut c, "dbfilename"), "dump.rdb");
+    assert_eq!(get(&mut c, "rdbcompression"), "yes");
+    assert_eq!(get(&mut c, "rdbchecksum"), "yes");
+    assert_eq!(get(&mut c, "save"), "");
+    let err = q::<String>(&mut c, &["CONFIG", "SET", "dir", "/no/such/dir"]).unwrap_err();
+    assert!(err.to_string().contains("No such file or directory"), "{err}");
+    let err = q::<String>(&mut c, &["CONFIG", "SET", "save", "10"]).unwrap_err();
+    assert!(err.to_string().contains("Invalid save parameters"), "{err}");
+    // A failing save: the directory is gone.
+    let gone = TempDir::new("gone");
+    q::<String>(&mut c, &["CONFIG", "SET", "dir", gone.str()]).unwrap();
+    drop(gone);
+    let err = q::<String>(&mut c, &["SAVE"]).unwrap_err();
+    assert_eq!(err.code(), Some("ERR"), "{err}");
+    assert_eq!(q::<String>(&mut c, &["BGSAVE"]).unwrap(), "Background saving started");
+    assert_eq!(wait_bgsave(&mut c), "err");
+}
+
+#[test]
+fn the_save_schedule_saves_on_its_own() {
+    let dir = TempDir::new("schedule");
+    let server = server_on(&dir, &["--save", "1 2"]);
+    let mut c = server.client();
+    q::<String>(&mut c, &["SET", "one", "1"]).unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(!dir.0.join("dump.rdb").exists(), "one change is not enough");
+    q::<String>(&mut c, &["SET", "two", "2"]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !dir.0.join("dump.rdb").exists()
+        || info_field(&mut c, "rdb_changes_since_last_save") != "0"
+    {
+        assert!(Instant::now() < deadline, "the schedule did not save");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn debug_reload_keeps_everything() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    populate(&mut c);
+    let before = snapshot_of(&mut c);
+    assert_eq!(q::<String>(&mut c, &["DEBUG", "RELOAD"]).unwrap(), "OK");
+    assert_eq!(snapshot_of(&mut c), before);
+    let err = q::<String>(&mut c, &["DEBUG", "RELOAD", "NOSAVE"]).unwrap_err();
+    assert!(err.to_string().contains("NOSAVE"), "{err}");
+}
+
+#[test]
+fn shutdown_saves_when_a_schedule_is_set() {
+    let dir = TempDir::new("shutdown");
+    let (a, b) = keys_on_two_shards();
+    {
+        let mut server = server_on(&dir, &["--save", "3600 1"]);
+        let mut c = server.client();
+        q::<String>(&mut c, &["MSET", &a, "1", &b, "2"]).unwrap();
+        let _ = q::<String>(&mut c, &["SHUTDOWN"]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while server.is_running() {
+            assert!(Instant::now() < deadline, "SHUTDOWN did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let mut server = server_on(&dir, &[]);
+    let mut c = server.client();
+    let v: Vec<Option<String>> = q(&mut c, &["MGET", &a, &b]).unwrap();
+    assert_eq!(v, vec![Some("1".into()), Some("2".into())]);
+    // NOSAVE leaves the file as it was.
+    q::<String>(&mut c, &["SET", &a, "changed"]).unwrap();
+    let _ = q::<String>(&mut c, &["SHUTDOWN", "NOSAVE"]);
+    while server.is_running() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let server = server_on(&dir, &[]);
+    let mut c = server.client();
+    assert_eq!(q::<String>(&mut c, &["GET", &a]).unwrap(), "1");
+}
+
+#[test]
+fn a_damaged_snapshot_stops_start_up_with_the_offset() {
+    let dir = TempDir::new("damaged");
+    {
+        let server = server_on(&dir, &[]);
+        let mut c = server.client();
+        populate(&mut c);
+        q::<String>(&mut c, &["SAVE"]).unwrap();
+    }
+    let path = dir.0.join("dump.rdb");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x5a;
+    std::fs::write(&path, &bytes).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ringdb"))
+        .args([
+            "--port",
+            "0",
+            "--shards",
+            "2",
+            "--pin-cpus",
+            "no",
+            "--save",
+            "",
+            "--dir",
+            dir.str(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("at byte") && stderr.contains("dump.rdb"), "{stderr}");
 }

@@ -30,5 +30,6 @@ pub mod mesh;
 pub mod metrics;
 pub mod net;
 pub mod node;
+pub mod persist;
 pub mod push;
 pub mod route;

@@ -13,7 +13,7 @@ use crate::net::listener;
 use glommio::{LocalExecutorBuilder, Placement};
 use ringdb_engine::shard::ShardSettings;
 use ringdb_engine::{Shard, ShardId, SlotMap};
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
@@ -46,6 +46,8 @@ pub struct Shared {
     /// SCRIPT KILL, FUNCTION STATS) and the bodies EVAL has seen. Control
     /// path only: the router reads one atomic of it per command.
     pub scripts: Arc<ringdb_engine::scripting::monitor::ScriptMonitor>,
+    /// Snapshot state: last save, background save in progress, counters.
+    pub persist: crate::persist::Persistence,
 }
 
 impl Shared {
@@ -64,8 +66,6 @@ pub struct Core {
     pub clients: RefCell<ClientRegistry>,
     /// Mailboxes and Pub/Sub subscriptions of this core's connections.
     pub push: RefCell<crate::push::PushHub>,
-    /// Unix time (s) of the last successful save, for LASTSAVE.
-    pub last_save: Cell<u64>,
 }
 
 impl Core {
@@ -261,7 +261,12 @@ pub fn run(config: Config) -> Result<(), String> {
         next_client_id: AtomicU64::new(1),
         connected_clients: AtomicUsize::new(0),
         scripts: Arc::new(ringdb_engine::scripting::monitor::ScriptMonitor::new(shards)),
+        persist: crate::persist::Persistence::default(),
     });
+    // The snapshot file, read once; every shard loads its own keys from it.
+    let rdb_path = config.rdb_path();
+    let started_loading = Instant::now();
+    let rdb = Arc::new(crate::persist::read_file(&rdb_path)?);
 
     let mut handles = Vec::new();
     let mut ready = Vec::new();
@@ -278,10 +283,12 @@ pub fn run(config: Config) -> Result<(), String> {
         }
         let shared = shared.clone();
         let config = config.clone();
+        let rdb = rdb.clone();
         let (ready_tx, ready_rx) = flume::bounded(1);
         let handle = builder
             .spawn(move || async move {
-                core_main(ShardId(i as u16), shared, config, rx, fds, seed, ready_tx).await
+                let start = Start { id: ShardId(i as u16), seed, rdb };
+                core_main(start, shared, config, rx, fds, ready_tx).await
             })
             .map_err(|e| format!("cannot start shard {i}: {e}"))?;
         handles.push(handle);
@@ -290,9 +297,11 @@ pub fn run(config: Config) -> Result<(), String> {
     // An executor that cannot start (too little locked memory for its
     // io_uring rings, a CPU that is not there) ends its thread: say so and
     // stop, rather than serve with a missing shard.
+    let mut loaded = 0;
     for (i, rx) in ready.into_iter().enumerate() {
-        match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(Ok(())) => {}
+        // Loading a big snapshot takes a while: no time limit once it runs.
+        match rx.recv_timeout(Duration::from_secs(if rdb.is_some() { 24 * 3600 } else { 60 })) {
+            Ok(Ok(keys)) => loaded += keys,
             Ok(Err(e)) => return Err(format!("shard {i} could not start: {e}")),
             Err(_) => {
                 return Err(format!(
@@ -302,6 +311,15 @@ pub fn run(config: Config) -> Result<(), String> {
             }
         }
     }
+
+    if rdb.is_some() {
+        info!(
+            "DB loaded from disk: {:.3} seconds, {loaded} keys ({})",
+            started_loading.elapsed().as_secs_f64(),
+            rdb_path.display()
+        );
+    }
+    drop(rdb);
 
     let placement: Vec<String> = pinned
         .iter()
@@ -319,18 +337,40 @@ pub fn run(config: Config) -> Result<(), String> {
         "ringdb ready to accept connections"
     );
 
-    wait_for_signal();
+    wait_for_signal(&shared);
     Ok(())
 }
 
-fn wait_for_signal() {
+/// SIGINT/SIGTERM: save first when a `save` schedule is configured (as
+/// Redis does), on core 0, then exit.
+fn wait_for_signal(shared: &Shared) {
     use signal_hook::consts::{SIGINT, SIGTERM};
     match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
         Ok(mut signals) => {
             if let Some(sig) = signals.forever().next() {
                 let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
                 info!("received {name}, shutting down");
-                shutdown(0);
+                let job: Job = Box::new(|core| {
+                    if core.config.borrow().save_points().is_empty() {
+                        shutdown(0);
+                    }
+                    let core = core.clone();
+                    glommio::spawn_local(async move {
+                        info!("Saving the final RDB snapshot before exiting.");
+                        if let Err(e) = crate::persist::save(&core, false).await {
+                            error!("Error trying to save the DB before exiting: {e}");
+                        }
+                        shutdown(0);
+                    })
+                    .detach();
+                });
+                if shared.mesh[0].send(job).is_err() {
+                    shutdown(0);
+                }
+                // Core 0 exits the process once it has saved.
+                loop {
+                    std::thread::park();
+                }
             }
         }
         Err(e) => {
@@ -349,15 +389,22 @@ pub fn shutdown(code: i32) -> ! {
     std::process::exit(code)
 }
 
-async fn core_main(
+/// What a core starts with: its id, the random seed, the snapshot to load.
+struct Start {
     id: ShardId,
+    seed: u64,
+    rdb: Arc<Option<Vec<u8>>>,
+}
+
+async fn core_main(
+    start: Start,
     shared: Arc<Shared>,
     config: Config,
     mesh_rx: flume::Receiver<Job>,
     listeners: Vec<OwnedFd>,
-    seed: u64,
-    ready: flume::Sender<Result<(), String>>,
+    ready: flume::Sender<Result<usize, String>>,
 ) {
+    let Start { id, seed, rdb } = start;
     let mut shard =
         Shard::new(id, shared.slot_map, Core::shard_settings(&config), seed ^ (id.0 as u64 + 1));
     shard.state.funnel.notify_flags = config.notify_flags();
@@ -369,9 +416,24 @@ async fn core_main(
         config: RefCell::new(config),
         clients: RefCell::new(ClientRegistry::default()),
         push: RefCell::new(crate::push::PushHub::default()),
-        last_save: Cell::new(ringdb_engine::shard::now_ms() / 1000),
     });
+    // Load this shard's keys before serving anything.
+    let mut keys = 0;
+    if let Some(data) = rdb.as_ref() {
+        let path = core.config.borrow().rdb_path();
+        match crate::persist::load_shard(&core, data, &path) {
+            Ok(n) => keys = n,
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        }
+    }
+    drop(rdb);
     glommio::spawn_local(crate::mesh::serve(core.clone(), mesh_rx)).detach();
+    if id.0 == 0 {
+        glommio::spawn_local(crate::persist::cron(core.clone())).detach();
+    }
     glommio::spawn_local(crate::expiry::run(core.clone())).detach();
     glommio::spawn_local(crate::metrics::run(core.clone())).detach();
     for fd in listeners {
@@ -385,7 +447,7 @@ async fn core_main(
             }
         }
     }
-    let _ = ready.send(Ok(()));
+    let _ = ready.send(Ok(keys));
     // A core lives until the process exits.
     futures_lite::future::pending::<()>().await;
 }

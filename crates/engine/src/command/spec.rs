@@ -319,6 +319,8 @@ pub enum NodeCommand {
     Info,
     Time,
     LastSave,
+    Save,
+    BgSave,
     Shutdown,
     Debug,
     ScriptLoad,

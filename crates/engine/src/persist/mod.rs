@@ -6,6 +6,7 @@
 //! - [`encodings`]: listpacks, ziplists, intsets, zipmaps byte for byte.
 //! - [`rdb`]: the RDB format (values, keys, files).
 //! - [`dump`]: DUMP payloads and their checks.
+//! - [`snapshot`]: a shard's part of a snapshot file, and loading a shard.
 //!
 //! The server crate does the file work (where, when, fsync); everything
 //! here works on bytes in memory and is tested with plain `#[test]`.
@@ -15,3 +16,4 @@ pub mod dump;
 pub mod encodings;
 pub mod lzf;
 pub mod rdb;
+pub mod snapshot;

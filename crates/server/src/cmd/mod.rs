@@ -77,6 +77,8 @@ async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> Cm
         N::Info => info::info(conn, args).await,
         N::Time => admin::time(conn, args).await,
         N::LastSave => admin::lastsave(conn, args).await,
+        N::Save => admin::save(conn, args).await,
+        N::BgSave => admin::bgsave(conn, args).await,
         N::Shutdown => admin::shutdown(conn, args).await,
         N::Debug => admin::debug(conn, args).await,
         N::ScriptLoad => scripting::script_load(conn, args).await,

@@ -25,6 +25,8 @@ pub enum Kind {
     /// `notify-keyspace-events` classes (`KEA`, `Kx`, …), printed in
     /// Redis's canonical order.
     NotifyEvents,
+    /// `save`: `<seconds> <changes>` pairs, or nothing.
+    SavePoints,
     /// `client-output-buffer-limit`: `<class> <hard> <soft> <seconds>`
     /// triples for the classes normal, replica (or slave) and pubsub.
     BufferLimits,
@@ -156,6 +158,16 @@ pub static SETTINGS: &[Setting] = &[
       "False-positive rate of the Bloom filters BF.ADD, BF.MADD and BF.INSERT create, as RedisBloom's ERROR_RATE."),
     s("bf-initial-size", "100", Kind::Int { min: 1, max: 1 << 30 }, true,
       "Capacity of the Bloom filters BF.ADD, BF.MADD and BF.INSERT create, as RedisBloom's INITIAL_SIZE."),
+    s("dir", "./", Kind::Text, true,
+      "Directory the snapshot file is written to and loaded from."),
+    s("dbfilename", "dump.rdb", Kind::Text, true,
+      "Name of the snapshot file (Redis RDB version 10) in dir, loaded at start-up when present."),
+    s("save", "3600 1 300 100 60 10000", Kind::SavePoints, true,
+      "Snapshot schedule: pairs of <seconds> <changes>, a background save when both are reached. Empty = never."),
+    s("rdbcompression", "yes", Kind::Bool, true,
+      "Compress strings in snapshots with LZF, as Redis does."),
+    s("rdbchecksum", "yes", Kind::Bool, true,
+      "Write a CRC64 at the end of snapshots and check it when loading."),
     s("io-memory", "1048576", Kind::Memory { min: 512 * 1024, max: i64::MAX }, false,
       "Memory each shard registers with io_uring for its I/O buffers (counts against ulimit -l)."),
     s("spin-before-park", "0", Kind::Int { min: 0, max: 1_000_000 }, false,
@@ -211,6 +223,9 @@ pub fn normalize(setting: &Setting, value: &str) -> Result<String, String> {
         }
         Kind::Text => Ok(value.to_string()),
         Kind::BufferLimits => merge_buffer_limits(setting.default, value),
+        Kind::SavePoints => parse_save_points(value).map(|points| {
+            points.iter().map(|(s, c)| format!("{s} {c}")).collect::<Vec<_>>().join(" ")
+        }),
         Kind::NotifyEvents => ringdb_engine::funnel::notify::parse(value)
             .map(ringdb_engine::funnel::notify::to_string)
             .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string()),
@@ -278,6 +293,27 @@ pub fn merge_buffer_limits(current: &str, new: &str) -> Result<String, String> {
         .join(" "))
 }
 
+/// The `save` schedule: `<seconds> <changes>` pairs (Redis's checks: an
+/// even number of non-negative integers; seconds at least 1).
+pub fn parse_save_points(value: &str) -> Result<Vec<(u64, u64)>, String> {
+    const BAD: &str = "Invalid save parameters";
+    let words: Vec<&str> = value.split_whitespace().collect();
+    if !words.len().is_multiple_of(2) {
+        return Err(BAD.into());
+    }
+    words
+        .chunks(2)
+        .map(|pair| {
+            let seconds: u64 = pair[0].parse().map_err(|_| BAD.to_string())?;
+            let changes: u64 = pair[1].parse().map_err(|_| BAD.to_string())?;
+            if seconds < 1 || seconds > i32::MAX as u64 || changes > i32::MAX as u64 {
+                return Err(BAD.to_string());
+            }
+            Ok((seconds, changes))
+        })
+        .collect()
+}
+
 /// Redis's `memtoull`: `1gb`, `512mb`, `64k`, plain bytes.
 pub fn parse_memory(value: &str) -> Option<i64> {
     let v = value.trim().to_ascii_lowercase();
@@ -322,5 +358,11 @@ mod tests {
         assert!(normalize(rate, "0").is_err() && normalize(rate, "1").is_err());
         assert!(normalize(rate, "abc").is_err() && normalize(rate, "nan").is_err());
         assert_eq!(parse_memory("1gb"), Some(1 << 30));
+        let save = find("save").unwrap();
+        assert_eq!(normalize(save, " 900  1 ").unwrap(), "900 1");
+        assert_eq!(normalize(save, "").unwrap(), "");
+        for bad in ["900", "a 1", "0 1", "-1 1", "900 -1"] {
+            assert_eq!(normalize(save, bad).unwrap_err(), "Invalid save parameters", "{bad}");
+        }
     }
 }
