@@ -531,3 +531,224 @@ fn a_damaged_snapshot_stops_start_up_with_the_offset() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("at byte") && stderr.contains("dump.rdb"), "{stderr}");
 }
+
+/// The log of shard `i` of a 2-shard server on `dir`.
+fn shard_log(dir: &TempDir, i: usize) -> PathBuf {
+    dir.0.join("appendonlydir").join(format!("appendonly.aof.{i}-of-2"))
+}
+
+const ALWAYS: &[&str] = &["--appendonly", "yes", "--appendfsync", "always"];
+
+#[test]
+fn the_append_only_log_survives_kill_9_with_every_type() {
+    let dir = TempDir::new("aof");
+    let (a, b) = keys_on_two_shards();
+    let expected = {
+        let server = server_on(&dir, ALWAYS);
+        let mut c = server.client();
+        assert_eq!(info_field(&mut c, "aof_enabled"), "1");
+        populate(&mut c);
+        // Changes of every kind after creation: deletes, expiry, flushes,
+        // swaps, gathered cross-shard commands, scripts.
+        q::<String>(&mut c, &["MSET", &a, "x", &b, "y"]).unwrap();
+        q::<String>(&mut c, &["RENAME", &a, "renamed"]).unwrap();
+        q::<i64>(&mut c, &["DEL", "int"]).unwrap();
+        q::<i64>(&mut c, &["EXPIRE", "hash", "10000"]).unwrap();
+        q::<Option<String>>(&mut c, &["SPOP", "strset"]).unwrap();
+        q::<i64>(&mut c, &["EVAL", "return redis.call('RPUSH', KEYS[1], 'z')", "1", "list"])
+            .unwrap();
+        run_all(
+            &mut c,
+            &[
+                vec!["SELECT".into(), "5".into()],
+                vec!["SET".into(), "gone".into(), "1".into()],
+                vec!["FLUSHDB".into()],
+                vec!["SET".into(), "kept".into(), "1".into()],
+                vec!["SELECT".into(), "0".into()],
+                vec!["SWAPDB".into(), "5".into(), "6".into()],
+            ],
+        );
+        let mut all = snapshot_of(&mut c);
+        all.push(describe(&mut c, "renamed"));
+        q::<String>(&mut c, &["SELECT", "6"]).unwrap();
+        all.push(describe(&mut c, "kept"));
+        all
+        // Dropping the server kills it (SIGKILL): nothing is flushed at exit.
+    };
+    assert!(shard_log(&dir, 0).exists() && shard_log(&dir, 1).exists());
+    let server = server_on(&dir, ALWAYS);
+    let mut c = server.client();
+    let mut all = snapshot_of(&mut c);
+    all.push(describe(&mut c, "renamed"));
+    q::<String>(&mut c, &["SELECT", "6"]).unwrap();
+    all.push(describe(&mut c, "kept"));
+    assert_eq!(all, expected);
+    q::<String>(&mut c, &["SELECT", "5"]).unwrap();
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]).unwrap(), 0);
+}
+
+#[test]
+fn acknowledged_writes_survive_kill_9_at_random_moments() {
+    let dir = TempDir::new("crash");
+    let (a, b) = keys_on_two_shards();
+    let mut acked = (0i64, 0i64);
+    for round in 0..4u64 {
+        let server = server_on(&dir, ALWAYS);
+        let mut c = server.client();
+        let got: Vec<Option<i64>> = q(&mut c, &["MGET", &a, &b]).unwrap();
+        let (ga, gb) = (got[0].unwrap_or(0), got[1].unwrap_or(0));
+        // Everything acknowledged is there (and at most the one write in
+        // flight when the process died is extra).
+        assert!(ga >= acked.0 && ga <= acked.0 + 1, "round {round}: {ga} vs {}", acked.0);
+        assert!(gb >= acked.1 && gb <= acked.1 + 1, "round {round}: {gb} vs {}", acked.1);
+        let url = server.url();
+        let (ka, kb) = (a.clone(), b.clone());
+        let writer = std::thread::spawn(move || {
+            let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+            let mut last = (ga, gb);
+            loop {
+                let Ok(x) = q::<i64>(&mut c, &["INCR", &ka]) else { return last };
+                last.0 = x;
+                let Ok(y) = q::<i64>(&mut c, &["INCR", &kb]) else { return last };
+                last.1 = y;
+            }
+        });
+        std::thread::sleep(Duration::from_millis(150 + (round * 97) % 200));
+        drop(server);
+        acked = writer.join().unwrap();
+    }
+    let server = server_on(&dir, ALWAYS);
+    let mut c = server.client();
+    let got: Vec<i64> = q(&mut c, &["MGET", &a, &b]).unwrap();
+    assert!(got[0] >= acked.0 && got[1] >= acked.1, "{got:?} vs {acked:?}");
+    assert!(acked.0 > 4 && acked.1 > 4, "the writers wrote: {acked:?}");
+}
+
+#[test]
+fn a_torn_last_record_is_cut_off_or_refused() {
+    let dir = TempDir::new("torn");
+    let (a, b) = keys_on_two_shards();
+    {
+        let server = server_on(&dir, ALWAYS);
+        let mut c = server.client();
+        q::<String>(&mut c, &["MSET", &a, "1", &b, "2"]).unwrap();
+    }
+    let log = shard_log(&dir, 0);
+    let good = std::fs::read(&log).unwrap();
+    let mut torn = good.clone();
+    torn.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$1\r\n");
+    std::fs::write(&log, &torn).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ringdb"))
+        .args([
+            "--port",
+            "0",
+            "--shards",
+            "2",
+            "--pin-cpus",
+            "no",
+            "--save",
+            "",
+            "--dir",
+            dir.str(),
+        ])
+        .args(["--appendonly", "yes", "--aof-load-truncated", "no"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Unexpected end of file")
+            && stderr.contains(&format!("at byte {}", good.len())),
+        "{stderr}"
+    );
+    // With aof-load-truncated yes (the default) the torn record goes.
+    let server = server_on(&dir, &["--appendonly", "yes"]);
+    let mut c = server.client();
+    let v: Vec<Option<String>> = q(&mut c, &["MGET", &a, &b]).unwrap();
+    assert_eq!(v, vec![Some("1".into()), Some("2".into())]);
+    assert_eq!(std::fs::read(&log).unwrap(), good);
+    // Corruption before the end stops start-up, naming the file and byte.
+    drop(server);
+    let mut bad = good.clone();
+    bad[0] = b'#';
+    std::fs::write(&log, &bad).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ringdb"))
+        .args([
+            "--port",
+            "0",
+            "--shards",
+            "2",
+            "--pin-cpus",
+            "no",
+            "--save",
+            "",
+            "--dir",
+            dir.str(),
+        ])
+        .args(["--appendonly", "yes"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("appendonly.aof.0-of-2") && stderr.contains("at byte 0"), "{stderr}");
+    // A log of another shard count is refused.
+    let out = Command::new(env!("CARGO_BIN_EXE_ringdb"))
+        .args([
+            "--port",
+            "0",
+            "--shards",
+            "3",
+            "--pin-cpus",
+            "no",
+            "--save",
+            "",
+            "--dir",
+            dir.str(),
+        ])
+        .args(["--appendonly", "yes"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--shards 2"));
+}
+
+#[test]
+fn bgrewriteaof_and_turning_the_log_on_at_run_time() {
+    let dir = TempDir::new("rewrite");
+    let (a, b) = keys_on_two_shards();
+    {
+        let server = server_on(&dir, &[]);
+        let mut c = server.client();
+        q::<String>(&mut c, &["SET", &a, "before"]).unwrap();
+        assert_eq!(info_field(&mut c, "aof_enabled"), "0");
+        q::<String>(&mut c, &["CONFIG", "SET", "appendonly", "yes"]).unwrap();
+        assert_eq!(info_field(&mut c, "aof_enabled"), "1");
+        for i in 0..200 {
+            q::<String>(&mut c, &["SET", &b, &format!("value {i}")]).unwrap();
+        }
+        let size = std::fs::metadata(shard_log(&dir, 1)).unwrap().len();
+        assert_eq!(
+            q::<String>(&mut c, &["BGREWRITEAOF"]).unwrap(),
+            "Background append only file rewriting started"
+        );
+        assert_eq!(info_field(&mut c, "aof_rewrites"), "1");
+        assert!(std::fs::metadata(shard_log(&dir, 1)).unwrap().len() < size / 50);
+        q::<String>(&mut c, &["SET", "after", "rewrite"]).unwrap();
+        for policy in ["no", "everysec"] {
+            q::<String>(&mut c, &["CONFIG", "SET", "appendfsync", policy]).unwrap();
+            q::<String>(&mut c, &["SET", &format!("{policy}-key"), "1"]).unwrap();
+        }
+        assert_eq!(q::<String>(&mut c, &["DEBUG", "LOADAOF"]).unwrap(), "OK");
+        assert_eq!(q::<String>(&mut c, &["GET", "no-key"]).unwrap(), "1");
+    }
+    let server = server_on(&dir, &["--appendonly", "yes"]);
+    let mut c = server.client();
+    let v: Vec<Option<String>> =
+        q(&mut c, &["MGET", &a, &b, "after", "no-key", "everysec-key"]).unwrap();
+    let v: Vec<String> = v.into_iter().map(Option::unwrap_or_default).collect();
+    assert_eq!(v, vec!["before", "value 199", "rewrite", "1", "1"]);
+    // Turning it off stops logging.
+    q::<String>(&mut c, &["CONFIG", "SET", "appendonly", "no"]).unwrap();
+    let size = std::fs::metadata(shard_log(&dir, 0)).unwrap().len();
+    q::<String>(&mut c, &["SET", &a, "unlogged"]).unwrap();
+    assert_eq!(std::fs::metadata(shard_log(&dir, 0)).unwrap().len(), size);
+}

@@ -161,6 +161,8 @@ pub struct Funnel {
     /// Keyspace notifications waiting to be published by the server, in
     /// order.
     pub outbox: Vec<KeyEvent>,
+    /// The append-only log's pending changes (`None`: `appendonly no`).
+    pub log: Option<crate::persist::aof::LogState>,
 }
 
 impl Funnel {
@@ -176,6 +178,9 @@ impl Funnel {
             self.watches.touch(db, key);
         }
         self.notify(db, key, class, event);
+        if let Some(log) = &mut self.log {
+            log.events.push(crate::persist::aof::LogEvent::Key(db, Bytes::copy_from_slice(key)));
+        }
         if let Some(record) = &mut self.record {
             record.push(KeyEvent { db, key: Bytes::copy_from_slice(key), class, event });
         }
@@ -189,6 +194,9 @@ impl Funnel {
         self.dirty += 1;
         if !self.watches.is_empty() {
             self.watches.touch_db(db, affected);
+        }
+        if let Some(log) = &mut self.log {
+            log.events.push(crate::persist::aof::LogEvent::WholeDb(db));
         }
     }
 

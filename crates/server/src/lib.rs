@@ -21,6 +21,7 @@
 //! and their replies written by `ringdb-protocol`'s writer. Only this crate
 //! touches glommio.
 
+pub mod aof;
 pub mod cmd;
 pub mod config;
 pub mod expiry;

@@ -66,6 +66,8 @@ pub struct Core {
     pub clients: RefCell<ClientRegistry>,
     /// Mailboxes and Pub/Sub subscriptions of this core's connections.
     pub push: RefCell<crate::push::PushHub>,
+    /// This shard's append-only log, when `appendonly` is on.
+    pub aof: RefCell<Option<crate::aof::AofWriter>>,
 }
 
 impl Core {
@@ -91,17 +93,40 @@ impl Core {
         if config.loglevel() != self.config.borrow().loglevel() {
             crate::logging::set_level(config.loglevel());
         }
-        let mut shard = self.shard.borrow_mut();
-        let active_expire = shard.state.settings.active_expire;
-        shard.state.settings = ShardSettings { active_expire, ..Self::shard_settings(&config) };
-        shard.state.funnel.notify_flags = config.notify_flags();
+        let logging = config.get("appendonly") == Some("yes");
+        let was_logging = self.config.borrow().get("appendonly") == Some("yes");
+        let fsync = crate::aof::Fsync::from_config(&config);
+        {
+            let mut shard = self.shard.borrow_mut();
+            let active_expire = shard.state.settings.active_expire;
+            shard.state.settings = ShardSettings { active_expire, ..Self::shard_settings(&config) };
+            shard.state.funnel.notify_flags = config.notify_flags();
+        }
         *self.config.borrow_mut() = config;
+        if let Some(w) = self.aof.borrow_mut().as_mut() {
+            w.fsync = fsync;
+        }
+        if logging && !was_logging {
+            // Turning the log on starts it from the shard's current state.
+            let mut shard = self.shard.borrow_mut();
+            let result = crate::aof::rewrite(self, &mut shard);
+            self.shared
+                .persist
+                .aof_last_rewrite_ok
+                .store(result.is_ok(), std::sync::atomic::Ordering::Relaxed);
+            if let Err(e) = result {
+                error!("appendonly yes: {e}");
+            }
+        } else if !logging && was_logging {
+            crate::aof::close(self);
+        }
     }
 
     /// Publishes the keyspace notifications this core's shard queued. Called
     /// after shard work (a command, a batch, a mesh job, an expiry cycle),
     /// before the reply leaves; costs one check when there are none.
     pub fn publish_notifications(&self) {
+        self.flush_log();
         let events = {
             let mut shard = self.shard.borrow_mut();
             if shard.state.funnel.outbox.is_empty() {
@@ -266,7 +291,11 @@ pub fn run(config: Config) -> Result<(), String> {
     // The snapshot file, read once; every shard loads its own keys from it.
     let rdb_path = config.rdb_path();
     let started_loading = Instant::now();
-    let rdb = Arc::new(crate::persist::read_file(&rdb_path)?);
+    // With appendonly on and logs present, the logs are the data (as in
+    // Redis); otherwise the snapshot is.
+    let from_logs =
+        config.get("appendonly") == Some("yes") && crate::aof::logs_exist(&config, shards)?;
+    let rdb = Arc::new(if from_logs { None } else { crate::persist::read_file(&rdb_path)? });
 
     let mut handles = Vec::new();
     let mut ready = Vec::new();
@@ -416,6 +445,7 @@ async fn core_main(
         config: RefCell::new(config),
         clients: RefCell::new(ClientRegistry::default()),
         push: RefCell::new(crate::push::PushHub::default()),
+        aof: RefCell::new(None),
     });
     // Load this shard's keys before serving anything.
     let mut keys = 0;
@@ -430,7 +460,21 @@ async fn core_main(
         }
     }
     drop(rdb);
+    if core.config.borrow().get("appendonly") == Some("yes") {
+        let replayed = crate::aof::replay_shard(&core, core.shared.shards())
+            .and_then(|records| crate::aof::open(&core).map(|()| records));
+        match replayed {
+            Ok(records) if records > 0 => info!(shard = id.0, records, "append-only log replayed"),
+            Ok(_) => {}
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        }
+        keys += core.shard.borrow().keyspace.iter().map(|db| db.len()).sum::<usize>();
+    }
     glommio::spawn_local(crate::mesh::serve(core.clone(), mesh_rx)).detach();
+    glommio::spawn_local(crate::aof::sync_loop(core.clone())).detach();
     if id.0 == 0 {
         glommio::spawn_local(crate::persist::cron(core.clone())).detach();
     }

@@ -54,6 +54,11 @@ pub struct Persistence {
     pub last_bgsave_try_ms: AtomicU64,
     /// Successful saves since start-up (`rdb_saves`).
     pub saves: AtomicU64,
+    /// The last append-only log write (and sync) worked.
+    pub aof_last_write_ok: AtomicBool,
+    pub aof_last_rewrite_ok: AtomicBool,
+    /// Log rewrites since start-up (`aof_rewrites`).
+    pub aof_rewrites: AtomicU64,
 }
 
 impl Default for Persistence {
@@ -67,6 +72,9 @@ impl Default for Persistence {
             bgsave_started_ms: AtomicU64::new(0),
             last_bgsave_try_ms: AtomicU64::new(0),
             saves: AtomicU64::new(0),
+            aof_last_write_ok: AtomicBool::new(true),
+            aof_last_rewrite_ok: AtomicBool::new(true),
+            aof_rewrites: AtomicU64::new(0),
         }
     }
 }
@@ -336,6 +344,34 @@ async fn reload_locked(core: &Rc<Core>, target: &Target) -> Result<(), CmdError>
     if let Some(Err(e)) = results.into_iter().find(|r| r.is_err()) {
         warn!("DEBUG RELOAD: {e}");
         return Err(CmdError::new("ERR Error trying to load the RDB dump"));
+    }
+    Ok(())
+}
+
+/// DEBUG LOADAOF: every shard writes and syncs its log, empties itself and
+/// replays the log, under one lock of every shard.
+pub async fn debug_loadaof(core: &Rc<Core>, in_exec: bool) -> Result<(), CmdError> {
+    if core.config.borrow().get("appendonly") != Some("yes") {
+        return Err(CmdError::new("ERR DEBUG LOADAOF needs appendonly yes"));
+    }
+    lock_all(core, in_exec).await?;
+    let results = core
+        .invoke_on_all(|core| {
+            core.flush_log();
+            core.sync_log();
+            {
+                let mut shard = core.shard.borrow_mut();
+                for db in 0..shard.keyspace.db_count() {
+                    shard.keyspace.db_mut(db).clear();
+                }
+            }
+            crate::aof::replay_shard(core, core.shared.shards())
+        })
+        .await;
+    unlock_all(core, in_exec).await?;
+    if let Some(e) = results?.into_iter().find_map(Result::err) {
+        warn!("DEBUG LOADAOF: {e}");
+        return Err(CmdError::new("ERR Error trying to load the AOF files, check server logs."));
     }
     Ok(())
 }

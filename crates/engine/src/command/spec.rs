@@ -321,6 +321,7 @@ pub enum NodeCommand {
     LastSave,
     Save,
     BgSave,
+    BgRewriteAof,
     Shutdown,
     Debug,
     ScriptLoad,

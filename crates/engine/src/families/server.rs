@@ -66,6 +66,8 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("server", "1.0.0", "Synchronously saves the database(s) to disk.", "O(N) where N is the total number of keys in all databases", ""),
     node("bgsave", -1, NO_ASYNC_LOADING | ADMIN | NOSCRIPT, N::BgSave)
         .doc("server", "1.0.0", "Asynchronously saves the database(s) to disk.", "O(1)", "[SCHEDULE]"),
+    node("bgrewriteaof", 1, NO_ASYNC_LOADING | ADMIN | NOSCRIPT, N::BgRewriteAof)
+        .doc("server", "1.0.0", "Asynchronously rewrites the append-only file to disk.", "O(1)", ""),
     node("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | SENTINEL | ALLOW_BUSY, N::Shutdown).doc(
         "server",
         "1.0.0",

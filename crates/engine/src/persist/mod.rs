@@ -6,11 +6,13 @@
 //! - [`encodings`]: listpacks, ziplists, intsets, zipmaps byte for byte.
 //! - [`rdb`]: the RDB format (values, keys, files).
 //! - [`dump`]: DUMP payloads and their checks.
+//! - [`aof`]: the append-only log's records, replay and rewrite.
 //! - [`snapshot`]: a shard's part of a snapshot file, and loading a shard.
 //!
 //! The server crate does the file work (where, when, fsync); everything
 //! here works on bytes in memory and is tested with plain `#[test]`.
 
+pub mod aof;
 pub mod crc64;
 pub mod dump;
 pub mod encodings;

@@ -65,6 +65,29 @@ pub async fn bgsave(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// BGREWRITEAOF: every shard replaces its log with its current state. Each
+/// shard does it on its own core, between commands (a shard's rewrite is
+/// the size of its data, written once), so it is done when the reply comes.
+pub async fn bgrewriteaof(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
+    let results = conn
+        .core
+        .invoke_on_all(|core| {
+            let mut shard = core.shard.borrow_mut();
+            crate::aof::rewrite(core, &mut shard)
+        })
+        .await?;
+    let p = &conn.core.shared.persist;
+    let failed = results.into_iter().find_map(Result::err);
+    p.aof_last_rewrite_ok.store(failed.is_none(), Relaxed);
+    if let Some(e) = failed {
+        tracing::warn!("BGREWRITEAOF: {e}");
+        return Err(CmdError::new("ERR Can't execute an AOF background rewriting. Please check the server logs for more information."));
+    }
+    p.aof_rewrites.fetch_add(1, Relaxed);
+    conn.reply().simple("Background append only file rewriting started");
+    Ok(())
+}
+
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. ringdb has no replicas to
 /// wait for, so a shutdown is never in progress: it happens at once. It
 /// saves the snapshot first when asked (SAVE) or when a `save` schedule is
@@ -119,6 +142,8 @@ const DEBUG_HELP: &[&str] = &[
     "ERROR <string>",
     "    Return a Redis protocol error with <string> as message. Useful for clients",
     "    unit tests to simulate Redis errors.",
+    "LOADAOF",
+    "    Flush the AOF buffers on disk and reload the AOF in memory.",
     "LOG <message>",
     "    Write <message> to the server log.",
     "OBJECT <key>",
@@ -154,6 +179,9 @@ pub async fn debug(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let argc = args.len();
     if argc == 2 && is(sub, "help") {
         crate::cmd::help(conn, args, DEBUG_HELP);
+    } else if is(sub, "loadaof") && argc == 2 {
+        persist::debug_loadaof(&conn.core, conn.state.in_exec).await?;
+        conn.reply().ok();
     } else if is(sub, "reload") {
         debug_reload(conn, &args[2..]).await?;
     } else if is(sub, "sleep") && argc == 3 {

@@ -79,6 +79,7 @@ async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> Cm
         N::LastSave => admin::lastsave(conn, args).await,
         N::Save => admin::save(conn, args).await,
         N::BgSave => admin::bgsave(conn, args).await,
+        N::BgRewriteAof => admin::bgrewriteaof(conn, args).await,
         N::Shutdown => admin::shutdown(conn, args).await,
         N::Debug => admin::debug(conn, args).await,
         N::ScriptLoad => scripting::script_load(conn, args).await,

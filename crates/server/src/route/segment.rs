@@ -158,7 +158,10 @@ impl Segment {
                     core.shard.borrow_mut().run_batch(
                         commands,
                         Box::new(move |shard, reply| {
-                            // Notifications leave before the reply does.
+                            // The log is written (and synced under
+                            // appendfsync always) and notifications leave
+                            // before the reply does.
+                            notifier.flush_log_of(shard);
                             let events = std::mem::take(&mut shard.state.funnel.outbox);
                             if !events.is_empty() {
                                 notifier.publish_events(events);
