@@ -720,6 +720,12 @@ fn bgrewriteaof_and_turning_the_log_on_at_run_time() {
         let mut c = server.client();
         q::<String>(&mut c, &["SET", &a, "before"]).unwrap();
         assert_eq!(info_field(&mut c, "aof_enabled"), "0");
+        // With the log off, BGREWRITEAOF writes the files and logs nothing
+        // after them.
+        q::<String>(&mut c, &["BGREWRITEAOF"]).unwrap();
+        let size = std::fs::metadata(shard_log(&dir, 0)).unwrap().len();
+        q::<String>(&mut c, &["SET", &a, "before"]).unwrap();
+        assert_eq!(std::fs::metadata(shard_log(&dir, 0)).unwrap().len(), size);
         q::<String>(&mut c, &["CONFIG", "SET", "appendonly", "yes"]).unwrap();
         assert_eq!(info_field(&mut c, "aof_enabled"), "1");
         for i in 0..200 {
@@ -730,8 +736,15 @@ fn bgrewriteaof_and_turning_the_log_on_at_run_time() {
             q::<String>(&mut c, &["BGREWRITEAOF"]).unwrap(),
             "Background append only file rewriting started"
         );
-        assert_eq!(info_field(&mut c, "aof_rewrites"), "1");
+        assert_eq!(info_field(&mut c, "aof_rewrites"), "2");
         assert!(std::fs::metadata(shard_log(&dir, 1)).unwrap().len() < size / 50);
+        // A rewrite starts with an RDB preamble unless told otherwise.
+        assert!(std::fs::read(shard_log(&dir, 1)).unwrap().starts_with(b"REDIS0010"));
+        q::<String>(&mut c, &["CONFIG", "SET", "aof-use-rdb-preamble", "no"]).unwrap();
+        q::<String>(&mut c, &["BGREWRITEAOF"]).unwrap();
+        assert!(std::fs::read(shard_log(&dir, 1)).unwrap().starts_with(b"*2\r\n$6\r\nSELECT"));
+        q::<String>(&mut c, &["CONFIG", "SET", "aof-use-rdb-preamble", "yes"]).unwrap();
+        q::<String>(&mut c, &["BGREWRITEAOF"]).unwrap();
         q::<String>(&mut c, &["SET", "after", "rewrite"]).unwrap();
         for policy in ["no", "everysec"] {
             q::<String>(&mut c, &["CONFIG", "SET", "appendfsync", policy]).unwrap();

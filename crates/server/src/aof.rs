@@ -145,7 +145,11 @@ pub fn rewrite(core: &Core, shard: &mut Shard) -> Result<(), String> {
     let path = log_path(&config, core.id.index(), core.shared.shards());
     let dir = log_dir(&config);
     std::fs::create_dir_all(&dir).map_err(|e| format!("can't create {}: {e}", dir.display()))?;
-    let bytes = aof::rewrite(&shard.keyspace, now_ms());
+    let bytes = if config.get("aof-use-rdb-preamble") == Some("yes") {
+        aof::rewrite_with_preamble(&shard.keyspace, &shard.state, now_ms())
+    } else {
+        aof::rewrite(&shard.keyspace, now_ms())
+    };
     let tmp = dir.join(format!("temp-rewriteaof-{}-{}.aof", std::process::id(), core.id.index()));
     let written = (|| -> std::io::Result<File> {
         let mut f = File::create(&tmp)?;
@@ -161,6 +165,10 @@ pub fn rewrite(core: &Core, shard: &mut Shard) -> Result<(), String> {
         let _ = std::fs::remove_file(&tmp);
         format!("can't rewrite the append only file {}: {e}", path.display())
     })?;
+    if config.get("appendonly") != Some("yes") {
+        // BGREWRITEAOF with the log off only writes the file, as in Redis.
+        return Ok(());
+    }
     // The new log holds everything: pending changes are in it already.
     let mut log = shard.state.funnel.log.take().unwrap_or_default();
     log.events.clear();

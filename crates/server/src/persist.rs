@@ -348,12 +348,9 @@ async fn reload_locked(core: &Rc<Core>, target: &Target) -> Result<(), CmdError>
     Ok(())
 }
 
-/// DEBUG LOADAOF: every shard writes and syncs its log, empties itself and
-/// replays the log, under one lock of every shard.
+/// DEBUG LOADAOF: every shard writes and syncs its log (when on), empties
+/// itself and replays its log file, under one lock of every shard.
 pub async fn debug_loadaof(core: &Rc<Core>, in_exec: bool) -> Result<(), CmdError> {
-    if core.config.borrow().get("appendonly") != Some("yes") {
-        return Err(CmdError::new("ERR DEBUG LOADAOF needs appendonly yes"));
-    }
     lock_all(core, in_exec).await?;
     let results = core
         .invoke_on_all(|core| {

@@ -13,7 +13,8 @@
 //! the whole collection.
 //!
 //! Records are RESP arrays, as in Redis's AOF, so a log is readable with
-//! the usual tools. Replay stops at a torn last record (the caller decides,
+//! the usual tools; a rewritten log may start with an RDB file of the shard
+//! (`aof-use-rdb-preamble`), as Redis's base file does. Replay stops at a torn last record (the caller decides,
 //! with `aof-load-truncated`, whether to cut it off); anything else that
 //! does not parse is an error naming the byte.
 
@@ -112,8 +113,15 @@ fn db_records(out: &mut Vec<u8>, keyspace: &Keyspace, db: usize, now_ms: u64) {
     }
 }
 
-/// A compact log of the shard as it is now (BGREWRITEAOF, and the base a
-/// log starts from).
+/// A log that starts with an RDB file of the shard as it is now
+/// (`aof-use-rdb-preamble yes`, Redis's default): compact and fast to load.
+pub fn rewrite_with_preamble(keyspace: &Keyspace, state: &ShardState, now_ms: u64) -> Vec<u8> {
+    let part = super::snapshot::serialize(keyspace, state, now_ms, Encoder::default());
+    super::snapshot::assemble(&[("aof-base", "1".into())], &[part], Encoder::default(), true)
+}
+
+/// A compact log of the shard as it is now, as records (BGREWRITEAOF with
+/// `aof-use-rdb-preamble no`).
 pub fn rewrite(keyspace: &Keyspace, now_ms: u64) -> Vec<u8> {
     let mut out = Vec::new();
     for db in 0..keyspace.db_count() {
@@ -192,6 +200,10 @@ pub fn replay(
     let mut report = ReplayReport::default();
     let mut db = 0usize;
     let mut at = 0;
+    if data.starts_with(b"REDIS") {
+        at = super::snapshot::load(data, keyspace, state, limits, now_ms, true)?.end;
+        report.valid_len = at;
+    }
     while at < data.len() {
         let fail = |reason: String| RdbError { offset: at, reason };
         let (args, len) = match parse_record(&data[at..]) {
@@ -321,12 +333,19 @@ mod tests {
         };
         replay(&first, &mut late, &state, &LoadLimits::default(), 6000).unwrap();
         assert_eq!(get(&late, 1, "t"), None);
-        // A rewrite replays to the same state.
-        let compact = rewrite(&ks, 1000);
-        let mut again = Keyspace::for_slots(16, 0, 16384);
-        replay(&compact, &mut again, &state, &LoadLimits::default(), 1000).unwrap();
-        for (db, k) in [(0, "c"), (2, "d"), (1, "t")] {
-            assert_eq!(get(&again, db, k), get(&ks, db, k));
+        // A rewrite replays to the same state, with or without an RDB
+        // preamble, and records appended after the preamble count too.
+        for mut compact in [rewrite(&ks, 1000), rewrite_with_preamble(&ks, &state, 1000)] {
+            command(&mut compact, &[b"SELECT", b"0"]);
+            command(&mut compact, &[b"DEL", b"c"]);
+            let mut again = Keyspace::for_slots(16, 0, 16384);
+            let report =
+                replay(&compact, &mut again, &state, &LoadLimits::default(), 1000).unwrap();
+            assert_eq!(report.valid_len, compact.len());
+            for (db, k) in [(2, "d"), (1, "t")] {
+                assert_eq!(get(&again, db, k), get(&ks, db, k));
+            }
+            assert_eq!(get(&again, 0, "c"), None);
         }
     }
 

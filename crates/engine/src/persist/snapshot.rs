@@ -121,6 +121,9 @@ pub struct LoadReport {
     /// Function libraries in the file (every shard loads them).
     pub functions: Vec<Vec<u8>>,
     pub version: u16,
+    /// Where the file ended (after its checksum): an append-only log with
+    /// an RDB preamble goes on with records from there.
+    pub end: usize,
 }
 
 /// Loads the keys this shard owns from an RDB file into `keyspace`
@@ -139,7 +142,10 @@ pub fn load(
     loop {
         let record = reader.next_record()?;
         let key = match record {
-            Record::End => return Ok(report),
+            Record::End => {
+                report.end = reader.position();
+                return Ok(report);
+            }
             Record::Aux(..) => continue,
             Record::Function(code) => {
                 report.functions.push(code.into_owned());

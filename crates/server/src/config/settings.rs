@@ -176,6 +176,8 @@ pub static SETTINGS: &[Setting] = &[
       "Base name of the log files; shard i of n logs to <appendfilename>.<i>-of-<n> in appenddirname."),
     s("appenddirname", "appendonlydir", Kind::Text, false,
       "Directory (inside dir) of the append-only logs."),
+    s("aof-use-rdb-preamble", "yes", Kind::Bool, true,
+      "A rewritten log starts with an RDB snapshot of the shard (compact, fast to load), as Redis's base file does."),
     s("aof-load-truncated", "yes", Kind::Bool, true,
       "At start-up, cut off a log's torn last record (and say so) rather than refuse to start."),
     s("io-memory", "1048576", Kind::Memory { min: 512 * 1024, max: i64::MAX }, false,
