@@ -411,8 +411,9 @@ fn wait_for_signal(shared: &Shared) {
     }
 }
 
-/// Stops the process. Everything is in memory until persistence lands, so
-/// there is nothing to flush; this is the one place that will do it.
+/// Stops the process. Snapshots are saved before this is called (SHUTDOWN,
+/// signals); append-only logs are written after every unit of shard work,
+/// so what the kernel holds of them survives the exit.
 pub fn shutdown(code: i32) -> ! {
     info!("ringdb is now ready to exit, bye bye...");
     std::process::exit(code)

@@ -376,8 +376,10 @@ pub async fn debug_loadaof(core: &Rc<Core>, in_exec: bool) -> Result<(), CmdErro
 /// The `save` schedule and BGSAVE SCHEDULE, run on core 0 (Redis's
 /// `serverCron` part for snapshots).
 pub async fn cron(core: Rc<Core>) {
+    let mut tick = 0u64;
     loop {
         glommio::timer::sleep(std::time::Duration::from_millis(100)).await;
+        tick += 1;
         let p = &core.shared.persist;
         if p.bgsave_in_progress.load(Relaxed) {
             continue;
@@ -388,8 +390,10 @@ pub async fn cron(core: Rc<Core>) {
             }
             continue;
         }
+        // The schedule is checked once a second (it counts whole seconds);
+        // scheduled saves above start within a tenth.
         let points = core.config.borrow().save_points();
-        if points.is_empty() {
+        if points.is_empty() || !tick.is_multiple_of(10) {
             continue;
         }
         let Ok(dirty) = core.invoke_on_all(|core| core.shard.borrow().state.funnel.dirty).await
@@ -402,7 +406,9 @@ pub async fn cron(core: Rc<Core>) {
         let retry_ok = p.last_bgsave_ok.load(Relaxed)
             || now_ms().saturating_sub(p.last_bgsave_try_ms.load(Relaxed))
                 > BGSAVE_RETRY_DELAY_S * 1000;
-        if let Some((seconds, _)) = points.iter().find(|(s, c)| dirty >= *c && since >= *s) {
+        // Redis's test: at least `changes` changes and more than `seconds`
+        // seconds since the last save.
+        if let Some((seconds, _)) = points.iter().find(|(s, c)| dirty >= *c && since > *s) {
             if retry_ok {
                 info!("{dirty} changes in {seconds} seconds. Saving...");
                 if let Err(e) = bgsave(&core, false).await {
