@@ -765,3 +765,24 @@ fn bgrewriteaof_and_turning_the_log_on_at_run_time() {
     q::<String>(&mut c, &["SET", &a, "unlogged"]).unwrap();
     assert_eq!(std::fs::metadata(shard_log(&dir, 0)).unwrap().len(), size);
 }
+
+#[test]
+fn the_log_rewrites_itself_when_it_has_grown() {
+    let dir = TempDir::new("autorewrite");
+    let server = server_on(&dir, &["--appendonly", "yes", "--auto-aof-rewrite-min-size", "4096"]);
+    let mut c = server.client();
+    let (a, _) = keys_on_two_shards();
+    for i in 0..300 {
+        q::<String>(&mut c, &["SET", &a, &format!("value {i}")]).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(&mut c, "aof_rewrites") == "0" {
+        assert!(Instant::now() < deadline, "no automatic rewrite");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(std::fs::metadata(shard_log(&dir, 0)).unwrap().len() < 4096);
+    drop(server);
+    let server = server_on(&dir, &["--appendonly", "yes"]);
+    let mut c = server.client();
+    assert_eq!(q::<String>(&mut c, &["GET", &a]).unwrap(), "value 299");
+}

@@ -15,9 +15,13 @@
 //! only for the shard count that wrote it. BGREWRITEAOF (and turning
 //! `appendonly` on) replaces each log with the shard's current state.
 //!
+//! Rewrites (BGREWRITEAOF, or automatic per `auto-aof-rewrite-percentage`
+//! and `auto-aof-rewrite-min-size`, checked once a second) run on the
+//! shard's own core between commands: the shard pauses for the time it
+//! takes to write its data once.
+//!
 //! Not done yet: a cross-shard transaction is logged by each shard on its
-//! own, so a crash between two shards' writes may keep one part of it;
-//! automatic rewrites (`auto-aof-rewrite-*`) are not implemented.
+//! own, so a crash between two shards' writes may keep one part of it.
 
 use crate::config::Config;
 use crate::node::Core;
@@ -57,6 +61,10 @@ pub struct AofWriter {
     /// Written since the last sync.
     unsynced: bool,
     buf: Vec<u8>,
+    /// Bytes in the file, and right after its last rewrite
+    /// (`auto-aof-rewrite-percentage` compares them).
+    pub size: u64,
+    pub base_size: u64,
 }
 
 /// The log file of shard `i` of `n`.
@@ -174,12 +182,15 @@ pub fn rewrite(core: &Core, shard: &mut Shard) -> Result<(), String> {
     log.events.clear();
     log.reset_selected();
     shard.state.funnel.log = Some(log);
+    let size = bytes.len() as u64;
     *core.aof.borrow_mut() = Some(AofWriter {
         file,
         path,
         fsync: Fsync::from_config(&config),
         unsynced: false,
         buf: Vec::new(),
+        size,
+        base_size: size,
     });
     Ok(())
 }
@@ -196,6 +207,7 @@ pub fn open(core: &Core) -> Result<(), String> {
         .append(true)
         .open(&path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     core.shard.borrow_mut().state.funnel.log = Some(LogState::default());
     *core.aof.borrow_mut() = Some(AofWriter {
         file,
@@ -203,6 +215,8 @@ pub fn open(core: &Core) -> Result<(), String> {
         fsync: Fsync::from_config(&config),
         unsynced: false,
         buf: Vec::new(),
+        size,
+        base_size: size,
     });
     Ok(())
 }
@@ -229,6 +243,7 @@ impl Core {
         aof::drain(log, &shard.keyspace, now_ms(), &mut w.buf);
         let ok = w.file.write_all(&w.buf).is_ok()
             && (w.fsync != Fsync::Always || w.file.sync_data().is_ok());
+        w.size += w.buf.len() as u64;
         w.unsynced = w.fsync == Fsync::EverySec;
         let persist = &self.shared.persist;
         if !ok && persist.aof_last_write_ok.swap(false, Relaxed) {
@@ -259,11 +274,61 @@ impl Core {
     }
 }
 
-/// The once-a-second sync of `appendfsync everysec`, on every core.
+/// Whether the log has grown enough since its last rewrite for an
+/// automatic one (Redis's test: at least `auto-aof-rewrite-min-size`, and
+/// grown by `auto-aof-rewrite-percentage` percent of its base; 0 = never).
+pub fn needs_rewrite(size: u64, base_size: u64, percentage: u64, min_size: u64) -> bool {
+    if percentage == 0 || size < min_size {
+        return false;
+    }
+    let base = base_size.max(1);
+    size.saturating_mul(100) / base >= 100 + percentage
+}
+
+/// Once a second on every core: the sync of `appendfsync everysec`, and
+/// the automatic rewrite of this shard's log when it has grown enough.
 pub async fn sync_loop(core: std::rc::Rc<Core>) {
     loop {
         glommio::timer::sleep(std::time::Duration::from_secs(1)).await;
         core.flush_log();
         core.sync_log();
+        let grown = core.aof.borrow().as_ref().is_some_and(|w| {
+            let config = core.config.borrow();
+            let number = |name: &str| config.get(name).and_then(|v| v.parse().ok()).unwrap_or(0);
+            needs_rewrite(
+                w.size,
+                w.base_size,
+                number("auto-aof-rewrite-percentage"),
+                number("auto-aof-rewrite-min-size"),
+            )
+        });
+        if grown {
+            info!(shard = core.id.0, "Starting automatic rewriting of AOF");
+            let mut shard = core.shard.borrow_mut();
+            let result = rewrite(&core, &mut shard);
+            let persist = &core.shared.persist;
+            persist.aof_last_rewrite_ok.store(result.is_ok(), Relaxed);
+            match result {
+                Ok(()) => {
+                    persist.aof_rewrites.fetch_add(1, Relaxed);
+                }
+                Err(e) => warn!("automatic AOF rewrite: {e}"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::needs_rewrite;
+
+    #[test]
+    fn automatic_rewrites_follow_redis_thresholds() {
+        let mb = 1 << 20;
+        assert!(!needs_rewrite(63 * mb, 1, 100, 64 * mb), "below the minimum size");
+        assert!(needs_rewrite(64 * mb, 32 * mb, 100, 64 * mb), "doubled");
+        assert!(!needs_rewrite(64 * mb, 33 * mb, 100, 64 * mb));
+        assert!(!needs_rewrite(u64::MAX / 2, 1, 0, 0), "0% turns it off");
+        assert!(needs_rewrite(150, 100, 50, 0) && !needs_rewrite(149, 100, 50, 0));
     }
 }
