@@ -5,10 +5,11 @@
 //! drains the funnel's pending changes into records (see
 //! `ringdb_engine::persist::aof`) and writes them; with `appendfsync always`
 //! it also syncs them then, so one fsync covers every write of that unit of
-//! work (group commit). For plain commands this happens before their reply
-//! leaves the shard; replies of cross-shard transaction steps may be sent
-//! just before their step's sync. `everysec` syncs once a second from a
-//! timer; `no` leaves syncing to the kernel.
+//! work (group commit). Every path that runs writes on a shard (batches,
+//! split and gathered cross-shard commands, transaction steps, whole-shard
+//! commands, expiry) does this before its reply leaves the shard, through
+//! `Core::publish_notifications` or the batch's completion. `everysec`
+//! syncs once a second from a timer; `no` leaves syncing to the kernel.
 //!
 //! Start-up replays each shard's log (a torn last record is cut off when
 //! `aof-load-truncated` is yes, and stops start-up otherwise); a log exists

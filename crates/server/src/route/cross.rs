@@ -139,6 +139,7 @@ async fn split(
                         core.shard.borrow_mut().run_batch(
                             vec![cmd],
                             Box::new(move |shard, reply| {
+                                notifier.flush_log_of(shard);
                                 let events = std::mem::take(&mut shard.state.funnel.outbox);
                                 if !events.is_empty() {
                                     notifier.publish_events(events);
