@@ -315,7 +315,7 @@ impl<'a> Decoder<'a> {
             }
             types::LIST => {
                 let n = self.count(1)?;
-                let mut elements = Vec::with_capacity(n);
+                let mut elements = Vec::with_capacity(capacity(n));
                 for _ in 0..n {
                     elements.push(self.string()?);
                 }
@@ -423,7 +423,7 @@ impl<'a> Decoder<'a> {
             return Ok(None);
         }
         let mut set = if n > limits.set_max_intset_entries.min(1 << 30) {
-            Set::new_table(n)
+            Set::new_table(capacity(n))
         } else {
             Set::new_intset()
         };
@@ -454,7 +454,7 @@ impl<'a> Decoder<'a> {
         if n == 0 {
             return Ok(None);
         }
-        let mut zset = ZSet::new_tree(n);
+        let mut zset = ZSet::new_tree(capacity(n));
         for _ in 0..n {
             let member = self.string()?;
             let score =
@@ -482,8 +482,11 @@ impl<'a> Decoder<'a> {
             return Ok(None);
         }
         let n = items.len() / 2;
-        let mut zset =
-            if n > limits.zset_max_listpack_entries { ZSet::new_tree(n) } else { ZSet::new() };
+        let mut zset = if n > limits.zset_max_listpack_entries {
+            ZSet::new_tree(capacity(n))
+        } else {
+            ZSet::new()
+        };
         for pair in items.chunks(2) {
             let score = match pair[1] {
                 Item::Int(v) => v as f64,
@@ -503,7 +506,7 @@ impl<'a> Decoder<'a> {
 
     fn plain_hash(&mut self) -> R<Option<Value>> {
         let n = self.count(2)?;
-        let mut pairs = Vec::with_capacity(n);
+        let mut pairs = Vec::with_capacity(capacity(n));
         for _ in 0..n {
             let field = self.string()?;
             let value = self.string()?;
@@ -611,6 +614,14 @@ impl<'a> Decoder<'a> {
         }
         self.binary_double()
     }
+}
+
+/// A capacity hint from a count read from the data: counts are checked
+/// against the bytes left, but one byte per element still allows a hint
+/// far beyond what the elements will take, so hints are capped (structures
+/// grow past them as elements arrive).
+fn capacity(n: usize) -> usize {
+    n.min(1 << 16)
 }
 
 fn push_items(list: &mut List, items: &[Item<'_>], limits: &Limits) {
