@@ -786,3 +786,34 @@ fn the_log_rewrites_itself_when_it_has_grown() {
     let mut c = server.client();
     assert_eq!(q::<String>(&mut c, &["GET", &a]).unwrap(), "value 299");
 }
+
+#[test]
+fn a_crash_never_leaves_half_of_a_cross_shard_mset() {
+    let dir = TempDir::new("halfmset");
+    let (a, b) = keys_on_two_shards();
+    {
+        let server = server_on(&dir, ALWAYS);
+        let mut c = server.client();
+        q::<String>(&mut c, &["SET", &a, "old"]).unwrap();
+        q::<String>(&mut c, &["SET", &b, "old"]).unwrap();
+        q::<String>(&mut c, &["MSET", &a, "new", &b, "new"]).unwrap();
+    }
+    // As if the process died after shard 0 wrote its part of the MSET and
+    // before shard 1 wrote the end of its part.
+    let log = shard_log(&dir, 1);
+    let data = std::fs::read(&log).unwrap();
+    let end = data.windows(5).rposition(|w| w == b"TXEND").expect("a transaction end");
+    let record_start = data[..end].iter().rposition(|&c| c == b'*').unwrap();
+    std::fs::write(&log, &data[..record_start]).unwrap();
+    let server = server_on(&dir, ALWAYS);
+    let mut c = server.client();
+    let v: Vec<String> = q(&mut c, &["MGET", &a, &b]).unwrap();
+    assert_eq!(v, vec!["old", "old"]);
+    // Whole transactions are replayed: a gathered RENAME across shards.
+    q::<String>(&mut c, &["RENAME", &a, &b]).unwrap();
+    drop(server);
+    let server = server_on(&dir, ALWAYS);
+    let mut c = server.client();
+    let v: Vec<Option<String>> = q(&mut c, &["MGET", &a, &b]).unwrap();
+    assert_eq!(v, vec![None, Some("old".into())]);
+}

@@ -296,6 +296,11 @@ pub fn run(config: Config) -> Result<(), String> {
     let from_logs =
         config.get("appendonly") == Some("yes") && crate::aof::logs_exist(&config, shards)?;
     let rdb = Arc::new(if from_logs { None } else { crate::persist::read_file(&rdb_path)? });
+    let committed = Arc::new(if from_logs {
+        crate::aof::committed_transactions(&config, shards)?
+    } else {
+        Default::default()
+    });
 
     let mut handles = Vec::new();
     let mut ready = Vec::new();
@@ -313,10 +318,11 @@ pub fn run(config: Config) -> Result<(), String> {
         let shared = shared.clone();
         let config = config.clone();
         let rdb = rdb.clone();
+        let committed = committed.clone();
         let (ready_tx, ready_rx) = flume::bounded(1);
         let handle = builder
             .spawn(move || async move {
-                let start = Start { id: ShardId(i as u16), seed, rdb };
+                let start = Start { id: ShardId(i as u16), seed, rdb, committed };
                 core_main(start, shared, config, rx, fds, ready_tx).await
             })
             .map_err(|e| format!("cannot start shard {i}: {e}"))?;
@@ -424,6 +430,8 @@ struct Start {
     id: ShardId,
     seed: u64,
     rdb: Arc<Option<Vec<u8>>>,
+    /// Cross-shard transactions whose every part is in the logs.
+    committed: Arc<crate::aof::Committed>,
 }
 
 async fn core_main(
@@ -434,7 +442,7 @@ async fn core_main(
     listeners: Vec<OwnedFd>,
     ready: flume::Sender<Result<usize, String>>,
 ) {
-    let Start { id, seed, rdb } = start;
+    let Start { id, seed, rdb, committed } = start;
     let mut shard =
         Shard::new(id, shared.slot_map, Core::shard_settings(&config), seed ^ (id.0 as u64 + 1));
     shard.state.funnel.notify_flags = config.notify_flags();
@@ -462,7 +470,7 @@ async fn core_main(
     }
     drop(rdb);
     if core.config.borrow().get("appendonly") == Some("yes") {
-        let replayed = crate::aof::replay_shard(&core, core.shared.shards())
+        let replayed = crate::aof::replay_shard(&core, core.shared.shards(), &committed)
             .and_then(|records| crate::aof::open(&core).map(|()| records));
         match replayed {
             Ok(records) if records > 0 => info!(shard = id.0, records, "append-only log replayed"),

@@ -352,20 +352,35 @@ async fn reload_locked(core: &Rc<Core>, target: &Target) -> Result<(), CmdError>
 /// itself and replays its log file, under one lock of every shard.
 pub async fn debug_loadaof(core: &Rc<Core>, in_exec: bool) -> Result<(), CmdError> {
     lock_all(core, in_exec).await?;
+    let result = loadaof_locked(core).await;
+    unlock_all(core, in_exec).await?;
+    result
+}
+
+async fn loadaof_locked(core: &Rc<Core>) -> Result<(), CmdError> {
+    core.invoke_on_all(|core| {
+        core.flush_log();
+        core.sync_log();
+    })
+    .await?;
+    let config = core.config.borrow().clone();
+    let committed = crate::aof::committed_transactions(&config, core.shared.shards())
+        .map(std::sync::Arc::new)
+        .map_err(|e| {
+            warn!("DEBUG LOADAOF: {e}");
+            CmdError::new("ERR Error trying to load the AOF files, check server logs.")
+        })?;
     let results = core
-        .invoke_on_all(|core| {
-            core.flush_log();
-            core.sync_log();
+        .invoke_on_all(move |core| {
             {
                 let mut shard = core.shard.borrow_mut();
                 for db in 0..shard.keyspace.db_count() {
                     shard.keyspace.db_mut(db).clear();
                 }
             }
-            crate::aof::replay_shard(core, core.shared.shards())
+            crate::aof::replay_shard(core, core.shared.shards(), &committed)
         })
         .await;
-    unlock_all(core, in_exec).await?;
     if let Some(e) = results?.into_iter().find_map(Result::err) {
         warn!("DEBUG LOADAOF: {e}");
         return Err(CmdError::new("ERR Error trying to load the AOF files, check server logs."));

@@ -33,6 +33,11 @@ pub enum LogEvent {
     Key(usize, Bytes),
     /// A whole database changed (FLUSHDB, FLUSHALL, SWAPDB).
     WholeDb(usize),
+    /// This shard's part of cross-shard transaction `id` (of `parts`
+    /// shards) starts: its records count only if every part's log has its
+    /// [`LogEvent::TxEnd`] (see [`committed_parts`]).
+    TxBegin(u64, u32),
+    TxEnd(u64),
 }
 
 /// What a shard has to log: the changes since the last drain, and the
@@ -83,7 +88,20 @@ fn key_record(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, now_ms: u64)
 pub fn drain(log: &mut LogState, keyspace: &Keyspace, now_ms: u64, out: &mut Vec<u8>) {
     let events = std::mem::take(&mut log.events);
     let mut last: Option<&LogEvent> = None;
-    for event in &events {
+    for (i, event) in events.iter().enumerate() {
+        // A transaction part that changed nothing (MGET's) is not logged.
+        if let (LogEvent::TxBegin(id, _), Some(LogEvent::TxEnd(end))) = (event, events.get(i + 1)) {
+            if id == end {
+                continue;
+            }
+        }
+        if let (LogEvent::TxEnd(id), Some(LogEvent::TxBegin(begin, _))) =
+            (event, i.checked_sub(1).map(|p| &events[p]))
+        {
+            if id == begin {
+                continue;
+            }
+        }
         // A key written several times in a row is logged once.
         if last == Some(event) {
             continue;
@@ -99,6 +117,13 @@ pub fn drain(log: &mut LogState, keyspace: &Keyspace, now_ms: u64, out: &mut Vec
                 command(out, &[b"FLUSHDB"]);
                 db_records(out, keyspace, *db, now_ms);
             }
+            LogEvent::TxBegin(id, parts) => {
+                command(
+                    out,
+                    &[b"TXBEGIN", id.to_string().as_bytes(), parts.to_string().as_bytes()],
+                );
+            }
+            LogEvent::TxEnd(id) => command(out, &[b"TXEND", id.to_string().as_bytes()]),
         }
     }
 }
@@ -188,14 +213,61 @@ fn parse_record(data: &[u8]) -> Result<Option<Parsed<'_>>, &'static str> {
     Ok(Some((args, at)))
 }
 
+/// A transaction id or part count of a TXBEGIN/TXEND record.
+fn number(arg: &[u8]) -> Result<u64, String> {
+    std::str::from_utf8(arg)
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(|| "bad transaction marker".to_string())
+}
+
+/// Where a log's records start: after its RDB preamble, if it has one.
+fn records_start(data: &[u8]) -> Result<usize, RdbError> {
+    if !data.starts_with(b"REDIS") {
+        return Ok(0);
+    }
+    let mut reader = super::rdb::file::RdbReader::new(data, false)?;
+    while !matches!(reader.next_record()?, super::rdb::file::Record::End) {}
+    Ok(reader.position())
+}
+
+/// The cross-shard transactions whose part this log holds entirely: (id,
+/// number of parts) of each `TXEND`. A transaction is committed when the
+/// logs of all its parts list it.
+pub fn committed_parts(data: &[u8]) -> Result<Vec<(u64, u32)>, RdbError> {
+    let mut at = records_start(data)?;
+    let mut open: Vec<(u64, u32)> = Vec::new();
+    let mut done = Vec::new();
+    while let Ok(Some((args, len))) = parse_record(&data[at..]) {
+        let fail = |reason: String| RdbError { offset: at, reason };
+        match (&args[0].to_ascii_uppercase()[..], args.len()) {
+            (b"TXBEGIN", 3) => {
+                open.push((number(args[1]).map_err(fail)?, number(args[2]).map_err(fail)? as u32))
+            }
+            (b"TXEND", 2) => {
+                let id = number(args[1]).map_err(fail)?;
+                if let Some(i) = open.iter().position(|(o, _)| *o == id) {
+                    done.push(open.swap_remove(i));
+                }
+            }
+            _ => {}
+        }
+        at += len;
+    }
+    Ok(done)
+}
+
 /// Replays a log into a shard's keyspace: every record whose key this
-/// shard owns. Stops at a torn last record (see [`ReplayReport`]).
+/// shard owns, except the parts of cross-shard transactions that are not
+/// `committed` (some part's log lacks its end: the process died before all
+/// parts were written). Stops at a torn last record (see [`ReplayReport`]).
 pub fn replay(
     data: &[u8],
     keyspace: &mut Keyspace,
     state: &ShardState,
     limits: &LoadLimits,
     now_ms: u64,
+    committed: &dyn Fn(u64) -> bool,
 ) -> Result<ReplayReport, RdbError> {
     let mut report = ReplayReport::default();
     let mut db = 0usize;
@@ -204,6 +276,7 @@ pub fn replay(
         at = super::snapshot::load(data, keyspace, state, limits, now_ms, true)?.end;
         report.valid_len = at;
     }
+    let mut skipping: Option<u64> = None;
     while at < data.len() {
         let fail = |reason: String| RdbError { offset: at, reason };
         let (args, len) = match parse_record(&data[at..]) {
@@ -211,7 +284,26 @@ pub fn replay(
             Ok(None) => break,
             Err(reason) => return Err(fail(reason.into())),
         };
-        apply(&args, &mut db, keyspace, state, limits, now_ms).map_err(fail)?;
+        match (&args[0].to_ascii_uppercase()[..], args.len()) {
+            (b"TXBEGIN", 3) => {
+                let id = number(args[1]).map_err(fail)?;
+                if skipping.is_none() && !committed(id) {
+                    skipping = Some(id);
+                }
+            }
+            (b"TXEND", 2) => {
+                if skipping == Some(number(args[1]).map_err(fail)?) {
+                    skipping = None;
+                }
+            }
+            // SELECT still applies inside a skipped part: what follows it
+            // may be outside.
+            (b"SELECT", _) => {
+                apply(&args, &mut db, keyspace, state, limits, now_ms).map_err(fail)?
+            }
+            _ if skipping.is_some() => {}
+            _ => apply(&args, &mut db, keyspace, state, limits, now_ms).map_err(fail)?,
+        }
         at += len;
         report.records += 1;
         report.valid_len = at;
@@ -315,7 +407,8 @@ mod tests {
         drain(&mut log, &ks, 1000, &mut out);
 
         let mut back = Keyspace::for_slots(16, 0, 16384);
-        let report = replay(&out, &mut back, &state, &LoadLimits::default(), 1000).unwrap();
+        let report =
+            replay(&out, &mut back, &state, &LoadLimits::default(), 1000, &|_| true).unwrap();
         assert_eq!(report.valid_len, out.len());
         assert_eq!(get(&back, 0, "a"), None);
         assert_eq!(get(&back, 0, "c").as_deref(), Some("3"));
@@ -331,7 +424,7 @@ mod tests {
             drain(&mut l, &ks, 1000, &mut o);
             o
         };
-        replay(&first, &mut late, &state, &LoadLimits::default(), 6000).unwrap();
+        replay(&first, &mut late, &state, &LoadLimits::default(), 6000, &|_| true).unwrap();
         assert_eq!(get(&late, 1, "t"), None);
         // A rewrite replays to the same state, with or without an RDB
         // preamble, and records appended after the preamble count too.
@@ -340,7 +433,8 @@ mod tests {
             command(&mut compact, &[b"DEL", b"c"]);
             let mut again = Keyspace::for_slots(16, 0, 16384);
             let report =
-                replay(&compact, &mut again, &state, &LoadLimits::default(), 1000).unwrap();
+                replay(&compact, &mut again, &state, &LoadLimits::default(), 1000, &|_| true)
+                    .unwrap();
             assert_eq!(report.valid_len, compact.len());
             for (db, k) in [(2, "d"), (1, "t")] {
                 assert_eq!(get(&again, db, k), get(&ks, db, k));
@@ -359,17 +453,56 @@ mod tests {
         let first_end = parse_record(&log).unwrap().unwrap().1;
         for cut in first_end..log.len() {
             let mut back = Keyspace::for_slots(16, 0, 16384);
-            let report = replay(&log[..cut], &mut back, &state, &LoadLimits::default(), 0).unwrap();
+            let report =
+                replay(&log[..cut], &mut back, &state, &LoadLimits::default(), 0, &|_| true)
+                    .unwrap();
             assert!(report.valid_len <= cut && report.valid_len >= first_end, "cut {cut}");
         }
         let mut bad = log.clone();
         bad[first_end] = b'x';
-        let err =
-            replay(&bad, &mut Keyspace::for_slots(16, 0, 16384), &state, &LoadLimits::default(), 0)
-                .unwrap_err();
+        let err = replay(
+            &bad,
+            &mut Keyspace::for_slots(16, 0, 16384),
+            &state,
+            &LoadLimits::default(),
+            0,
+            &|_| true,
+        )
+        .unwrap_err();
         assert_eq!(err.offset, first_end);
         let mut unknown = Vec::new();
         command(&mut unknown, &[b"SET", b"a", b"b"]);
-        assert!(replay(&unknown, &mut ks, &state, &LoadLimits::default(), 0).is_err());
+        assert!(replay(&unknown, &mut ks, &state, &LoadLimits::default(), 0, &|_| true).is_err());
+    }
+
+    #[test]
+    fn parts_of_uncommitted_transactions_are_skipped() {
+        let state = ShardState::new(ShardSettings::default(), 1);
+        let mut ks = Keyspace::for_slots(16, 0, 16384);
+        put(&mut ks, 0, "a", "1", None);
+        put(&mut ks, 0, "b", "2", None);
+        let mut log = LogState::default();
+        let mut out = rewrite_with_preamble(&Keyspace::for_slots(16, 0, 16384), &state, 0);
+        log.events = vec![
+            LogEvent::TxBegin(7, 2),
+            key(0, "a"),
+            LogEvent::TxEnd(7),
+            LogEvent::TxBegin(8, 2),
+            key(0, "b"),
+        ];
+        drain(&mut log, &ks, 0, &mut out);
+        assert_eq!(committed_parts(&out).unwrap(), vec![(7, 2)]);
+        let mut back = Keyspace::for_slots(16, 0, 16384);
+        replay(&out, &mut back, &state, &LoadLimits::default(), 0, &|id| id == 7).unwrap();
+        assert_eq!(get(&back, 0, "a").as_deref(), Some("1"));
+        assert_eq!(get(&back, 0, "b"), None, "transaction 8 never ended here");
+        let mut back = Keyspace::for_slots(16, 0, 16384);
+        replay(&out, &mut back, &state, &LoadLimits::default(), 0, &|_| false).unwrap();
+        assert_eq!(get(&back, 0, "a"), None, "transaction 7 did not end on its other shard");
+        // A part that changed nothing leaves no trace.
+        let mut empty = Vec::new();
+        log.events = vec![LogEvent::TxBegin(9, 2), LogEvent::TxEnd(9)];
+        drain(&mut log, &ks, 0, &mut empty);
+        assert!(empty.is_empty());
     }
 }
