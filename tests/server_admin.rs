@@ -265,6 +265,10 @@ fn function_flush_list_help() {
 fn shutdown() {
     let mut server = Server::start(2);
     let mut c = server.client();
+    // A save that cannot be written (its directory is gone) stops SHUTDOWN SAVE.
+    let gone = common::temp_dir("gone");
+    q::<String>(&mut c, &["CONFIG", "SET", "dir", gone.to_str().unwrap()]).unwrap();
+    std::fs::remove_dir_all(&gone).unwrap();
     for (args, text) in [
         (vec!["SHUTDOWN", "BADARG"], "syntax error"),
         (vec!["SHUTDOWN", "SAVE", "NOSAVE"], "syntax error"),

@@ -13,6 +13,20 @@ use std::time::{Duration, Instant};
 pub struct Server {
     child: Child,
     pub port: u16,
+    /// The server's own `dir` when the test gave none (removed on drop):
+    /// no test ever writes a snapshot into the repository.
+    own_dir: Option<std::path::PathBuf>,
+}
+
+/// A fresh directory under the system's temp dir.
+pub fn temp_dir(tag: &str) -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("ringdb-{tag}-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    dir
 }
 
 fn free_port() -> u16 {
@@ -29,11 +43,22 @@ impl Server {
     }
 
     /// A server started with these extra flags (add `--shards` yourself).
+    /// Unless they say otherwise, it never saves on its own (`save ""`) and
+    /// its `dir` is a temporary directory of its own.
     pub fn start_with(args: &[&str]) -> Server {
+        let own_dir = (!args.contains(&"--dir")).then(|| temp_dir("server"));
+        let mut defaults: Vec<String> = Vec::new();
+        if let Some(dir) = &own_dir {
+            defaults.extend(["--dir".to_string(), dir.display().to_string()]);
+        }
+        if !args.contains(&"--save") {
+            defaults.extend(["--save".to_string(), String::new()]);
+        }
         for _attempt in 0..20 {
             let port = free_port();
             let mut child = Command::new(env!("CARGO_BIN_EXE_ringdb"))
                 .args(["--port", &port.to_string(), "--pin-cpus", "no", "--loglevel", "warning"])
+                .args(&defaults)
                 .args(args)
                 .stdout(Stdio::null())
                 .stderr(Stdio::inherit())
@@ -45,7 +70,7 @@ impl Server {
                     break; // port taken meanwhile: try another
                 }
                 if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Server { child, port };
+                    return Server { child, port, own_dir };
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
@@ -85,6 +110,9 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        if let Some(dir) = &self.own_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }
 

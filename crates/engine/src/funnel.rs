@@ -176,6 +176,8 @@ pub struct Funnel {
     pub outbox: Vec<KeyEvent>,
     /// Client-side caching: tracked keys, BCAST prefixes, invalidations.
     pub tracking: TrackingTable,
+    /// The append-only log's pending changes (`None`: `appendonly no`).
+    pub log: Option<crate::persist::aof::LogState>,
 }
 
 impl Funnel {
@@ -201,6 +203,9 @@ impl Funnel {
             self.tracking.key_changed(key, by_client);
         }
         self.notify(db, key, class, event);
+        if let Some(log) = &mut self.log {
+            log.events.push(crate::persist::aof::LogEvent::Key(db, Bytes::copy_from_slice(key)));
+        }
         if let Some(record) = &mut self.record {
             record.push(KeyEvent { db, key: Bytes::copy_from_slice(key), class, event });
         }
@@ -223,6 +228,9 @@ impl Funnel {
         }
         if !self.blocked.is_empty() {
             self.blocked.touch_db(db, &affected);
+        }
+        if let Some(log) = &mut self.log {
+            log.events.push(crate::persist::aof::LogEvent::WholeDb(db));
         }
     }
 

@@ -17,6 +17,8 @@
 //!   watched on this shard, re-run when their key changes.
 //! - [`scripting`]: Lua scripts and functions (one Lua state per shard).
 //! - [`tracking`]: client-side caching (tracked keys, invalidations).
+//! - [`persist`]: RDB (snapshots, DUMP/RESTORE), snapshot cursors and the
+//!   append-only log's records, as bytes in memory.
 //!
 //! The rule this crate keeps: no I/O, no threads, no glommio. A shard is plain
 //! data driven by the server; everything here is tested with plain `#[test]`.
@@ -29,6 +31,7 @@ pub mod families;
 pub mod funnel;
 pub mod keyspace;
 pub mod locks;
+pub mod persist;
 pub mod query_watch;
 pub mod scan;
 pub mod scripting;

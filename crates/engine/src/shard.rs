@@ -333,6 +333,18 @@ impl ShardState {
         }
     }
 
+    /// The access field Redis's `objectSetLRUOrLFU` gives a restored or
+    /// loaded key: `freq` under an LFU policy, `idle` seconds under the
+    /// others; `None` keeps the fresh access of a new key.
+    pub fn restored_access(&self, now_ms: u64, idle: Option<u64>, freq: Option<u8>) -> Option<u32> {
+        if self.settings.lfu {
+            freq.map(|f| (lfu_minutes(now_ms) << 8) | f as u32)
+        } else {
+            let idle = idle?.min(u32::MAX as u64) as u32;
+            Some(((now_ms / 1000) as u32).wrapping_sub(idle))
+        }
+    }
+
     /// The LFU counter of an access field after decay (OBJECT FREQ).
     pub fn lfu_decayed(&self, access: u32, now_ms: u64) -> u32 {
         let ldt = access >> 8;

@@ -68,6 +68,10 @@ const SAMPLES: &[(&str, &str, &[&str])] = &[
     ("expiretime", "EXPIRETIME t", &[]),
     ("pexpiretime", "PEXPIRETIME t", &[]),
     ("persist", "PERSIST t", &["t"]),
+    // "\0\x03r13\n\0yG;_[-d$" is the DUMP payload of "r13", chosen for
+    // a checksum with no space in it.
+    ("dump", "DUMP s", &[]),
+    ("restore", "RESTORE new 0 \0\x03r13\n\0yG;_[-d$", &["new"]),
     ("object|encoding", "OBJECT ENCODING s", &[]),
     ("object|freq", "OBJECT FREQ s", &[]),
     ("object|idletime", "OBJECT IDLETIME s", &[]),

@@ -21,6 +21,7 @@
 //! and their replies written by `ringdb-protocol`'s writer. Only this crate
 //! touches glommio.
 
+pub mod aof;
 pub mod cmd;
 pub mod config;
 pub mod expiry;
@@ -30,5 +31,6 @@ pub mod mesh;
 pub mod metrics;
 pub mod net;
 pub mod node;
+pub mod persist;
 pub mod push;
 pub mod route;

@@ -46,6 +46,8 @@ pub struct Shared {
     /// SCRIPT KILL, FUNCTION STATS) and the bodies EVAL has seen. Control
     /// path only: the router reads one atomic of it per command.
     pub scripts: Arc<ringdb_engine::scripting::monitor::ScriptMonitor>,
+    /// Snapshot state: last save, background save in progress, counters.
+    pub persist: crate::persist::Persistence,
 }
 
 impl Shared {
@@ -64,13 +66,13 @@ pub struct Core {
     pub clients: RefCell<ClientRegistry>,
     /// Mailboxes and Pub/Sub subscriptions of this core's connections.
     pub push: RefCell<crate::push::PushHub>,
-    /// Unix time (s) of the last successful save, for LASTSAVE.
-    pub last_save: Cell<u64>,
     /// A coalesced re-run of reactive queries is waiting
     /// (`watch-coalesce-ms`).
     pub watch_rerun_scheduled: Cell<bool>,
     /// This core's clients waiting in blocking commands.
     pub blocked: RefCell<crate::cmd::blocking::BlockedClients>,
+    /// This shard's append-only log, when `appendonly` is on.
+    pub aof: RefCell<Option<crate::aof::AofWriter>>,
 }
 
 impl Core {
@@ -97,13 +99,35 @@ impl Core {
         if config.loglevel() != self.config.borrow().loglevel() {
             crate::logging::set_level(config.loglevel());
         }
-        let mut shard = self.shard.borrow_mut();
-        let active_expire = shard.state.settings.active_expire;
-        shard.state.settings = ShardSettings { active_expire, ..Self::shard_settings(&config) };
-        shard.state.funnel.notify_flags = config.notify_flags();
-        let max_keys = config.tracking_table_max_keys();
-        shard.state.funnel.tracking.set_limit(max_keys, self.id.index(), self.shared.shards());
+        let logging = config.get("appendonly") == Some("yes");
+        let was_logging = self.config.borrow().get("appendonly") == Some("yes");
+        let fsync = crate::aof::Fsync::from_config(&config);
+        {
+            let mut shard = self.shard.borrow_mut();
+            let active_expire = shard.state.settings.active_expire;
+            shard.state.settings = ShardSettings { active_expire, ..Self::shard_settings(&config) };
+            shard.state.funnel.notify_flags = config.notify_flags();
+            let max_keys = config.tracking_table_max_keys();
+            shard.state.funnel.tracking.set_limit(max_keys, self.id.index(), self.shared.shards());
+        }
         *self.config.borrow_mut() = config;
+        if let Some(w) = self.aof.borrow_mut().as_mut() {
+            w.fsync = fsync;
+        }
+        if logging && !was_logging {
+            // Turning the log on starts it from the shard's current state.
+            let mut shard = self.shard.borrow_mut();
+            let result = crate::aof::rewrite(self, &mut shard);
+            self.shared
+                .persist
+                .aof_last_rewrite_ok
+                .store(result.is_ok(), std::sync::atomic::Ordering::Relaxed);
+            if let Err(e) = result {
+                error!("appendonly yes: {e}");
+            }
+        } else if !logging && was_logging {
+            crate::aof::close(self);
+        }
     }
 
     /// Sends out what this core's shard work left for others: replies to
@@ -125,6 +149,9 @@ impl Core {
         // the served replies (as Redis sends a BLMOVE's reply before the
         // invalidation it caused).
         shard.serve_blocked();
+        // The log is written (and synced under appendfsync always) before
+        // any reply or push about these changes leaves.
+        self.flush_log_of(shard);
         if !shard.state.funnel.blocked.outbox.is_empty() {
             let wakes = std::mem::take(&mut shard.state.funnel.blocked.outbox);
             crate::cmd::blocking::send_wakes(self, wakes);
@@ -313,6 +340,20 @@ pub fn run(config: Config) -> Result<(), String> {
         next_client_id: AtomicU64::new(1),
         connected_clients: AtomicUsize::new(0),
         scripts: Arc::new(ringdb_engine::scripting::monitor::ScriptMonitor::new(shards)),
+        persist: crate::persist::Persistence::default(),
+    });
+    // The snapshot file, read once; every shard loads its own keys from it.
+    let rdb_path = config.rdb_path();
+    let started_loading = Instant::now();
+    // With appendonly on and logs present, the logs are the data (as in
+    // Redis); otherwise the snapshot is.
+    let from_logs =
+        config.get("appendonly") == Some("yes") && crate::aof::logs_exist(&config, shards)?;
+    let rdb = Arc::new(if from_logs { None } else { crate::persist::read_file(&rdb_path)? });
+    let committed = Arc::new(if from_logs {
+        crate::aof::committed_transactions(&config, shards)?
+    } else {
+        Default::default()
     });
 
     let mut handles = Vec::new();
@@ -330,10 +371,13 @@ pub fn run(config: Config) -> Result<(), String> {
         }
         let shared = shared.clone();
         let config = config.clone();
+        let rdb = rdb.clone();
+        let committed = committed.clone();
         let (ready_tx, ready_rx) = flume::bounded(1);
         let handle = builder
             .spawn(move || async move {
-                core_main(ShardId(i as u16), shared, config, rx, fds, seed, ready_tx).await
+                let start = Start { id: ShardId(i as u16), seed, rdb, committed };
+                core_main(start, shared, config, rx, fds, ready_tx).await
             })
             .map_err(|e| format!("cannot start shard {i}: {e}"))?;
         handles.push(handle);
@@ -342,9 +386,11 @@ pub fn run(config: Config) -> Result<(), String> {
     // An executor that cannot start (too little locked memory for its
     // io_uring rings, a CPU that is not there) ends its thread: say so and
     // stop, rather than serve with a missing shard.
+    let mut loaded = 0;
     for (i, rx) in ready.into_iter().enumerate() {
-        match rx.recv_timeout(Duration::from_secs(60)) {
-            Ok(Ok(())) => {}
+        // Loading a big snapshot takes a while: no time limit once it runs.
+        match rx.recv_timeout(Duration::from_secs(if rdb.is_some() { 24 * 3600 } else { 60 })) {
+            Ok(Ok(keys)) => loaded += keys,
             Ok(Err(e)) => return Err(format!("shard {i} could not start: {e}")),
             Err(_) => {
                 return Err(format!(
@@ -354,6 +400,15 @@ pub fn run(config: Config) -> Result<(), String> {
             }
         }
     }
+
+    if rdb.is_some() {
+        info!(
+            "DB loaded from disk: {:.3} seconds, {loaded} keys ({})",
+            started_loading.elapsed().as_secs_f64(),
+            rdb_path.display()
+        );
+    }
+    drop(rdb);
 
     let placement: Vec<String> = pinned
         .iter()
@@ -371,18 +426,40 @@ pub fn run(config: Config) -> Result<(), String> {
         "ringdb ready to accept connections"
     );
 
-    wait_for_signal();
+    wait_for_signal(&shared);
     Ok(())
 }
 
-fn wait_for_signal() {
+/// SIGINT/SIGTERM: save first when a `save` schedule is configured (as
+/// Redis does), on core 0, then exit.
+fn wait_for_signal(shared: &Shared) {
     use signal_hook::consts::{SIGINT, SIGTERM};
     match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
         Ok(mut signals) => {
             if let Some(sig) = signals.forever().next() {
                 let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
                 info!("received {name}, shutting down");
-                shutdown(0);
+                let job: Job = Box::new(|core| {
+                    if core.config.borrow().save_points().is_empty() {
+                        shutdown(0);
+                    }
+                    let core = core.clone();
+                    glommio::spawn_local(async move {
+                        info!("Saving the final RDB snapshot before exiting.");
+                        if let Err(e) = crate::persist::save(&core, false).await {
+                            error!("Error trying to save the DB before exiting: {e}");
+                        }
+                        shutdown(0);
+                    })
+                    .detach();
+                });
+                if shared.mesh[0].send(job).is_err() {
+                    shutdown(0);
+                }
+                // Core 0 exits the process once it has saved.
+                loop {
+                    std::thread::park();
+                }
             }
         }
         Err(e) => {
@@ -394,22 +471,32 @@ fn wait_for_signal() {
     }
 }
 
-/// Stops the process. Everything is in memory until persistence lands, so
-/// there is nothing to flush; this is the one place that will do it.
+/// Stops the process. Snapshots are saved before this is called (SHUTDOWN,
+/// signals); append-only logs are written after every unit of shard work,
+/// so what the kernel holds of them survives the exit.
 pub fn shutdown(code: i32) -> ! {
     info!("ringdb is now ready to exit, bye bye...");
     std::process::exit(code)
 }
 
-async fn core_main(
+/// What a core starts with: its id, the random seed, the snapshot to load.
+struct Start {
     id: ShardId,
+    seed: u64,
+    rdb: Arc<Option<Vec<u8>>>,
+    /// Cross-shard transactions whose every part is in the logs.
+    committed: Arc<crate::aof::Committed>,
+}
+
+async fn core_main(
+    start: Start,
     shared: Arc<Shared>,
     config: Config,
     mesh_rx: flume::Receiver<Job>,
     listeners: Vec<OwnedFd>,
-    seed: u64,
-    ready: flume::Sender<Result<(), String>>,
+    ready: flume::Sender<Result<usize, String>>,
 ) {
+    let Start { id, seed, rdb, committed } = start;
     let mut shard =
         Shard::new(id, shared.slot_map, Core::shard_settings(&config), seed ^ (id.0 as u64 + 1));
     shard.state.funnel.notify_flags = config.notify_flags();
@@ -423,11 +510,41 @@ async fn core_main(
         config: RefCell::new(config),
         clients: RefCell::new(ClientRegistry::default()),
         push: RefCell::new(crate::push::PushHub::default()),
-        last_save: Cell::new(ringdb_engine::shard::now_ms() / 1000),
         watch_rerun_scheduled: Cell::new(false),
         blocked: RefCell::new(Default::default()),
+        aof: RefCell::new(None),
     });
+    // Load this shard's keys before serving anything.
+    let mut keys = 0;
+    if let Some(data) = rdb.as_ref() {
+        let path = core.config.borrow().rdb_path();
+        match crate::persist::load_shard(&core, data, &path) {
+            Ok(n) => keys = n,
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        }
+    }
+    drop(rdb);
+    if core.config.borrow().get("appendonly") == Some("yes") {
+        let replayed = crate::aof::replay_shard(&core, core.shared.shards(), &committed)
+            .and_then(|records| crate::aof::open(&core).map(|()| records));
+        match replayed {
+            Ok(records) if records > 0 => info!(shard = id.0, records, "append-only log replayed"),
+            Ok(_) => {}
+            Err(e) => {
+                let _ = ready.send(Err(e));
+                return;
+            }
+        }
+        keys += core.shard.borrow().keyspace.iter().map(|db| db.len()).sum::<usize>();
+    }
     glommio::spawn_local(crate::mesh::serve(core.clone(), mesh_rx)).detach();
+    glommio::spawn_local(crate::aof::sync_loop(core.clone())).detach();
+    if id.0 == 0 {
+        glommio::spawn_local(crate::persist::cron(core.clone())).detach();
+    }
     glommio::spawn_local(crate::expiry::run(core.clone())).detach();
     glommio::spawn_local(crate::metrics::run(core.clone())).detach();
     for fd in listeners {
@@ -441,7 +558,7 @@ async fn core_main(
             }
         }
     }
-    let _ = ready.send(Ok(()));
+    let _ = ready.send(Ok(keys));
     // A core lives until the process exits.
     futures_lite::future::pending::<()>().await;
 }

@@ -227,6 +227,19 @@ impl Link {
     }
 }
 
+/// One link of a saved filter ([`BloomFilter::from_saved`]).
+#[derive(Clone, Debug)]
+pub struct SavedLink {
+    pub entries: u64,
+    pub error: f64,
+    pub hashes: u32,
+    pub bpe: f64,
+    pub bits: u64,
+    pub n2: u8,
+    pub bit_array: Vec<u8>,
+    pub size: u64,
+}
+
 /// `logb`: the binary exponent of a positive finite number.
 fn logb(x: f64) -> i64 {
     if !(x.is_finite() && x > 0.0) {
@@ -467,6 +480,41 @@ impl BloomFilter {
             return None;
         }
         Some(BloomFilter { links, size, options, growth })
+    }
+
+    /// A filter as RedisBloom's `BFRdbSave` stores it (an RDB module value):
+    /// the chain's fields and each link with its bit array. `None` when the
+    /// parts are inconsistent (the same checks as a dump header's).
+    pub fn from_saved(
+        size: u64,
+        options: u32,
+        growth: u32,
+        links: Vec<SavedLink>,
+    ) -> Option<BloomFilter> {
+        if links.is_empty() || options & !KNOWN_OPTIONS != 0 {
+            return None;
+        }
+        let mut total = 0u64;
+        let mut out = Vec::with_capacity(links.len());
+        for saved in links {
+            let bytes = saved.bit_array.len() as u64;
+            let link = Link {
+                bits_array: saved.bit_array,
+                hashes: saved.hashes,
+                n2: saved.n2,
+                entries: saved.entries,
+                error: saved.error,
+                bpe: saved.bpe,
+                bits: saved.bits,
+                size: saved.size,
+            };
+            if !link.is_consistent(bytes) {
+                return None;
+            }
+            total = total.checked_add(link.size)?;
+            out.push(link);
+        }
+        (total == size).then_some(BloomFilter { links: out, size, options, growth })
     }
 
     /// BF.LOADCHUNK past the header: copies `data`, which ends just before

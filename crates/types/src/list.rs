@@ -122,6 +122,15 @@ impl List {
         }
     }
 
+    /// The list's packs in order: its nodes, or its one listpack (RDB
+    /// writes a quicklist node by node).
+    pub fn nodes(&self) -> Box<dyn Iterator<Item = &ListPack> + '_> {
+        match self {
+            List::Pack(p) => Box::new(std::iter::once(p)),
+            List::Quick(q) => Box::new(q.nodes.iter()),
+        }
+    }
+
     /// Redis's `listTypeTryConvertListpack`, before adding elements of
     /// `add_bytes` total length and `add_count` elements.
     fn grow_check(&mut self, add_bytes: usize, add_count: usize, limits: &Limits) {

@@ -8,6 +8,7 @@ pub mod bitmap;
 pub mod bloom;
 pub mod command;
 pub mod connection;
+pub mod dump;
 pub mod hash;
 pub mod hll;
 pub mod keys;
@@ -36,6 +37,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     hll::COMMANDS,
     bloom::COMMANDS,
     keys::COMMANDS,
+    dump::COMMANDS,
     memory::COMMANDS,
     transactions::COMMANDS,
     pubsub::COMMANDS,

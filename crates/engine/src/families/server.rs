@@ -1,4 +1,4 @@
-//! Server commands: INFO, CONFIG, TIME, LASTSAVE, SHUTDOWN and DEBUG. They
+//! Server commands: INFO, CONFIG, TIME, LASTSAVE, SAVE, BGSAVE, SHUTDOWN and DEBUG. They
 //! run on the connection's core and visit shards as needed (`Exec::Node`); the server crate implements them. Only their rows
 //! live here.
 
@@ -62,6 +62,12 @@ pub static COMMANDS: &[CommandSpec] = &[
         .acl(acl::ADMIN | acl::DANGEROUS)
         .tips(&["nondeterministic_output"])
         .doc("server", "1.0.0", "Returns the Unix timestamp of the last successful save to disk.", "O(1)", ""),
+    node("save", 1, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | NO_MULTI, N::Save)
+        .doc("server", "1.0.0", "Synchronously saves the database(s) to disk.", "O(N) where N is the total number of keys in all databases", ""),
+    node("bgsave", -1, NO_ASYNC_LOADING | ADMIN | NOSCRIPT, N::BgSave)
+        .doc("server", "1.0.0", "Asynchronously saves the database(s) to disk.", "O(1)", "[SCHEDULE]"),
+    node("bgrewriteaof", 1, NO_ASYNC_LOADING | ADMIN | NOSCRIPT, N::BgRewriteAof)
+        .doc("server", "1.0.0", "Asynchronously rewrites the append-only file to disk.", "O(1)", ""),
     node("shutdown", -1, ADMIN | NOSCRIPT | LOADING | STALE | NO_MULTI | SENTINEL | ALLOW_BUSY, N::Shutdown).doc(
         "server",
         "1.0.0",

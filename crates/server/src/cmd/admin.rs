@@ -3,6 +3,7 @@
 
 use crate::net::connection::Connection;
 use crate::node::Core;
+use crate::persist;
 use bytes::Bytes;
 use ringdb_engine::command::args::{is, text};
 use ringdb_engine::command::error::{NO_SUCH_KEY, SYNTAX};
@@ -11,6 +12,7 @@ use ringdb_engine::digest::{self, Digest};
 use ringdb_engine::keyspace::{Entry, StrValue, Value};
 use ringdb_types::number::parse_i64;
 use ringdb_types::sha1::hex;
+use std::sync::atomic::Ordering::Relaxed;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// TIME: seconds and microseconds, as two bulk strings.
@@ -24,16 +26,74 @@ pub async fn time(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
 }
 
 pub async fn lastsave(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    let at = conn.core.last_save.get() as i64;
+    let at = conn.core.shared.persist.last_save.load(Relaxed) as i64;
     conn.reply().int(at);
     Ok(())
 }
 
+/// SAVE: the snapshot file, now, in the foreground. A failure is Redis's
+/// bare `-ERR` (the reason is logged).
+pub async fn save(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
+    if conn.core.shared.persist.bgsave_in_progress.load(Relaxed) {
+        return Err(persist::SAVE_IN_PROGRESS);
+    }
+    match persist::save(&conn.core, conn.state.in_exec).await {
+        Ok(()) => conn.reply().ok(),
+        Err(_) => return Err(CmdError::new("ERR")),
+    }
+    Ok(())
+}
+
+/// BGSAVE [SCHEDULE]: a background save. Inside MULTI it is scheduled (it
+/// starts after EXEC), as Redis does; SCHEDULE only matters when another
+/// save runs, which here is the same error as without it.
+pub async fn bgsave(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    if args.len() > 1 && !(args.len() == 2 && is(&args[1], "schedule")) {
+        return Err(SYNTAX);
+    }
+    let p = &conn.core.shared.persist;
+    if p.bgsave_in_progress.load(Relaxed) {
+        return Err(persist::SAVE_IN_PROGRESS);
+    }
+    if conn.state.in_exec {
+        p.bgsave_scheduled.store(true, Relaxed);
+        conn.reply().simple("Background saving scheduled");
+        return Ok(());
+    }
+    persist::bgsave(&conn.core, false).await?;
+    conn.reply().simple("Background saving started");
+    Ok(())
+}
+
+/// BGREWRITEAOF: every shard replaces its log with its current state. Each
+/// shard does it on its own core, between commands (a shard's rewrite is
+/// the size of its data, written once), so it is done when the reply comes.
+pub async fn bgrewriteaof(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
+    let results = conn
+        .core
+        .invoke_on_all(|core| {
+            let mut shard = core.shard.borrow_mut();
+            crate::aof::rewrite(core, &mut shard)
+        })
+        .await?;
+    let p = &conn.core.shared.persist;
+    let failed = results.into_iter().find_map(Result::err);
+    p.aof_last_rewrite_ok.store(failed.is_none(), Relaxed);
+    if let Some(e) = failed {
+        tracing::warn!("BGREWRITEAOF: {e}");
+        return Err(CmdError::new("ERR Can't execute an AOF background rewriting. Please check the server logs for more information."));
+    }
+    p.aof_rewrites.fetch_add(1, Relaxed);
+    conn.reply().simple("Background append only file rewriting started");
+    Ok(())
+}
+
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. ringdb has no replicas to
-/// wait for, so a shutdown is never in progress: it happens at once. It has
-/// no persistence either, so SAVE cannot be honoured and fails unless FORCE
-/// says to go on regardless; without SAVE there is nothing to save.
-pub async fn shutdown(_conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+/// wait for, so a shutdown is never in progress: it happens at once. It
+/// saves the snapshot first when asked (SAVE) or when a `save` schedule is
+/// configured (unless NOSAVE), as Redis does; a failed save stops the
+/// shutdown unless FORCE says to go on regardless.
+pub async fn shutdown(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let (mut nosave, mut save, mut now, mut force, mut abort) = (false, false, false, false, false);
     for arg in &args[1..] {
         if is(arg, "nosave") {
@@ -56,9 +116,11 @@ pub async fn shutdown(_conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     if abort {
         return Err(CmdError::new("ERR No shutdown in progress."));
     }
-    if save {
-        tracing::warn!("SHUTDOWN SAVE: this server has no persistence to save to");
-        if !force {
+    let scheduled = !conn.core.config.borrow().save_points().is_empty();
+    if save || (scheduled && !nosave) {
+        tracing::warn!("Saving the final RDB snapshot before exiting.");
+        let saved = persist::save(&conn.core, false).await;
+        if saved.is_err() && !force {
             tracing::warn!(
                 "Errors trying to shut down the server. Check the logs for more information."
             );
@@ -80,6 +142,8 @@ const DEBUG_HELP: &[&str] = &[
     "ERROR <string>",
     "    Return a Redis protocol error with <string> as message. Useful for clients",
     "    unit tests to simulate Redis errors.",
+    "LOADAOF",
+    "    Flush the AOF buffers on disk and reload the AOF in memory.",
     "LOG <message>",
     "    Write <message> to the server log.",
     "OBJECT <key>",
@@ -92,6 +156,8 @@ const DEBUG_HELP: &[&str] = &[
     "    Setting it to 0 disables expiring keys in background when they are not",
     "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
     "    default.",
+    "RELOAD",
+    "    Save the RDB on disk and reload it back to memory.",
     "QUICKLIST-PACKED-THRESHOLD <size>",
     "    Sets the threshold for elements to be inserted as plain vs packed nodes",
     "    Default value is 1GB, allows values up to 4GB. Setting to 0 restores to default.",
@@ -113,6 +179,11 @@ pub async fn debug(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let argc = args.len();
     if argc == 2 && is(sub, "help") {
         crate::cmd::help(conn, args, DEBUG_HELP);
+    } else if is(sub, "loadaof") && argc == 2 {
+        persist::debug_loadaof(&conn.core, conn.state.in_exec).await?;
+        conn.reply().ok();
+    } else if is(sub, "reload") {
+        debug_reload(conn, &args[2..]).await?;
     } else if is(sub, "sleep") && argc == 3 {
         sleep_all(conn, &args[2]).await?;
     } else if is(sub, "set-active-expire") && argc == 3 {
@@ -175,6 +246,21 @@ pub async fn debug(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     } else {
         return Err(crate::cmd::subcommand_syntax_error(args));
     }
+    Ok(())
+}
+
+/// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save, empty and load again.
+/// ringdb takes the plain form; the options (which make the reload load an
+/// existing file as is or keep the data) are refused rather than faked.
+async fn debug_reload(conn: &mut Connection, options: &[Bytes]) -> CmdResult {
+    if let Some(option) = options.first() {
+        return Err(CmdError::owned(format!(
+            "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options; ringdb supports none of them ({})",
+            text(option)
+        )));
+    }
+    persist::debug_reload(&conn.core, conn.state.in_exec).await?;
+    conn.reply().ok();
     Ok(())
 }
 

@@ -68,8 +68,11 @@ pub async fn run(conn: &mut Connection, reg: &'static Registered, args: Vec<Byte
     let timeout = timeout_of(reg.spec.name, &args).map(|(arg, unit)| parse_timeout(arg, unit));
     let mut command = ShardCommand { id: reg.id, spec: reg.spec, args, client: conn.state.info() };
     let Some(Ok(timeout_ms)) = timeout else {
-        // Not blocking, or a bad timeout the handler reports.
-        let _ = run_once(conn, command).await;
+        // Not blocking (XREAD without BLOCK), or a bad timeout the handler
+        // reports: one run, its null included.
+        if run_once(conn, command).await == Try::Nothing {
+            null_reply(conn, reg.spec.name);
+        }
         return;
     };
     let deadline = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));

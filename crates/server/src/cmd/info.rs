@@ -273,15 +273,34 @@ impl Report<'_> {
     }
 
     fn persistence(&self, out: &mut String) {
+        use std::sync::atomic::Ordering::Relaxed;
         let dirty: u64 = self.reports.iter().map(|r| r.dirty).sum();
+        let p = &self.core.shared.persist;
+        let in_progress = p.bgsave_in_progress.load(Relaxed);
+        let current = if in_progress {
+            (ringdb_engine::shard::now_ms().saturating_sub(p.bgsave_started_ms.load(Relaxed))
+                / 1000) as i64
+        } else {
+            -1
+        };
+        let status = |ok: bool| if ok { "ok" } else { "err" };
         let _ = write!(
             out,
             "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:{dirty}\r\n\
-             rdb_bgsave_in_progress:0\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:ok\r\n\
-             rdb_saves:0\r\naof_enabled:0\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\n\
-             aof_rewrites:0\r\naof_last_bgrewrite_status:ok\r\naof_last_write_status:ok\r\n\
+             rdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\n\
+             rdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{current}\r\n\
+             rdb_saves:{}\r\naof_enabled:{}\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\n\
+             aof_rewrites:{}\r\naof_last_bgrewrite_status:{}\r\naof_last_write_status:{}\r\n\
              module_fork_in_progress:0\r\n",
-            self.core.last_save.get(),
+            u8::from(in_progress),
+            p.last_save.load(Relaxed),
+            status(p.last_bgsave_ok.load(Relaxed)),
+            p.last_bgsave_time_s.load(Relaxed),
+            p.saves.load(Relaxed),
+            u8::from(self.core.config.borrow().get("appendonly") == Some("yes")),
+            p.aof_rewrites.load(Relaxed),
+            status(p.aof_last_rewrite_ok.load(Relaxed)),
+            status(p.aof_last_write_ok.load(Relaxed)),
         );
     }
 

@@ -79,6 +79,10 @@ impl Config {
     /// Sets any setting, mutable or not (start-up).
     fn set_any(&mut self, name: &str, value: &str) -> Result<(), String> {
         let i = Self::index(name).ok_or_else(|| "unknown setting".to_string())?;
+        // Redis changes directory to `dir` and fails as chdir does.
+        if SETTINGS[i].name == "dir" && !Path::new(value).is_dir() {
+            return Err("No such file or directory".into());
+        }
         self.values[i] = match SETTINGS[i].kind {
             // Classes not named keep their current limits.
             Kind::BufferLimits => settings::merge_buffer_limits(&self.values[i], value)?,
@@ -272,6 +276,25 @@ impl Config {
         self.int("bf-initial-size") as u64
     }
 
+    /// Where snapshots go: `dir` joined with `dbfilename`.
+    pub fn rdb_path(&self) -> PathBuf {
+        Path::new(self.get("dir").unwrap_or("./"))
+            .join(self.get("dbfilename").unwrap_or("dump.rdb"))
+    }
+
+    /// The `save` schedule as (seconds, changes) pairs.
+    pub fn save_points(&self) -> Vec<(u64, u64)> {
+        settings::parse_save_points(self.get("save").unwrap_or("")).unwrap_or_default()
+    }
+
+    pub fn rdbcompression(&self) -> bool {
+        self.flag("rdbcompression")
+    }
+
+    pub fn rdbchecksum(&self) -> bool {
+        self.flag("rdbchecksum")
+    }
+
     pub fn io_memory(&self) -> usize {
         self.int("io-memory") as usize
     }
@@ -310,9 +333,11 @@ impl Config {
                     Kind::Bool => (v == "yes").into(),
                     Kind::Int { .. } | Kind::Memory { .. } => v.parse::<i64>().unwrap_or(0).into(),
                     Kind::Float { .. } => v.parse::<f64>().unwrap_or(0.0).into(),
-                    Kind::Enum(_) | Kind::Text | Kind::BufferLimits | Kind::NotifyEvents => {
-                        v.as_str().into()
-                    }
+                    Kind::Enum(_)
+                    | Kind::Text
+                    | Kind::BufferLimits
+                    | Kind::NotifyEvents
+                    | Kind::SavePoints => v.as_str().into(),
                 };
                 match doc.get_mut(s.name).and_then(|item| item.as_value_mut()) {
                     Some(existing) => {
@@ -336,7 +361,9 @@ fn toml_value(s: &Setting, v: &str) -> String {
     match s.kind {
         Kind::Bool => (v == "yes").to_string(),
         Kind::Int { .. } | Kind::Memory { .. } | Kind::Float { .. } => v.to_string(),
-        Kind::Enum(_) | Kind::Text | Kind::BufferLimits | Kind::NotifyEvents => format!("{v:?}"),
+        Kind::Enum(_) | Kind::Text | Kind::BufferLimits | Kind::NotifyEvents | Kind::SavePoints => {
+            format!("{v:?}")
+        }
     }
 }
 

@@ -25,6 +25,8 @@ pub enum Kind {
     /// `notify-keyspace-events` classes (`KEA`, `Kx`, …), printed in
     /// Redis's canonical order.
     NotifyEvents,
+    /// `save`: `<seconds> <changes>` pairs, or nothing.
+    SavePoints,
     /// `client-output-buffer-limit`: `<class> <hard> <soft> <seconds>`
     /// triples for the classes normal, replica (or slave) and pubsub.
     BufferLimits,
@@ -164,6 +166,32 @@ pub static SETTINGS: &[Setting] = &[
       "Capacity of the Bloom filters BF.ADD, BF.MADD and BF.INSERT create, as RedisBloom's INITIAL_SIZE."),
     s("watch-coalesce-ms", "0", Kind::Int { min: 0, max: 60_000 }, true,
       "Reactive queries (GET.WATCH …): re-run a changed query at most once per this many milliseconds, so a burst of writes sends its watchers the latest result rather than every one (0 = push every change)."),
+    s("dir", "./", Kind::Text, true,
+      "Directory the snapshot file is written to and loaded from."),
+    s("dbfilename", "dump.rdb", Kind::Text, true,
+      "Name of the snapshot file (Redis RDB version 10) in dir, loaded at start-up when present."),
+    s("save", "3600 1 300 100 60 10000", Kind::SavePoints, true,
+      "Snapshot schedule: pairs of <seconds> <changes>, a background save when both are reached. Empty = never."),
+    s("rdbcompression", "yes", Kind::Bool, true,
+      "Compress strings in snapshots with LZF, as Redis does."),
+    s("rdbchecksum", "yes", Kind::Bool, true,
+      "Write a CRC64 at the end of snapshots and check it when loading."),
+    s("appendonly", "no", Kind::Bool, true,
+      "Keep an append-only log per shard of every write, replayed at start-up (instead of the snapshot)."),
+    s("appendfsync", "everysec", Kind::Enum(&["always", "everysec", "no"]), true,
+      "When the log reaches the disk: always (before the write is acknowledged), everysec, or no (left to the kernel)."),
+    s("appendfilename", "appendonly.aof", Kind::Text, false,
+      "Base name of the log files; shard i of n logs to <appendfilename>.<i>-of-<n> in appenddirname."),
+    s("appenddirname", "appendonlydir", Kind::Text, false,
+      "Directory (inside dir) of the append-only logs."),
+    s("auto-aof-rewrite-percentage", "100", Kind::Int { min: 0, max: INT_MAX }, true,
+      "Rewrite a shard's log on its own once it has grown by this percent since its last rewrite (0 = never)."),
+    s("auto-aof-rewrite-min-size", "67108864", Kind::Memory { min: 0, max: i64::MAX }, true,
+      "Smallest log size at which automatic rewrites happen."),
+    s("aof-use-rdb-preamble", "yes", Kind::Bool, true,
+      "A rewritten log starts with an RDB snapshot of the shard (compact, fast to load), as Redis's base file does."),
+    s("aof-load-truncated", "yes", Kind::Bool, true,
+      "At start-up, cut off a log's torn last record (and say so) rather than refuse to start."),
     s("io-memory", "1048576", Kind::Memory { min: 512 * 1024, max: i64::MAX }, false,
       "Memory each shard registers with io_uring for its I/O buffers (counts against ulimit -l)."),
     s("spin-before-park", "0", Kind::Int { min: 0, max: 1_000_000 }, false,
@@ -219,6 +247,9 @@ pub fn normalize(setting: &Setting, value: &str) -> Result<String, String> {
         }
         Kind::Text => Ok(value.to_string()),
         Kind::BufferLimits => merge_buffer_limits(setting.default, value),
+        Kind::SavePoints => parse_save_points(value).map(|points| {
+            points.iter().map(|(s, c)| format!("{s} {c}")).collect::<Vec<_>>().join(" ")
+        }),
         Kind::NotifyEvents => ringdb_engine::funnel::notify::parse(value)
             .map(ringdb_engine::funnel::notify::to_string)
             .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string()),
@@ -286,6 +317,27 @@ pub fn merge_buffer_limits(current: &str, new: &str) -> Result<String, String> {
         .join(" "))
 }
 
+/// The `save` schedule: `<seconds> <changes>` pairs (Redis's checks: an
+/// even number of non-negative integers; seconds at least 1).
+pub fn parse_save_points(value: &str) -> Result<Vec<(u64, u64)>, String> {
+    const BAD: &str = "Invalid save parameters";
+    let words: Vec<&str> = value.split_whitespace().collect();
+    if !words.len().is_multiple_of(2) {
+        return Err(BAD.into());
+    }
+    words
+        .chunks(2)
+        .map(|pair| {
+            let seconds: u64 = pair[0].parse().map_err(|_| BAD.to_string())?;
+            let changes: u64 = pair[1].parse().map_err(|_| BAD.to_string())?;
+            if seconds < 1 || seconds > i32::MAX as u64 || changes > i32::MAX as u64 {
+                return Err(BAD.to_string());
+            }
+            Ok((seconds, changes))
+        })
+        .collect()
+}
+
 /// Redis's `memtoull`: `1gb`, `512mb`, `64k`, plain bytes.
 pub fn parse_memory(value: &str) -> Option<i64> {
     let v = value.trim().to_ascii_lowercase();
@@ -330,5 +382,11 @@ mod tests {
         assert!(normalize(rate, "0").is_err() && normalize(rate, "1").is_err());
         assert!(normalize(rate, "abc").is_err() && normalize(rate, "nan").is_err());
         assert_eq!(parse_memory("1gb"), Some(1 << 30));
+        let save = find("save").unwrap();
+        assert_eq!(normalize(save, " 900  1 ").unwrap(), "900 1");
+        assert_eq!(normalize(save, "").unwrap(), "");
+        for bad in ["900", "a 1", "0 1", "-1 1", "900 -1"] {
+            assert_eq!(normalize(save, bad).unwrap_err(), "Invalid save parameters", "{bad}");
+        }
     }
 }

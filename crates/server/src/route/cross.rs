@@ -98,6 +98,8 @@ async fn split(
             acquire_in_order(conn, steps).await?;
         }
         let mut waiting = Vec::new();
+        // The parts are one transaction in the append-only logs too.
+        let (tx_id, n_parts) = (transaction_id(conn), parts.len());
         for (part, (_, locks)) in parts.iter().zip(plan) {
             let cmd = part.command.clone();
             let (tx, rx) = flume::bounded(1);
@@ -107,7 +109,9 @@ async fn split(
                     Box::new(move |core| {
                         let mut shard = core.shard.borrow_mut();
                         let mut out = Vec::new();
+                        crate::aof::begin_part(&mut shard, tx_id, n_parts);
                         shard.execute(&cmd, &mut out);
+                        crate::aof::end_part(&mut shard, tx_id);
                         if !locks.is_empty() {
                             shard.tx_release(&locks);
                         }
@@ -351,6 +355,9 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
     }
     let held = conn.state.in_exec;
     let mut waiting = Vec::new();
+    // Only shards that change something write a part to their logs.
+    let writers = changes.values().filter(|list| !list.is_empty()).count();
+    let (tx_id, n_parts) = (transaction_id(conn), writers);
     for (shard, locks) in plan {
         let list = changes.remove(&shard).unwrap_or_default();
         let reads = remembered.remove(&shard).unwrap_or_default();
@@ -366,10 +373,17 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
                         readers.into_iter().for_each(|reader| tracking.remember(&key, reader));
                     }
                     tracking.limit_used_slots();
+                    let writes = !list.is_empty();
+                    if writes {
+                        crate::aof::begin_part(&mut shard, tx_id, n_parts);
+                    }
                     // The changes are this client's (NOLOOP).
                     let before = shard.state.funnel.tracking.changes_by(writer);
                     apply_changes(&mut shard, list);
                     shard.state.funnel.tracking.changes_by(before);
+                    if writes {
+                        crate::aof::end_part(&mut shard, tx_id);
+                    }
                     if !held {
                         shard.tx_release(&locks);
                     }
@@ -420,6 +434,12 @@ fn lock_set_for(command: &ShardCommand, keys: &[Bytes], databases: usize) -> Loc
 }
 
 /// Applies a gathered command's changes on their owner, through its funnel.
+/// A random id for a cross-shard transaction's parts in the append-only
+/// logs (random, so that ids of earlier runs never match new ones).
+fn transaction_id(conn: &Connection) -> u64 {
+    conn.core.shard.borrow_mut().state.random()
+}
+
 fn apply_changes(shard: &mut ringdb_engine::Shard, changes: Vec<Change>) {
     for change in changes {
         let db = shard.keyspace.db_mut(change.db);

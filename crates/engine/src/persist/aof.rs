@@ -1,0 +1,510 @@
+//! The append-only log's records, with no I/O: what a shard appends after
+//! its writes, how a log is replayed into a shard, and a log's rewrite.
+//!
+//! The log is physical: after a write, the funnel has recorded which keys
+//! changed ([`LogEvent`]), and the shard appends each key's new state as a
+//! Redis command: `RESTORE key <abs-ms> <DUMP payload> REPLACE ABSTTL` for
+//! a key that exists, `DEL key` for one that does not. A FLUSHDB, FLUSHALL
+//! or SWAPDB side records the whole database (`FLUSHDB`, then every key).
+//! Logging the state rather than the command makes replay deterministic
+//! whatever the command was (SPOP, scripts, relative expiry times, a
+//! gathered cross-shard RENAME): replaying a record always gives the state
+//! the key had. The cost is that a small change to a big collection logs
+//! the whole collection.
+//!
+//! Records are RESP arrays, as in Redis's AOF, so a log is readable with
+//! the usual tools; a rewritten log may start with an RDB file of the shard
+//! (`aof-use-rdb-preamble`), as Redis's base file does. Replay stops at a torn last record (the caller decides,
+//! with `aof-load-truncated`, whether to cut it off); anything else that
+//! does not parse is an error naming the byte.
+
+use super::dump;
+use super::rdb::decode::LoadLimits;
+use super::rdb::encode::Encoder;
+use super::rdb::RdbError;
+use crate::keyspace::{Entry, Keyspace};
+use crate::shard::ShardState;
+use bytes::Bytes;
+
+/// A change the log must record.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LogEvent {
+    /// One key of a database changed (or was deleted).
+    Key(usize, Bytes),
+    /// A whole database changed (FLUSHDB, FLUSHALL, SWAPDB).
+    WholeDb(usize),
+    /// This shard's part of cross-shard transaction `id` (of `parts`
+    /// shards) starts: its records count only if every part's log has its
+    /// [`LogEvent::TxEnd`] (see [`committed_parts`]).
+    TxBegin(u64, u32),
+    TxEnd(u64),
+}
+
+/// What a shard has to log: the changes since the last drain, and the
+/// database the log's last `SELECT` chose.
+#[derive(Debug, Default)]
+pub struct LogState {
+    pub events: Vec<LogEvent>,
+    selected: Option<usize>,
+}
+
+impl LogState {
+    /// After a rewrite: the new log starts with no database selected.
+    pub fn reset_selected(&mut self) {
+        self.selected = None;
+    }
+}
+
+/// Appends a RESP array of `args`.
+fn command(out: &mut Vec<u8>, args: &[&[u8]]) {
+    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
+    for a in args {
+        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
+        out.extend_from_slice(a);
+        out.extend_from_slice(b"\r\n");
+    }
+}
+
+fn select(out: &mut Vec<u8>, log: &mut LogState, db: usize) {
+    if log.selected != Some(db) {
+        command(out, &[b"SELECT", db.to_string().as_bytes()]);
+        log.selected = Some(db);
+    }
+}
+
+/// The record of one key's current state.
+fn key_record(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, now_ms: u64) {
+    match entry.filter(|e| !e.is_expired(now_ms)) {
+        // Not saved yet (see `encode::persists`).
+        Some(e) if !super::rdb::encode::persists(&e.value) => {}
+        Some(e) => {
+            let payload = Encoder::default().dump(&e.value);
+            let at = e.expire_at().unwrap_or(0).to_string();
+            command(out, &[b"RESTORE", key, at.as_bytes(), &payload, b"REPLACE", b"ABSTTL"]);
+        }
+        None => command(out, &[b"DEL", key]),
+    }
+}
+
+/// Turns the pending events into records appended to `out`.
+pub fn drain(log: &mut LogState, keyspace: &Keyspace, now_ms: u64, out: &mut Vec<u8>) {
+    let events = std::mem::take(&mut log.events);
+    let mut last: Option<&LogEvent> = None;
+    for (i, event) in events.iter().enumerate() {
+        // A transaction part that changed nothing (MGET's) is not logged.
+        if let (LogEvent::TxBegin(id, _), Some(LogEvent::TxEnd(end))) = (event, events.get(i + 1)) {
+            if id == end {
+                continue;
+            }
+        }
+        if let (LogEvent::TxEnd(id), Some(LogEvent::TxBegin(begin, _))) =
+            (event, i.checked_sub(1).map(|p| &events[p]))
+        {
+            if id == begin {
+                continue;
+            }
+        }
+        // A key written several times in a row is logged once.
+        if last == Some(event) {
+            continue;
+        }
+        last = Some(event);
+        match event {
+            LogEvent::Key(db, key) => {
+                select(out, log, *db);
+                key_record(out, key, keyspace.db(*db).get(key), now_ms);
+            }
+            LogEvent::WholeDb(db) => {
+                select(out, log, *db);
+                command(out, &[b"FLUSHDB"]);
+                db_records(out, keyspace, *db, now_ms);
+            }
+            LogEvent::TxBegin(id, parts) => {
+                command(
+                    out,
+                    &[b"TXBEGIN", id.to_string().as_bytes(), parts.to_string().as_bytes()],
+                );
+            }
+            LogEvent::TxEnd(id) => command(out, &[b"TXEND", id.to_string().as_bytes()]),
+        }
+    }
+}
+
+fn db_records(out: &mut Vec<u8>, keyspace: &Keyspace, db: usize, now_ms: u64) {
+    for (_, table) in keyspace.db(db).slots() {
+        for entry in table.iter() {
+            if !entry.is_expired(now_ms) {
+                key_record(out, entry.key(), Some(entry), now_ms);
+            }
+        }
+    }
+}
+
+/// A log that starts with an RDB file of the shard as it is now
+/// (`aof-use-rdb-preamble yes`, Redis's default): compact and fast to load.
+pub fn rewrite_with_preamble(keyspace: &Keyspace, state: &ShardState, now_ms: u64) -> Vec<u8> {
+    let part = super::snapshot::serialize(keyspace, state, now_ms, Encoder::default());
+    super::snapshot::assemble(&[("aof-base", "1".into())], &[part], Encoder::default(), true)
+}
+
+/// A compact log of the shard as it is now, as records (BGREWRITEAOF with
+/// `aof-use-rdb-preamble no`).
+pub fn rewrite(keyspace: &Keyspace, now_ms: u64) -> Vec<u8> {
+    let mut out = Vec::new();
+    for db in 0..keyspace.db_count() {
+        if keyspace.db(db).is_empty() {
+            continue;
+        }
+        command(&mut out, &[b"SELECT", db.to_string().as_bytes()]);
+        db_records(&mut out, keyspace, db, now_ms);
+    }
+    out
+}
+
+/// What replaying a log found.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct ReplayReport {
+    pub records: usize,
+    /// Bytes of whole records; less than the log's length when its last
+    /// record is torn.
+    pub valid_len: usize,
+}
+
+/// A record's arguments and its length in bytes.
+type Parsed<'a> = (Vec<&'a [u8]>, usize);
+
+/// One RESP array at the start of `data`; `Ok(None)` when `data` ends
+/// inside it.
+fn parse_record(data: &[u8]) -> Result<Option<Parsed<'_>>, &'static str> {
+    fn line(data: &[u8], at: usize) -> Result<Option<(i64, usize)>, &'static str> {
+        let Some(end) = data[at..].windows(2).position(|w| w == b"\r\n") else {
+            return if data.len() - at > 32 { Err("line too long") } else { Ok(None) };
+        };
+        let text = std::str::from_utf8(&data[at + 1..at + end]).map_err(|_| "bad number")?;
+        let n: i64 = text.parse().map_err(|_| "bad number")?;
+        Ok(Some((n, at + end + 2)))
+    }
+    if data.first() != Some(&b'*') {
+        return Err("a record does not start with '*'");
+    }
+    let Some((count, mut at)) = line(data, 0)? else { return Ok(None) };
+    if !(1..=1024).contains(&count) {
+        return Err("bad argument count");
+    }
+    let mut args = Vec::with_capacity(count as usize);
+    for _ in 0..count {
+        match data.get(at) {
+            None => return Ok(None),
+            Some(b'$') => {}
+            Some(_) => return Err("an argument does not start with '$'"),
+        }
+        let Some((len, start)) = line(data, at)? else { return Ok(None) };
+        if len < 0 {
+            return Err("bad argument length");
+        }
+        let end = start.saturating_add(len as usize);
+        if data.len() < end.saturating_add(2) {
+            return Ok(None);
+        }
+        if &data[end..end + 2] != b"\r\n" {
+            return Err("an argument is not followed by CRLF");
+        }
+        args.push(&data[start..end]);
+        at = end + 2;
+    }
+    Ok(Some((args, at)))
+}
+
+/// A transaction id or part count of a TXBEGIN/TXEND record.
+fn number(arg: &[u8]) -> Result<u64, String> {
+    std::str::from_utf8(arg)
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .ok_or_else(|| "bad transaction marker".to_string())
+}
+
+/// Where a log's records start: after its RDB preamble, if it has one.
+fn records_start(data: &[u8]) -> Result<usize, RdbError> {
+    if !data.starts_with(b"REDIS") {
+        return Ok(0);
+    }
+    let mut reader = super::rdb::file::RdbReader::new(data, false)?;
+    while !matches!(reader.next_record()?, super::rdb::file::Record::End) {}
+    Ok(reader.position())
+}
+
+/// The cross-shard transactions whose part this log holds entirely: (id,
+/// number of parts) of each `TXEND`. A transaction is committed when the
+/// logs of all its parts list it.
+pub fn committed_parts(data: &[u8]) -> Result<Vec<(u64, u32)>, RdbError> {
+    let mut at = records_start(data)?;
+    let mut open: Vec<(u64, u32)> = Vec::new();
+    let mut done = Vec::new();
+    while let Ok(Some((args, len))) = parse_record(&data[at..]) {
+        let fail = |reason: String| RdbError { offset: at, reason };
+        match (&args[0].to_ascii_uppercase()[..], args.len()) {
+            (b"TXBEGIN", 3) => {
+                open.push((number(args[1]).map_err(fail)?, number(args[2]).map_err(fail)? as u32))
+            }
+            (b"TXEND", 2) => {
+                let id = number(args[1]).map_err(fail)?;
+                if let Some(i) = open.iter().position(|(o, _)| *o == id) {
+                    done.push(open.swap_remove(i));
+                }
+            }
+            _ => {}
+        }
+        at += len;
+    }
+    Ok(done)
+}
+
+/// Replays a log into a shard's keyspace: every record whose key this
+/// shard owns, except the parts of cross-shard transactions that are not
+/// `committed` (some part's log lacks its end: the process died before all
+/// parts were written). Stops at a torn last record (see [`ReplayReport`]).
+pub fn replay(
+    data: &[u8],
+    keyspace: &mut Keyspace,
+    state: &ShardState,
+    limits: &LoadLimits,
+    now_ms: u64,
+    committed: &dyn Fn(u64) -> bool,
+) -> Result<ReplayReport, RdbError> {
+    let mut report = ReplayReport::default();
+    let mut db = 0usize;
+    let mut at = 0;
+    if data.starts_with(b"REDIS") {
+        at = super::snapshot::load(data, keyspace, state, limits, now_ms, true)?.end;
+        report.valid_len = at;
+    }
+    let mut skipping: Option<u64> = None;
+    while at < data.len() {
+        let fail = |reason: String| RdbError { offset: at, reason };
+        let (args, len) = match parse_record(&data[at..]) {
+            Ok(Some(record)) => record,
+            Ok(None) => break,
+            Err(reason) => return Err(fail(reason.into())),
+        };
+        match (&args[0].to_ascii_uppercase()[..], args.len()) {
+            (b"TXBEGIN", 3) => {
+                let id = number(args[1]).map_err(fail)?;
+                if skipping.is_none() && !committed(id) {
+                    skipping = Some(id);
+                }
+            }
+            (b"TXEND", 2) => {
+                if skipping == Some(number(args[1]).map_err(fail)?) {
+                    skipping = None;
+                }
+            }
+            // SELECT still applies inside a skipped part: what follows it
+            // may be outside.
+            (b"SELECT", _) => {
+                apply(&args, &mut db, keyspace, state, limits, now_ms).map_err(fail)?
+            }
+            _ if skipping.is_some() => {}
+            _ => apply(&args, &mut db, keyspace, state, limits, now_ms).map_err(fail)?,
+        }
+        at += len;
+        report.records += 1;
+        report.valid_len = at;
+    }
+    Ok(report)
+}
+
+fn apply(
+    args: &[&[u8]],
+    db: &mut usize,
+    keyspace: &mut Keyspace,
+    state: &ShardState,
+    limits: &LoadLimits,
+    now_ms: u64,
+) -> Result<(), String> {
+    let name = args[0].to_ascii_uppercase();
+    match (&name[..], args.len()) {
+        (b"SELECT", 2) => {
+            let n = std::str::from_utf8(args[1]).ok().and_then(|t| t.parse::<usize>().ok());
+            match n.filter(|n| *n < keyspace.db_count()) {
+                Some(n) => *db = n,
+                None => {
+                    return Err(format!(
+                        "SELECT of a database this server does not have ({})",
+                        String::from_utf8_lossy(args[1])
+                    ))
+                }
+            }
+        }
+        (b"FLUSHDB", 1) => keyspace.db_mut(*db).clear(),
+        (b"DEL", 2) => {
+            keyspace.db_mut(*db).remove(args[1]);
+        }
+        (b"RESTORE", 6) => {
+            let key = args[1];
+            if !keyspace.owns_key(key) {
+                return Err("a key of another shard".into());
+            }
+            let at: u64 = std::str::from_utf8(args[2])
+                .ok()
+                .and_then(|t| t.parse().ok())
+                .ok_or("bad expiry")?;
+            let value = dump::decode(args[3], limits).map_err(|e| e.text().to_string())?;
+            keyspace.db_mut(*db).remove(key);
+            if at == 0 || at > now_ms {
+                let mut entry = Entry::new(key, value).with_expire((at != 0).then_some(at));
+                entry.access = state.new_access(now_ms);
+                keyspace.db_mut(*db).insert(Box::new(entry));
+            }
+        }
+        _ => return Err(format!("unknown record '{}'", String::from_utf8_lossy(args[0]))),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keyspace::{StrValue, Value};
+    use crate::shard::ShardSettings;
+
+    fn put(ks: &mut Keyspace, db: usize, key: &str, value: &str, expire: Option<u64>) {
+        let e = Entry::new(key.as_bytes(), Value::Str(StrValue::from_bytes(value.as_bytes())));
+        ks.db_mut(db).remove(key.as_bytes());
+        ks.db_mut(db).insert(Box::new(e.with_expire(expire)));
+    }
+
+    fn get(ks: &Keyspace, db: usize, key: &str) -> Option<String> {
+        ks.db(db).get(key.as_bytes()).map(|e| match &e.value {
+            Value::Str(s) => {
+                let mut tmp = [0u8; 20];
+                String::from_utf8_lossy(s.as_bytes(&mut tmp)).into_owned()
+            }
+            _ => "?".into(),
+        })
+    }
+
+    fn key(db: usize, k: &str) -> LogEvent {
+        LogEvent::Key(db, Bytes::copy_from_slice(k.as_bytes()))
+    }
+
+    #[test]
+    fn logged_changes_replay_to_the_same_state() {
+        let state = ShardState::new(ShardSettings::default(), 1);
+        let mut ks = Keyspace::for_slots(16, 0, 16384);
+        let mut log = LogState::default();
+        let mut out = Vec::new();
+        put(&mut ks, 0, "a", "1", None);
+        put(&mut ks, 2, "b", "2", Some(5_000));
+        log.events = vec![key(0, "a"), key(0, "a"), key(2, "b")];
+        drain(&mut log, &ks, 1000, &mut out);
+        ks.db_mut(0).remove(b"a");
+        put(&mut ks, 0, "c", "3", None);
+        log.events = vec![key(0, "a"), key(0, "c")];
+        drain(&mut log, &ks, 1000, &mut out);
+        ks.db_mut(2).clear();
+        log.events = vec![LogEvent::WholeDb(2)];
+        drain(&mut log, &ks, 1000, &mut out);
+        put(&mut ks, 2, "d", "4", None);
+        log.events = vec![key(2, "d")];
+        drain(&mut log, &ks, 1000, &mut out);
+
+        let mut back = Keyspace::for_slots(16, 0, 16384);
+        let report =
+            replay(&out, &mut back, &state, &LoadLimits::default(), 1000, &|_| true).unwrap();
+        assert_eq!(report.valid_len, out.len());
+        assert_eq!(get(&back, 0, "a"), None);
+        assert_eq!(get(&back, 0, "c").as_deref(), Some("3"));
+        assert_eq!(get(&back, 2, "b"), None);
+        assert_eq!(get(&back, 2, "d").as_deref(), Some("4"));
+        // Expired by the time of the replay: not loaded.
+        let mut late = Keyspace::for_slots(16, 0, 16384);
+        let first = {
+            let mut o = Vec::new();
+            let mut l = LogState::default();
+            put(&mut ks, 1, "t", "x", Some(5_000));
+            l.events = vec![key(1, "t")];
+            drain(&mut l, &ks, 1000, &mut o);
+            o
+        };
+        replay(&first, &mut late, &state, &LoadLimits::default(), 6000, &|_| true).unwrap();
+        assert_eq!(get(&late, 1, "t"), None);
+        // A rewrite replays to the same state, with or without an RDB
+        // preamble, and records appended after the preamble count too.
+        for mut compact in [rewrite(&ks, 1000), rewrite_with_preamble(&ks, &state, 1000)] {
+            command(&mut compact, &[b"SELECT", b"0"]);
+            command(&mut compact, &[b"DEL", b"c"]);
+            let mut again = Keyspace::for_slots(16, 0, 16384);
+            let report =
+                replay(&compact, &mut again, &state, &LoadLimits::default(), 1000, &|_| true)
+                    .unwrap();
+            assert_eq!(report.valid_len, compact.len());
+            for (db, k) in [(2, "d"), (1, "t")] {
+                assert_eq!(get(&again, db, k), get(&ks, db, k));
+            }
+            assert_eq!(get(&again, 0, "c"), None);
+        }
+    }
+
+    #[test]
+    fn torn_tails_stop_replay_and_corruption_is_an_error() {
+        let state = ShardState::new(ShardSettings::default(), 1);
+        let mut ks = Keyspace::for_slots(16, 0, 16384);
+        put(&mut ks, 0, "a", "1", None);
+        put(&mut ks, 0, "b", "2", None);
+        let log = rewrite(&ks, 0);
+        let first_end = parse_record(&log).unwrap().unwrap().1;
+        for cut in first_end..log.len() {
+            let mut back = Keyspace::for_slots(16, 0, 16384);
+            let report =
+                replay(&log[..cut], &mut back, &state, &LoadLimits::default(), 0, &|_| true)
+                    .unwrap();
+            assert!(report.valid_len <= cut && report.valid_len >= first_end, "cut {cut}");
+        }
+        let mut bad = log.clone();
+        bad[first_end] = b'x';
+        let err = replay(
+            &bad,
+            &mut Keyspace::for_slots(16, 0, 16384),
+            &state,
+            &LoadLimits::default(),
+            0,
+            &|_| true,
+        )
+        .unwrap_err();
+        assert_eq!(err.offset, first_end);
+        let mut unknown = Vec::new();
+        command(&mut unknown, &[b"SET", b"a", b"b"]);
+        assert!(replay(&unknown, &mut ks, &state, &LoadLimits::default(), 0, &|_| true).is_err());
+    }
+
+    #[test]
+    fn parts_of_uncommitted_transactions_are_skipped() {
+        let state = ShardState::new(ShardSettings::default(), 1);
+        let mut ks = Keyspace::for_slots(16, 0, 16384);
+        put(&mut ks, 0, "a", "1", None);
+        put(&mut ks, 0, "b", "2", None);
+        let mut log = LogState::default();
+        let mut out = rewrite_with_preamble(&Keyspace::for_slots(16, 0, 16384), &state, 0);
+        log.events = vec![
+            LogEvent::TxBegin(7, 2),
+            key(0, "a"),
+            LogEvent::TxEnd(7),
+            LogEvent::TxBegin(8, 2),
+            key(0, "b"),
+        ];
+        drain(&mut log, &ks, 0, &mut out);
+        assert_eq!(committed_parts(&out).unwrap(), vec![(7, 2)]);
+        let mut back = Keyspace::for_slots(16, 0, 16384);
+        replay(&out, &mut back, &state, &LoadLimits::default(), 0, &|id| id == 7).unwrap();
+        assert_eq!(get(&back, 0, "a").as_deref(), Some("1"));
+        assert_eq!(get(&back, 0, "b"), None, "transaction 8 never ended here");
+        let mut back = Keyspace::for_slots(16, 0, 16384);
+        replay(&out, &mut back, &state, &LoadLimits::default(), 0, &|_| false).unwrap();
+        assert_eq!(get(&back, 0, "a"), None, "transaction 7 did not end on its other shard");
+        // A part that changed nothing leaves no trace.
+        let mut empty = Vec::new();
+        log.events = vec![LogEvent::TxBegin(9, 2), LogEvent::TxEnd(9)];
+        drain(&mut log, &ks, 0, &mut empty);
+        assert!(empty.is_empty());
+    }
+}

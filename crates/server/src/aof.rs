@@ -1,0 +1,373 @@
+//! The append-only log on disk: one file per shard, written by the shard's
+//! own core with no lock (`<dir>/<appenddirname>/<appendfilename>.<i>-of-<n>`).
+//!
+//! After shard work (a batch, a mesh job, a transaction step) the core
+//! drains the funnel's pending changes into records (see
+//! `ringdb_engine::persist::aof`) and writes them; with `appendfsync always`
+//! it also syncs them then, so one fsync covers every write of that unit of
+//! work (group commit). Every path that runs writes on a shard (batches,
+//! split and gathered cross-shard commands, transaction steps, whole-shard
+//! commands, expiry) does this before its reply leaves the shard, through
+//! `Core::publish_changes` or the batch's completion. `everysec`
+//! syncs once a second from a timer; `no` leaves syncing to the kernel.
+//!
+//! Start-up replays each shard's log (a torn last record is cut off when
+//! `aof-load-truncated` is yes, and stops start-up otherwise); a log exists
+//! only for the shard count that wrote it. BGREWRITEAOF (and turning
+//! `appendonly` on) replaces each log with the shard's current state.
+//!
+//! Rewrites (BGREWRITEAOF, or automatic per `auto-aof-rewrite-percentage`
+//! and `auto-aof-rewrite-min-size`, checked once a second) run on the
+//! shard's own core between commands: the shard pauses for the time it
+//! takes to write its data once.
+//!
+//! Cross-shard commands (atomic splits such as MSET, gathered commands such
+//! as RENAME or SUNIONSTORE across shards) mark their part in each shard's
+//! log with a transaction id and the number of parts; at start-up a part is
+//! replayed only when every part's log has it whole, so a crash between two
+//! shards' writes never leaves half of one. Not yet covered: MULTI/EXEC
+//! and scripts spanning shards (each command inside is logged on its own).
+
+use crate::config::Config;
+use crate::node::Core;
+use ringdb_engine::families::dump::load_limits;
+use ringdb_engine::persist::aof::{self, LogState};
+use ringdb_engine::shard::now_ms;
+use ringdb_engine::Shard;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
+use tracing::{error, info, warn};
+
+/// When the log is synced to disk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fsync {
+    Always,
+    EverySec,
+    No,
+}
+
+impl Fsync {
+    pub fn from_config(config: &Config) -> Fsync {
+        match config.get("appendfsync") {
+            Some("always") => Fsync::Always,
+            Some("no") => Fsync::No,
+            _ => Fsync::EverySec,
+        }
+    }
+}
+
+/// One shard's open log.
+pub struct AofWriter {
+    file: File,
+    pub path: PathBuf,
+    pub fsync: Fsync,
+    /// Written since the last sync.
+    unsynced: bool,
+    buf: Vec<u8>,
+    /// Bytes in the file, and right after its last rewrite
+    /// (`auto-aof-rewrite-percentage` compares them).
+    pub size: u64,
+    pub base_size: u64,
+}
+
+/// The log file of shard `i` of `n`.
+pub fn log_path(config: &Config, shard: usize, shards: usize) -> PathBuf {
+    log_dir(config).join(format!(
+        "{}.{}-of-{}",
+        config.get("appendfilename").unwrap_or("appendonly.aof"),
+        shard,
+        shards
+    ))
+}
+
+fn log_dir(config: &Config) -> PathBuf {
+    Path::new(config.get("dir").unwrap_or("./"))
+        .join(config.get("appenddirname").unwrap_or("appendonlydir"))
+}
+
+/// Whether logs exist for `shards` shards; an error when logs of another
+/// shard count are there (their keys would land on the wrong shards).
+pub fn logs_exist(config: &Config, shards: usize) -> Result<bool, String> {
+    let dir = log_dir(config);
+    let Ok(entries) = std::fs::read_dir(&dir) else { return Ok(false) };
+    let prefix = format!("{}.", config.get("appendfilename").unwrap_or("appendonly.aof"));
+    let mut found = false;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = name.strip_prefix(&prefix) else { continue };
+        let Some((_, count)) = rest.split_once("-of-") else { continue };
+        if count.parse::<usize>().ok() != Some(shards) {
+            return Err(format!(
+                "the append-only logs in {} were written by {count} shards: start with --shards {count}",
+                dir.display()
+            ));
+        }
+        found = true;
+    }
+    Ok(found)
+}
+
+/// The cross-shard transactions every part of which is in the logs (the
+/// others are left out of the replay: see `committed_parts`).
+pub type Committed = std::collections::HashSet<u64>;
+
+pub fn committed_transactions(config: &Config, shards: usize) -> Result<Committed, String> {
+    let mut seen: std::collections::HashMap<u64, (u32, usize)> = Default::default();
+    for i in 0..shards {
+        let path = log_path(config, i, shards);
+        let Ok(data) = std::fs::read(&path) else { continue };
+        let parts = aof::committed_parts(&data).map_err(|e| {
+            format!("Bad file format reading the append only file {}: {e}", path.display())
+        })?;
+        for (id, n) in parts {
+            let entry = seen.entry(id).or_insert((n, 0));
+            entry.1 += 1;
+        }
+    }
+    Ok(seen.into_iter().filter(|(_, (n, found))| *found == *n as usize).map(|(id, _)| id).collect())
+}
+
+/// Marks the start of this shard's part of a cross-shard transaction in
+/// its log (nothing when the log is off); [`end_part`] marks its end.
+pub fn begin_part(shard: &mut Shard, id: u64, parts: usize) {
+    if let Some(log) = &mut shard.state.funnel.log {
+        log.events.push(aof::LogEvent::TxBegin(id, parts as u32));
+    }
+}
+
+pub fn end_part(shard: &mut Shard, id: u64) {
+    if let Some(log) = &mut shard.state.funnel.log {
+        log.events.push(aof::LogEvent::TxEnd(id));
+    }
+}
+
+/// Replays shard `shard`'s log at start-up. A torn last record is cut off
+/// (`aof-load-truncated yes`) or stops start-up.
+pub fn replay_shard(core: &Core, shards: usize, committed: &Committed) -> Result<usize, String> {
+    let config = core.config.borrow().clone();
+    let path = log_path(&config, core.id.index(), shards);
+    let data = match std::fs::read(&path) {
+        Ok(d) => d,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => {
+            return Err(format!(
+                "Fatal error: can't open the append log file {}: {e}",
+                path.display()
+            ))
+        }
+    };
+    let mut shard = core.shard.borrow_mut();
+    let shard = &mut *shard;
+    let limits = load_limits(&shard.state.settings);
+    let report = aof::replay(&data, &mut shard.keyspace, &shard.state, &limits, now_ms(), &|id| {
+        committed.contains(&id)
+    })
+    .map_err(|e| format!("Bad file format reading the append only file {}: {e}", path.display()))?;
+    if report.valid_len < data.len() {
+        if config.get("aof-load-truncated") != Some("yes") {
+            return Err(format!(
+                "Unexpected end of file reading the append only file {} (at byte {}). You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server.",
+                path.display(),
+                report.valid_len
+            ));
+        }
+        warn!(
+            "!!! Warning: short read while loading the AOF file {}!!! AOF loaded anyway because aof-load-truncated is enabled; the torn last record (from byte {}) is cut off",
+            path.display(),
+            report.valid_len
+        );
+        let file = OpenOptions::new().write(true).open(&path).map_err(|e| e.to_string())?;
+        file.set_len(report.valid_len as u64).map_err(|e| e.to_string())?;
+        file.sync_all().map_err(|e| e.to_string())?;
+    }
+    Ok(report.records)
+}
+
+/// Replaces the shard's log with its current state and (re)opens it for
+/// appending: BGREWRITEAOF, turning `appendonly` on, start-up without a log.
+pub fn rewrite(core: &Core, shard: &mut Shard) -> Result<(), String> {
+    let config = core.config.borrow().clone();
+    let path = log_path(&config, core.id.index(), core.shared.shards());
+    let dir = log_dir(&config);
+    std::fs::create_dir_all(&dir).map_err(|e| format!("can't create {}: {e}", dir.display()))?;
+    let bytes = if config.get("aof-use-rdb-preamble") == Some("yes") {
+        aof::rewrite_with_preamble(&shard.keyspace, &shard.state, now_ms())
+    } else {
+        aof::rewrite(&shard.keyspace, now_ms())
+    };
+    let tmp = dir.join(format!("temp-rewriteaof-{}-{}.aof", std::process::id(), core.id.index()));
+    let written = (|| -> std::io::Result<File> {
+        let mut f = File::create(&tmp)?;
+        f.write_all(&bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, &path)?;
+        if let Ok(d) = File::open(&dir) {
+            let _ = d.sync_all();
+        }
+        OpenOptions::new().append(true).open(&path)
+    })();
+    let file = written.map_err(|e| {
+        let _ = std::fs::remove_file(&tmp);
+        format!("can't rewrite the append only file {}: {e}", path.display())
+    })?;
+    if config.get("appendonly") != Some("yes") {
+        // BGREWRITEAOF with the log off only writes the file, as in Redis.
+        return Ok(());
+    }
+    // The new log holds everything: pending changes are in it already.
+    let mut log = shard.state.funnel.log.take().unwrap_or_default();
+    log.events.clear();
+    log.reset_selected();
+    shard.state.funnel.log = Some(log);
+    let size = bytes.len() as u64;
+    *core.aof.borrow_mut() = Some(AofWriter {
+        file,
+        path,
+        fsync: Fsync::from_config(&config),
+        unsynced: false,
+        buf: Vec::new(),
+        size,
+        base_size: size,
+    });
+    Ok(())
+}
+
+/// Opens the log for appending after a start-up replay.
+pub fn open(core: &Core) -> Result<(), String> {
+    let config = core.config.borrow().clone();
+    let path = log_path(&config, core.id.index(), core.shared.shards());
+    if !path.exists() {
+        let mut shard = core.shard.borrow_mut();
+        return rewrite(core, &mut shard);
+    }
+    let file = OpenOptions::new()
+        .append(true)
+        .open(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+    core.shard.borrow_mut().state.funnel.log = Some(LogState::default());
+    *core.aof.borrow_mut() = Some(AofWriter {
+        file,
+        path,
+        fsync: Fsync::from_config(&config),
+        unsynced: false,
+        buf: Vec::new(),
+        size,
+        base_size: size,
+    });
+    Ok(())
+}
+
+/// Stops logging (`appendonly no`).
+pub fn close(core: &Core) {
+    if let Some(w) = core.aof.borrow_mut().take() {
+        let _ = w.file.sync_data();
+    }
+    core.shard.borrow_mut().state.funnel.log = None;
+}
+
+impl Core {
+    /// Writes the shard's pending log records (and syncs them under
+    /// `appendfsync always`). Cheap when there is nothing to write.
+    pub fn flush_log_of(&self, shard: &mut Shard) {
+        let Some(log) = shard.state.funnel.log.as_mut() else { return };
+        if log.events.is_empty() {
+            return;
+        }
+        let mut aof = self.aof.borrow_mut();
+        let Some(w) = aof.as_mut() else { return };
+        w.buf.clear();
+        aof::drain(log, &shard.keyspace, now_ms(), &mut w.buf);
+        let ok = w.file.write_all(&w.buf).is_ok()
+            && (w.fsync != Fsync::Always || w.file.sync_data().is_ok());
+        w.size += w.buf.len() as u64;
+        w.unsynced = w.fsync == Fsync::EverySec;
+        let persist = &self.shared.persist;
+        if !ok && persist.aof_last_write_ok.swap(false, Relaxed) {
+            error!("Error writing to the AOF file {}", w.path.display());
+        } else if ok && !persist.aof_last_write_ok.swap(true, Relaxed) {
+            info!("AOF write error looks solved, Redis can write again.");
+        }
+    }
+
+    pub fn flush_log(&self) {
+        if self.aof.borrow().is_none() {
+            return;
+        }
+        let mut shard = self.shard.borrow_mut();
+        self.flush_log_of(&mut shard);
+    }
+
+    /// `appendfsync everysec`: syncs what was written in the last second.
+    pub fn sync_log(&self) {
+        if let Some(w) = self.aof.borrow_mut().as_mut() {
+            if w.unsynced {
+                w.unsynced = false;
+                if w.file.sync_data().is_err() {
+                    self.shared.persist.aof_last_write_ok.store(false, Relaxed);
+                }
+            }
+        }
+    }
+}
+
+/// Whether the log has grown enough since its last rewrite for an
+/// automatic one (Redis's test: at least `auto-aof-rewrite-min-size`, and
+/// grown by `auto-aof-rewrite-percentage` percent of its base; 0 = never).
+pub fn needs_rewrite(size: u64, base_size: u64, percentage: u64, min_size: u64) -> bool {
+    if percentage == 0 || size < min_size {
+        return false;
+    }
+    let base = base_size.max(1);
+    size.saturating_mul(100) / base >= 100 + percentage
+}
+
+/// Once a second on every core: the sync of `appendfsync everysec`, and
+/// the automatic rewrite of this shard's log when it has grown enough.
+pub async fn sync_loop(core: std::rc::Rc<Core>) {
+    loop {
+        glommio::timer::sleep(std::time::Duration::from_secs(1)).await;
+        core.flush_log();
+        core.sync_log();
+        let grown = core.aof.borrow().as_ref().is_some_and(|w| {
+            let config = core.config.borrow();
+            let number = |name: &str| config.get(name).and_then(|v| v.parse().ok()).unwrap_or(0);
+            needs_rewrite(
+                w.size,
+                w.base_size,
+                number("auto-aof-rewrite-percentage"),
+                number("auto-aof-rewrite-min-size"),
+            )
+        });
+        if grown {
+            info!(shard = core.id.0, "Starting automatic rewriting of AOF");
+            let mut shard = core.shard.borrow_mut();
+            let result = rewrite(&core, &mut shard);
+            let persist = &core.shared.persist;
+            persist.aof_last_rewrite_ok.store(result.is_ok(), Relaxed);
+            match result {
+                Ok(()) => {
+                    persist.aof_rewrites.fetch_add(1, Relaxed);
+                }
+                Err(e) => warn!("automatic AOF rewrite: {e}"),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::needs_rewrite;
+
+    #[test]
+    fn automatic_rewrites_follow_redis_thresholds() {
+        let mb = 1 << 20;
+        assert!(!needs_rewrite(63 * mb, 1, 100, 64 * mb), "below the minimum size");
+        assert!(needs_rewrite(64 * mb, 32 * mb, 100, 64 * mb), "doubled");
+        assert!(!needs_rewrite(64 * mb, 33 * mb, 100, 64 * mb));
+        assert!(!needs_rewrite(u64::MAX / 2, 1, 0, 0), "0% turns it off");
+        assert!(needs_rewrite(150, 100, 50, 0) && !needs_rewrite(149, 100, 50, 0));
+    }
+}

@@ -1,0 +1,819 @@
+//! Persistence against a real 2-shard server: DUMP/RESTORE both ways
+//! between ringdb and a real redis-server, snapshot files (SAVE, BGSAVE,
+//! the `save` schedule, SHUTDOWN, DEBUG RELOAD) that survive a restart and
+//! move between ringdb and redis-server in both directions, for every type.
+//! Tests that need redis-server say so and skip when it is not installed.
+
+mod common;
+use common::{keys_on_two_shards, q, Server};
+use redis::Value;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A directory under the system's temp dir, removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new(tag: &str) -> TempDir {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("ringdb-{tag}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("a temp dir");
+        TempDir(dir)
+    }
+
+    fn str(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 temp path")
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// A real redis-server, killed on drop.
+struct Redis {
+    child: Child,
+    port: u16,
+}
+
+impl Redis {
+    /// Starts `redis-server` with its files in `dir`; `None` (after saying
+    /// so) when it is not installed.
+    fn start(dir: &TempDir, dbfilename: &str) -> Option<Redis> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
+        let child = Command::new("redis-server")
+            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+            .args(["--dir", dir.str(), "--dbfilename", dbfilename, "--appendonly", "no"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let Ok(child) = child else {
+            eprintln!("SKIPPED: redis-server is not installed (apt install redis-server)");
+            return None;
+        };
+        let redis = Redis { child, port };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while Instant::now() < deadline {
+            if let Ok(mut c) = redis.try_client() {
+                // Loading a file: wait until it is done.
+                if q::<String>(&mut c, &["PING"]).is_ok() {
+                    return Some(redis);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("redis-server did not start");
+    }
+
+    fn try_client(&self) -> redis::RedisResult<redis::Connection> {
+        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?.get_connection()
+    }
+
+    fn client(&self) -> redis::Connection {
+        self.try_client().expect("connect to redis-server")
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Keys of every type and encoding, with the commands that create them.
+fn fixture_commands() -> Vec<Vec<String>> {
+    let (a, b) = keys_on_two_shards();
+    let mut cmds: Vec<Vec<String>> = Vec::new();
+    let mut add = |args: &[&str]| cmds.push(args.iter().map(|s| s.to_string()).collect());
+    add(&["SET", &a, "on shard zero"]);
+    add(&["SET", &b, "on shard one"]);
+    add(&["SET", "int", "-123456789"]);
+    add(&["SET", "big-int", "9223372036854775807"]);
+    add(&["SET", "long", &"compressible ".repeat(200)]);
+    add(&["SET", "ttl", "x", "PX", "100000000"]);
+    add(&["RPUSH", "list", "a", "b", "1", "-7", "300000"]);
+    let many: Vec<String> = (0..300).map(|i| format!("element-{i}")).collect();
+    let mut rpush = vec!["RPUSH", "biglist"];
+    rpush.extend(many.iter().map(String::as_str));
+    add(&rpush);
+    add(&["HSET", "hash", "f", "v", "n", "7"]);
+    let mut hset = vec!["HSET", "bighash"];
+    for m in &many {
+        hset.push(m);
+        hset.push(m);
+    }
+    add(&hset);
+    add(&["SADD", "intset", "1", "2", "-3", "100000"]);
+    add(&["SADD", "strset", "a", "b", "c"]);
+    add(&["ZADD", "zset", "1", "a", "2.5", "b", "-inf", "c"]);
+    let mut zadd = vec!["ZADD", "bigzset"];
+    let scores: Vec<String> = (0..300).map(|i| format!("{}", i as f64 / 7.0)).collect();
+    for (m, s) in many.iter().zip(&scores) {
+        zadd.push(s);
+        zadd.push(m);
+    }
+    add(&zadd);
+    add(&["PFADD", "hll", "a", "b", "c", "d"]);
+    cmds
+}
+
+fn key_names() -> Vec<String> {
+    let (a, b) = keys_on_two_shards();
+    let mut keys: Vec<String> = [
+        "int", "big-int", "long", "ttl", "list", "biglist", "hash", "bighash", "intset", "strset",
+        "zset", "bigzset", "hll",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
+    keys.push(a);
+    keys.push(b);
+    keys
+}
+
+fn run_all(c: &mut redis::Connection, cmds: &[Vec<String>]) {
+    for cmd in cmds {
+        let args: Vec<&str> = cmd.iter().map(String::as_str).collect();
+        q::<Value>(c, &args).unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    }
+}
+
+/// A comparable description of a key: type, encoding, contents (sorted
+/// where order is not defined) and whether it has a TTL.
+fn describe(c: &mut redis::Connection, key: &str) -> String {
+    let kind: String = q(c, &["TYPE", key]).unwrap();
+    // Strings are compared without their encoding: a restored string is
+    // `embstr` or `raw` by length alone, whatever made the original.
+    let encoding: Option<String> = match kind.as_str() {
+        "string" => None,
+        _ => q(c, &["OBJECT", "ENCODING", key]).unwrap_or(None),
+    };
+    let contents: Vec<Vec<u8>> = match kind.as_str() {
+        "string" => vec![q(c, &["GET", key]).unwrap()],
+        "list" => q(c, &["LRANGE", key, "0", "-1"]).unwrap(),
+        "hash" => sorted(q(c, &["HGETALL", key]).unwrap()),
+        "set" => sorted(q(c, &["SMEMBERS", key]).unwrap()),
+        "zset" => q(c, &["ZRANGE", key, "0", "-1", "WITHSCORES"]).unwrap(),
+        "none" => vec![],
+        other => panic!("unexpected type {other}"),
+    };
+    let ttl: i64 = q(c, &["PTTL", key]).unwrap();
+    let ttl = if ttl > 0 { "ttl" } else { "persistent" };
+    let digest: Vec<String> =
+        contents.iter().map(|v| String::from_utf8_lossy(v).into_owned()).collect();
+    format!("{key} {kind} {encoding:?} {ttl} {digest:?}")
+}
+
+fn sorted(mut v: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    v.sort();
+    v
+}
+
+fn dump(c: &mut redis::Connection, key: &str) -> Vec<u8> {
+    redis::cmd("DUMP").arg(key).query(c).unwrap_or_else(|e| panic!("DUMP {key}: {e}"))
+}
+
+fn restore(
+    c: &mut redis::Connection,
+    key: &str,
+    payload: &[u8],
+    ttl: i64,
+) -> redis::RedisResult<String> {
+    redis::cmd("RESTORE").arg(key).arg(ttl).arg(payload).query(c)
+}
+
+/// Copies every fixture key from one server to the other with DUMP and
+/// RESTORE (keeping TTLs) and checks that both describe them alike.
+fn copy_all(from: &mut redis::Connection, to: &mut redis::Connection) {
+    for key in key_names() {
+        let payload = dump(from, &key);
+        let ttl: i64 = q(from, &["PTTL", &key]).unwrap();
+        assert_eq!(restore(to, &key, &payload, ttl.max(0)).unwrap(), "OK", "RESTORE {key}");
+        assert_eq!(describe(to, &key), describe(from, &key));
+    }
+}
+
+#[test]
+fn dump_restore_between_redis_and_ringdb_for_every_type() {
+    let dir = TempDir::new("dump");
+    let Some(redis) = Redis::start(&dir, "dump.rdb") else { return };
+    let server = Server::start(2);
+    let (mut r, mut g) = (redis.client(), server.client());
+    run_all(&mut r, &fixture_commands());
+    copy_all(&mut r, &mut g);
+    // And back: ringdb's payloads restore into redis-server.
+    let _ = q::<String>(&mut r, &["FLUSHALL"]);
+    copy_all(&mut g, &mut r);
+    // Byte for byte, for the types whose encoding is deterministic (LZF
+    // output may differ between compressors, and is not compared).
+    for key in ["int", "list", "hash", "intset", "zset", "bigzset"] {
+        assert_eq!(dump(&mut g, key), dump(&mut r, key), "DUMP {key}");
+    }
+}
+
+#[test]
+fn restore_options_and_errors() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let (a, b) = keys_on_two_shards();
+    run_all(&mut c, &fixture_commands());
+    let payload = dump(&mut c, "list");
+    // Restored on the other shard's key, with REPLACE, ABSTTL and IDLETIME.
+    for key in [&a, &b] {
+        let err = restore(&mut c, key, &payload, 0).unwrap_err();
+        assert_eq!(err.code(), Some("BUSYKEY"), "{err}");
+        let at = (std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis()
+            + 100_000) as i64;
+        let reply: String = redis::cmd("RESTORE")
+            .arg(key)
+            .arg(at)
+            .arg(&payload)
+            .arg("REPLACE")
+            .arg("ABSTTL")
+            .arg("IDLETIME")
+            .arg(50)
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(reply, "OK");
+        let idle: i64 = q(&mut c, &["OBJECT", "IDLETIME", key]).unwrap();
+        assert!((50..55).contains(&idle), "{idle}");
+        assert_eq!(q::<i64>(&mut c, &["LLEN", key]).unwrap(), 5);
+        let pttl: i64 = q(&mut c, &["PTTL", key]).unwrap();
+        assert!(pttl > 90_000 && pttl <= 100_000, "{pttl}");
+    }
+    let mut bad = payload.clone();
+    bad[1] ^= 0xff;
+    let err = restore(&mut c, "new", &bad, 0).unwrap_err();
+    assert!(err.to_string().contains("DUMP payload version or checksum are wrong"), "{err}");
+    let err = restore(&mut c, "new", &payload, -1).unwrap_err();
+    assert!(err.to_string().contains("Invalid TTL value, must be >= 0"), "{err}");
+    assert_eq!(q::<Option<Vec<u8>>>(&mut c, &["DUMP", "missing"]).unwrap(), None);
+    // Bloom filters travel as RedisBloom's module value, on both shards.
+    q::<i64>(&mut c, &["DEL", &a, &b]).unwrap();
+    for i in 0..300 {
+        q::<i64>(&mut c, &["BF.ADD", &a, &format!("item{i}")]).unwrap();
+    }
+    let payload = dump(&mut c, &a);
+    assert_eq!(restore(&mut c, &b, &payload, 0).unwrap(), "OK");
+    assert_eq!(q::<String>(&mut c, &["TYPE", &b]).unwrap(), "MBbloom--");
+    assert_eq!(q::<i64>(&mut c, &["BF.EXISTS", &b, "item299"]).unwrap(), 1);
+    assert_eq!(
+        q::<Value>(&mut c, &["BF.INFO", &b]).unwrap(),
+        q::<Value>(&mut c, &["BF.INFO", &a]).unwrap()
+    );
+}
+
+/// A server on `dir` (2 shards), with extra flags.
+fn server_on(dir: &TempDir, extra: &[&str]) -> Server {
+    let mut args = vec!["--shards", "2", "--dir", dir.str()];
+    args.extend_from_slice(extra);
+    Server::start_with(&args)
+}
+
+fn info_field(c: &mut redis::Connection, field: &str) -> String {
+    let info: String = q(c, &["INFO", "persistence"]).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("no {field} in {info}"))
+        .to_string()
+}
+
+const LIBRARY: &str =
+    "#!lua name=persisted\nredis.register_function('answer', function() return 42 end)";
+
+/// Everything the fixture holds, described, plus the other databases.
+fn snapshot_of(c: &mut redis::Connection) -> Vec<String> {
+    let mut all: Vec<String> = key_names().iter().map(|k| describe(c, k)).collect();
+    q::<String>(c, &["SELECT", "3"]).unwrap();
+    all.push(describe(c, "in-db-3"));
+    q::<String>(c, &["SELECT", "0"]).unwrap();
+    all.push(format!("dbsize {}", q::<i64>(c, &["DBSIZE"]).unwrap()));
+    all
+}
+
+fn populate(c: &mut redis::Connection) {
+    run_all(c, &fixture_commands());
+    run_all(
+        c,
+        &[
+            vec!["SELECT".into(), "3".into()],
+            vec!["SET".into(), "in-db-3".into(), "x".into()],
+            vec!["SELECT".into(), "0".into()],
+        ],
+    );
+}
+
+#[test]
+fn snapshot_survives_restart_with_every_type_on_both_shards() {
+    let dir = TempDir::new("restart");
+    let expected = {
+        let server = server_on(&dir, &[]);
+        let mut c = server.client();
+        populate(&mut c);
+        q::<String>(&mut c, &["FUNCTION", "LOAD", LIBRARY]).unwrap();
+        // A key that expires before the restart is not loaded.
+        q::<String>(&mut c, &["SET", "short", "x", "PX", "300"]).unwrap();
+        let (a, b) = keys_on_two_shards();
+        q::<i64>(&mut c, &["BF.ADD", &format!("{a}:bf"), "item"]).unwrap();
+        q::<i64>(&mut c, &["BF.ADD", &format!("{b}:bf"), "item"]).unwrap();
+        assert_ne!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+        let before: i64 = q(&mut c, &["LASTSAVE"]).unwrap();
+        assert_eq!(q::<String>(&mut c, &["SAVE"]).unwrap(), "OK");
+        assert!(q::<i64>(&mut c, &["LASTSAVE"]).unwrap() >= before);
+        assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+        assert_eq!(info_field(&mut c, "rdb_saves"), "1");
+        assert!(dir.0.join("dump.rdb").exists());
+        q::<i64>(&mut c, &["DEL", "short"]).unwrap();
+        snapshot_of(&mut c)
+    };
+    std::thread::sleep(Duration::from_millis(350));
+    let server = server_on(&dir, &[]);
+    let mut c = server.client();
+    assert_eq!(snapshot_of(&mut c), expected);
+    assert_eq!(q::<Option<String>>(&mut c, &["GET", "short"]).unwrap(), None);
+    let ttl: i64 = q(&mut c, &["PTTL", "ttl"]).unwrap();
+    assert!(ttl > 99_000_000, "{ttl}");
+    assert_eq!(q::<i64>(&mut c, &["FCALL", "answer", "0"]).unwrap(), 42);
+    let (a, b) = keys_on_two_shards();
+    for key in [a, b] {
+        assert_eq!(q::<i64>(&mut c, &["BF.EXISTS", &format!("{key}:bf"), "item"]).unwrap(), 1);
+    }
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+}
+
+#[test]
+fn redis_server_and_ringdb_load_each_others_snapshots() {
+    let ours = TempDir::new("ours");
+    let server = server_on(&ours, &["--dbfilename", "ringdb.rdb"]);
+    let mut g = server.client();
+    populate(&mut g);
+    q::<String>(&mut g, &["FUNCTION", "LOAD", LIBRARY]).unwrap();
+    assert_eq!(q::<String>(&mut g, &["SAVE"]).unwrap(), "OK");
+    let file = ours.0.join("ringdb.rdb");
+    if let Ok(out) = Command::new("redis-check-rdb").arg(&file).output() {
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success() && text.contains("RDB looks OK"), "redis-check-rdb: {text}");
+    }
+    let Some(redis) = Redis::start(&ours, "ringdb.rdb") else { return };
+    let mut r = redis.client();
+    assert_eq!(snapshot_of(&mut r), snapshot_of(&mut g));
+    assert_eq!(q::<i64>(&mut r, &["FCALL", "answer", "0"]).unwrap(), 42);
+
+    // And the other way: redis-server's dump.rdb starts a ringdb.
+    let theirs = TempDir::new("theirs");
+    let Some(redis) = Redis::start(&theirs, "dump.rdb") else { return };
+    let mut r = redis.client();
+    populate(&mut r);
+    q::<String>(&mut r, &["FUNCTION", "LOAD", LIBRARY]).unwrap();
+    assert_eq!(q::<String>(&mut r, &["SAVE"]).unwrap(), "OK");
+    let server = server_on(&theirs, &[]);
+    let mut g = server.client();
+    assert_eq!(snapshot_of(&mut g), snapshot_of(&mut r));
+    assert_eq!(q::<i64>(&mut g, &["FCALL", "answer", "0"]).unwrap(), 42);
+}
+
+/// Waits until no background save runs; its status.
+fn wait_bgsave(c: &mut redis::Connection) -> String {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while info_field(c, "rdb_bgsave_in_progress") == "1" {
+        assert!(Instant::now() < deadline, "background save did not finish");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    info_field(c, "rdb_last_bgsave_status")
+}
+
+#[test]
+fn bgsave_schedule_and_settings() {
+    let dir = TempDir::new("bgsave");
+    let server = server_on(&dir, &[]);
+    let mut c = server.client();
+    let (a, b) = keys_on_two_shards();
+    q::<String>(&mut c, &["MSET", &a, "1", &b, "2"]).unwrap();
+    assert_eq!(q::<String>(&mut c, &["BGSAVE"]).unwrap(), "Background saving started");
+    assert_eq!(wait_bgsave(&mut c), "ok");
+    assert_eq!(info_field(&mut c, "rdb_changes_since_last_save"), "0");
+    assert!(dir.0.join("dump.rdb").exists());
+    assert_eq!(q::<String>(&mut c, &["BGSAVE", "SCHEDULE"]).unwrap(), "Background saving started");
+    wait_bgsave(&mut c);
+    let err = q::<String>(&mut c, &["BGSAVE", "NOW"]).unwrap_err();
+    assert!(err.to_string().contains("syntax error"), "{err}");
+    // Inside MULTI a BGSAVE is scheduled, and runs after EXEC.
+    let replies: Vec<String> = redis::pipe().atomic().cmd("BGSAVE").query(&mut c).unwrap();
+    assert_eq!(replies, vec!["Background saving scheduled"]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(&mut c, "rdb_saves") != "3" {
+        assert!(Instant::now() < deadline, "the scheduled save did not run");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Settings, with Redis's names, defaults and errors.
+    let get = |c: &mut redis::Connection, name: &str| -> String {
+        let v: Vec<String> = q(c, &["CONFIG", "GET", name]).unwrap();
+        v[1].clone()
+    };
+    assert_eq!(get(&mut c, "dbfilename"), "dump.rdb");
+    assert_eq!(get(&mut c, "rdbcompression"), "yes");
+    assert_eq!(get(&mut c, "rdbchecksum"), "yes");
+    assert_eq!(get(&mut c, "save"), "");
+    let err = q::<String>(&mut c, &["CONFIG", "SET", "dir", "/no/such/dir"]).unwrap_err();
+    assert!(err.to_string().contains("No such file or directory"), "{err}");
+    let err = q::<String>(&mut c, &["CONFIG", "SET", "save", "10"]).unwrap_err();
+    assert!(err.to_string().contains("Invalid save parameters"), "{err}");
+    // A failing save: the directory is gone.
+    let gone = TempDir::new("gone");
+    q::<String>(&mut c, &["CONFIG", "SET", "dir", gone.str()]).unwrap();
+    drop(gone);
+    let err = q::<String>(&mut c, &["SAVE"]).unwrap_err();
+    assert_eq!(err.code(), Some("ERR"), "{err}");
+    assert_eq!(q::<String>(&mut c, &["BGSAVE"]).unwrap(), "Background saving started");
+    assert_eq!(wait_bgsave(&mut c), "err");
+}
+
+#[test]
+fn the_save_schedule_saves_on_its_own() {
+    let dir = TempDir::new("schedule");
+    let server = server_on(&dir, &["--save", "1 2"]);
+    let mut c = server.client();
+    q::<String>(&mut c, &["SET", "one", "1"]).unwrap();
+    std::thread::sleep(Duration::from_millis(2500));
+    assert!(!dir.0.join("dump.rdb").exists(), "one change is not enough");
+    q::<String>(&mut c, &["SET", "two", "2"]).unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !dir.0.join("dump.rdb").exists()
+        || info_field(&mut c, "rdb_changes_since_last_save") != "0"
+    {
+        assert!(Instant::now() < deadline, "the schedule did not save");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn debug_reload_keeps_everything() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    populate(&mut c);
+    let before = snapshot_of(&mut c);
+    assert_eq!(q::<String>(&mut c, &["DEBUG", "RELOAD"]).unwrap(), "OK");
+    assert_eq!(snapshot_of(&mut c), before);
+    let err = q::<String>(&mut c, &["DEBUG", "RELOAD", "NOSAVE"]).unwrap_err();
+    assert!(err.to_string().contains("NOSAVE"), "{err}");
+}
+
+#[test]
+fn shutdown_saves_when_a_schedule_is_set() {
+    let dir = TempDir::new("shutdown");
+    let (a, b) = keys_on_two_shards();
+    {
+        let mut server = server_on(&dir, &["--save", "3600 1"]);
+        let mut c = server.client();
+        q::<String>(&mut c, &["MSET", &a, "1", &b, "2"]).unwrap();
+        let _ = q::<String>(&mut c, &["SHUTDOWN"]);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while server.is_running() {
+            assert!(Instant::now() < deadline, "SHUTDOWN did not exit");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    let mut server = server_on(&dir, &[]);
+    let mut c = server.client();
+    let v: Vec<Option<String>> = q(&mut c, &["MGET", &a, &b]).unwrap();
+    assert_eq!(v, vec![Some("1".into()), Some("2".into())]);
+    // NOSAVE leaves the file as it was.
+    q::<String>(&mut c, &["SET", &a, "changed"]).unwrap();
+    let _ = q::<String>(&mut c, &["SHUTDOWN", "NOSAVE"]);
+    while server.is_running() {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let server = server_on(&dir, &[]);
+    let mut c = server.client();
+    assert_eq!(q::<String>(&mut c, &["GET", &a]).unwrap(), "1");
+}
+
+#[test]
+fn a_damaged_snapshot_stops_start_up_with_the_offset() {
+    let dir = TempDir::new("damaged");
+    {
+        let server = server_on(&dir, &[]);
+        let mut c = server.client();
+        populate(&mut c);
+        q::<String>(&mut c, &["SAVE"]).unwrap();
+    }
+    let path = dir.0.join("dump.rdb");
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x5a;
+    std::fs::write(&path, &bytes).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ringdb"))
+        .args([
+            "--port",
+            "0",
+            "--shards",
+            "2",
+            "--pin-cpus",
+            "no",
+            "--save",
+            "",
+            "--dir",
+            dir.str(),
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("at byte") && stderr.contains("dump.rdb"), "{stderr}");
+}
+
+/// The log of shard `i` of a 2-shard server on `dir`.
+fn shard_log(dir: &TempDir, i: usize) -> PathBuf {
+    dir.0.join("appendonlydir").join(format!("appendonly.aof.{i}-of-2"))
+}
+
+const ALWAYS: &[&str] = &["--appendonly", "yes", "--appendfsync", "always"];
+
+#[test]
+fn the_append_only_log_survives_kill_9_with_every_type() {
+    let dir = TempDir::new("aof");
+    let (a, b) = keys_on_two_shards();
+    let expected = {
+        let server = server_on(&dir, ALWAYS);
+        let mut c = server.client();
+        assert_eq!(info_field(&mut c, "aof_enabled"), "1");
+        populate(&mut c);
+        // Changes of every kind after creation: deletes, expiry, flushes,
+        // swaps, gathered cross-shard commands, scripts.
+        q::<String>(&mut c, &["MSET", &a, "x", &b, "y"]).unwrap();
+        q::<String>(&mut c, &["RENAME", &a, "renamed"]).unwrap();
+        q::<i64>(&mut c, &["DEL", "int"]).unwrap();
+        q::<i64>(&mut c, &["EXPIRE", "hash", "10000"]).unwrap();
+        q::<Option<String>>(&mut c, &["SPOP", "strset"]).unwrap();
+        q::<i64>(&mut c, &["EVAL", "return redis.call('RPUSH', KEYS[1], 'z')", "1", "list"])
+            .unwrap();
+        run_all(
+            &mut c,
+            &[
+                vec!["SELECT".into(), "5".into()],
+                vec!["SET".into(), "gone".into(), "1".into()],
+                vec!["FLUSHDB".into()],
+                vec!["SET".into(), "kept".into(), "1".into()],
+                vec!["SELECT".into(), "0".into()],
+                vec!["SWAPDB".into(), "5".into(), "6".into()],
+            ],
+        );
+        let mut all = snapshot_of(&mut c);
+        all.push(describe(&mut c, "renamed"));
+        q::<String>(&mut c, &["SELECT", "6"]).unwrap();
+        all.push(describe(&mut c, "kept"));
+        all
+        // Dropping the server kills it (SIGKILL): nothing is flushed at exit.
+    };
+    assert!(shard_log(&dir, 0).exists() && shard_log(&dir, 1).exists());
+    let server = server_on(&dir, ALWAYS);
+    let mut c = server.client();
+    let mut all = snapshot_of(&mut c);
+    all.push(describe(&mut c, "renamed"));
+    q::<String>(&mut c, &["SELECT", "6"]).unwrap();
+    all.push(describe(&mut c, "kept"));
+    assert_eq!(all, expected);
+    q::<String>(&mut c, &["SELECT", "5"]).unwrap();
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]).unwrap(), 0);
+}
+
+#[test]
+fn acknowledged_writes_survive_kill_9_at_random_moments() {
+    let dir = TempDir::new("crash");
+    let (a, b) = keys_on_two_shards();
+    let mut acked = (0i64, 0i64);
+    for round in 0..4u64 {
+        let server = server_on(&dir, ALWAYS);
+        let mut c = server.client();
+        let got: Vec<Option<i64>> = q(&mut c, &["MGET", &a, &b]).unwrap();
+        let (ga, gb) = (got[0].unwrap_or(0), got[1].unwrap_or(0));
+        // Everything acknowledged is there (and at most the one write in
+        // flight when the process died is extra).
+        assert!(ga >= acked.0 && ga <= acked.0 + 1, "round {round}: {ga} vs {}", acked.0);
+        assert!(gb >= acked.1 && gb <= acked.1 + 1, "round {round}: {gb} vs {}", acked.1);
+        let url = server.url();
+        let (ka, kb) = (a.clone(), b.clone());
+        let writer = std::thread::spawn(move || {
+            let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+            let mut last = (ga, gb);
+            loop {
+                let Ok(x) = q::<i64>(&mut c, &["INCR", &ka]) else { return last };
+                last.0 = x;
+                let Ok(y) = q::<i64>(&mut c, &["INCR", &kb]) else { return last };
+                last.1 = y;
+            }
+        });
+        std::thread::sleep(Duration::from_millis(150 + (round * 97) % 200));
+        drop(server);
+        acked = writer.join().unwrap();
+    }
+    let server = server_on(&dir, ALWAYS);
+    let mut c = server.client();
+    let got: Vec<i64> = q(&mut c, &["MGET", &a, &b]).unwrap();
+    assert!(got[0] >= acked.0 && got[1] >= acked.1, "{got:?} vs {acked:?}");
+    assert!(acked.0 > 4 && acked.1 > 4, "the writers wrote: {acked:?}");
+}
+
+#[test]
+fn a_torn_last_record_is_cut_off_or_refused() {
+    let dir = TempDir::new("torn");
+    let (a, b) = keys_on_two_shards();
+    {
+        let server = server_on(&dir, ALWAYS);
+        let mut c = server.client();
+        q::<String>(&mut c, &["MSET", &a, "1", &b, "2"]).unwrap();
+    }
+    let log = shard_log(&dir, 0);
+    let good = std::fs::read(&log).unwrap();
+    let mut torn = good.clone();
+    torn.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$1\r\n");
+    std::fs::write(&log, &torn).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ringdb"))
+        .args([
+            "--port",
+            "0",
+            "--shards",
+            "2",
+            "--pin-cpus",
+            "no",
+            "--save",
+            "",
+            "--dir",
+            dir.str(),
+        ])
+        .args(["--appendonly", "yes", "--aof-load-truncated", "no"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Unexpected end of file")
+            && stderr.contains(&format!("at byte {}", good.len())),
+        "{stderr}"
+    );
+    // With aof-load-truncated yes (the default) the torn record goes.
+    let server = server_on(&dir, &["--appendonly", "yes"]);
+    let mut c = server.client();
+    let v: Vec<Option<String>> = q(&mut c, &["MGET", &a, &b]).unwrap();
+    assert_eq!(v, vec![Some("1".into()), Some("2".into())]);
+    assert_eq!(std::fs::read(&log).unwrap(), good);
+    // Corruption before the end stops start-up, naming the file and byte.
+    drop(server);
+    let mut bad = good.clone();
+    bad[0] = b'#';
+    std::fs::write(&log, &bad).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ringdb"))
+        .args([
+            "--port",
+            "0",
+            "--shards",
+            "2",
+            "--pin-cpus",
+            "no",
+            "--save",
+            "",
+            "--dir",
+            dir.str(),
+        ])
+        .args(["--appendonly", "yes"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("appendonly.aof.0-of-2") && stderr.contains("at byte 0"), "{stderr}");
+    // A log of another shard count is refused.
+    let out = Command::new(env!("CARGO_BIN_EXE_ringdb"))
+        .args([
+            "--port",
+            "0",
+            "--shards",
+            "3",
+            "--pin-cpus",
+            "no",
+            "--save",
+            "",
+            "--dir",
+            dir.str(),
+        ])
+        .args(["--appendonly", "yes"])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--shards 2"));
+}
+
+#[test]
+fn bgrewriteaof_and_turning_the_log_on_at_run_time() {
+    let dir = TempDir::new("rewrite");
+    let (a, b) = keys_on_two_shards();
+    {
+        let server = server_on(&dir, &[]);
+        let mut c = server.client();
+        q::<String>(&mut c, &["SET", &a, "before"]).unwrap();
+        assert_eq!(info_field(&mut c, "aof_enabled"), "0");
+        // With the log off, BGREWRITEAOF writes the files and logs nothing
+        // after them.
+        q::<String>(&mut c, &["BGREWRITEAOF"]).unwrap();
+        let size = std::fs::metadata(shard_log(&dir, 0)).unwrap().len();
+        q::<String>(&mut c, &["SET", &a, "before"]).unwrap();
+        assert_eq!(std::fs::metadata(shard_log(&dir, 0)).unwrap().len(), size);
+        q::<String>(&mut c, &["CONFIG", "SET", "appendonly", "yes"]).unwrap();
+        assert_eq!(info_field(&mut c, "aof_enabled"), "1");
+        for i in 0..200 {
+            q::<String>(&mut c, &["SET", &b, &format!("value {i}")]).unwrap();
+        }
+        let size = std::fs::metadata(shard_log(&dir, 1)).unwrap().len();
+        assert_eq!(
+            q::<String>(&mut c, &["BGREWRITEAOF"]).unwrap(),
+            "Background append only file rewriting started"
+        );
+        assert_eq!(info_field(&mut c, "aof_rewrites"), "2");
+        assert!(std::fs::metadata(shard_log(&dir, 1)).unwrap().len() < size / 50);
+        // A rewrite starts with an RDB preamble unless told otherwise.
+        assert!(std::fs::read(shard_log(&dir, 1)).unwrap().starts_with(b"REDIS0010"));
+        q::<String>(&mut c, &["CONFIG", "SET", "aof-use-rdb-preamble", "no"]).unwrap();
+        q::<String>(&mut c, &["BGREWRITEAOF"]).unwrap();
+        assert!(std::fs::read(shard_log(&dir, 1)).unwrap().starts_with(b"*2\r\n$6\r\nSELECT"));
+        q::<String>(&mut c, &["CONFIG", "SET", "aof-use-rdb-preamble", "yes"]).unwrap();
+        q::<String>(&mut c, &["BGREWRITEAOF"]).unwrap();
+        q::<String>(&mut c, &["SET", "after", "rewrite"]).unwrap();
+        for policy in ["no", "everysec"] {
+            q::<String>(&mut c, &["CONFIG", "SET", "appendfsync", policy]).unwrap();
+            q::<String>(&mut c, &["SET", &format!("{policy}-key"), "1"]).unwrap();
+        }
+        assert_eq!(q::<String>(&mut c, &["DEBUG", "LOADAOF"]).unwrap(), "OK");
+        assert_eq!(q::<String>(&mut c, &["GET", "no-key"]).unwrap(), "1");
+    }
+    let server = server_on(&dir, &["--appendonly", "yes"]);
+    let mut c = server.client();
+    let v: Vec<Option<String>> =
+        q(&mut c, &["MGET", &a, &b, "after", "no-key", "everysec-key"]).unwrap();
+    let v: Vec<String> = v.into_iter().map(Option::unwrap_or_default).collect();
+    assert_eq!(v, vec!["before", "value 199", "rewrite", "1", "1"]);
+    // Turning it off stops logging.
+    q::<String>(&mut c, &["CONFIG", "SET", "appendonly", "no"]).unwrap();
+    let size = std::fs::metadata(shard_log(&dir, 0)).unwrap().len();
+    q::<String>(&mut c, &["SET", &a, "unlogged"]).unwrap();
+    assert_eq!(std::fs::metadata(shard_log(&dir, 0)).unwrap().len(), size);
+}
+
+#[test]
+fn the_log_rewrites_itself_when_it_has_grown() {
+    let dir = TempDir::new("autorewrite");
+    let server = server_on(&dir, &["--appendonly", "yes", "--auto-aof-rewrite-min-size", "4096"]);
+    let mut c = server.client();
+    let (a, _) = keys_on_two_shards();
+    for i in 0..300 {
+        q::<String>(&mut c, &["SET", &a, &format!("value {i}")]).unwrap();
+    }
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while info_field(&mut c, "aof_rewrites") == "0" {
+        assert!(Instant::now() < deadline, "no automatic rewrite");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(std::fs::metadata(shard_log(&dir, 0)).unwrap().len() < 4096);
+    drop(server);
+    let server = server_on(&dir, &["--appendonly", "yes"]);
+    let mut c = server.client();
+    assert_eq!(q::<String>(&mut c, &["GET", &a]).unwrap(), "value 299");
+}
+
+#[test]
+fn a_crash_never_leaves_half_of_a_cross_shard_mset() {
+    let dir = TempDir::new("halfmset");
+    let (a, b) = keys_on_two_shards();
+    {
+        let server = server_on(&dir, ALWAYS);
+        let mut c = server.client();
+        q::<String>(&mut c, &["SET", &a, "old"]).unwrap();
+        q::<String>(&mut c, &["SET", &b, "old"]).unwrap();
+        q::<String>(&mut c, &["MSET", &a, "new", &b, "new"]).unwrap();
+    }
+    // As if the process died after shard 0 wrote its part of the MSET and
+    // before shard 1 wrote the end of its part.
+    let log = shard_log(&dir, 1);
+    let data = std::fs::read(&log).unwrap();
+    let end = data.windows(5).rposition(|w| w == b"TXEND").expect("a transaction end");
+    let record_start = data[..end].iter().rposition(|&c| c == b'*').unwrap();
+    std::fs::write(&log, &data[..record_start]).unwrap();
+    let server = server_on(&dir, ALWAYS);
+    let mut c = server.client();
+    let v: Vec<String> = q(&mut c, &["MGET", &a, &b]).unwrap();
+    assert_eq!(v, vec!["old", "old"]);
+    // Whole transactions are replayed: a gathered RENAME across shards.
+    q::<String>(&mut c, &["RENAME", &a, &b]).unwrap();
+    drop(server);
+    let server = server_on(&dir, ALWAYS);
+    let mut c = server.client();
+    let v: Vec<Option<String>> = q(&mut c, &["MGET", &a, &b]).unwrap();
+    assert_eq!(v, vec![None, Some("old".into())]);
+}
