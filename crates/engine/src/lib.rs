@@ -16,6 +16,8 @@
 //! - [`query_watch`]: reactive queries (`GET.WATCH`): which reads are
 //!   watched on this shard, re-run when their key changes.
 //! - [`scripting`]: Lua scripts and functions (one Lua state per shard).
+//! - [`hotkeys`]: hot-key rules, sliding-window counters and the top-keys
+//!   sketch.
 //!
 //! The rule this crate keeps: no I/O, no threads, no glommio. A shard is plain
 //! data driven by the server; everything here is tested with plain `#[test]`.
@@ -25,6 +27,7 @@ pub mod digest;
 pub mod expire;
 pub mod families;
 pub mod funnel;
+pub mod hotkeys;
 pub mod keyspace;
 pub mod locks;
 pub mod query_watch;
