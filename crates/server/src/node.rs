@@ -99,7 +99,19 @@ impl Core {
         let active_expire = shard.state.settings.active_expire;
         shard.state.settings = ShardSettings { active_expire, ..Self::shard_settings(&config) };
         shard.state.funnel.notify_flags = config.notify_flags();
+        Self::apply_hotkeys(&mut shard, &config, Some(&self.config.borrow()));
         *self.config.borrow_mut() = config;
+    }
+
+    /// Gives the shard `config`'s hot-key rules and key limit when they
+    /// differ from `before`'s (all of them at start-up, `before` = None).
+    fn apply_hotkeys(shard: &mut Shard, config: &Config, before: Option<&Config>) {
+        let now = ringdb_engine::shard::now_ms();
+        let changed = |name: &str| before.is_none_or(|b| b.get(name) != config.get(name));
+        if changed("hotkeys-rules") {
+            shard.state.hotkeys.set_rules(config.hotkeys_rules(), now);
+        }
+        shard.state.hotkeys.set_max_keys(config.hotkeys_max_keys(), now);
     }
 
     /// Sends out what this core's shard work left for others: keyspace
@@ -137,6 +149,30 @@ impl Core {
         }
         if !shard.state.funnel.queries.outbox.is_empty() {
             self.send_watch_pushes(std::mem::take(&mut shard.state.funnel.queries.outbox));
+        }
+        if !shard.state.hotkeys.outbox.is_empty() {
+            let events = std::mem::take(&mut shard.state.hotkeys.outbox);
+            self.send_hotkey_pushes(events, &shard.state.hotkeys.watchers);
+        }
+    }
+
+    /// Queues hot / cold key events on every core with `HOTKEYS.WATCH`
+    /// watchers, in the order they happened (one mesh queue per target).
+    fn send_hotkey_pushes(
+        &self,
+        events: Vec<ringdb_engine::hotkeys::HotEvent>,
+        watchers: &std::collections::BTreeMap<u16, u32>,
+    ) {
+        let events = Arc::new(events);
+        for &target in watchers.keys() {
+            let events = events.clone();
+            self.queue_job(
+                ShardId(target),
+                Box::new(move |core| {
+                    let limit = core.config.borrow().pubsub_buffer_limit();
+                    core.push.borrow_mut().deliver_hotkeys(&events, limit);
+                }),
+            );
         }
     }
 
@@ -397,6 +433,7 @@ async fn core_main(
         Shard::new(id, shared.slot_map, Core::shard_settings(&config), seed ^ (id.0 as u64 + 1));
     shard.state.funnel.notify_flags = config.notify_flags();
     shard.state.scripting.attach(shared.scripts.clone(), id.index());
+    Core::apply_hotkeys(&mut shard, &config, None);
     let core = Rc::new(Core {
         id,
         shared,

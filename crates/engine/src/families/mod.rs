@@ -10,6 +10,7 @@ pub mod command;
 pub mod connection;
 pub mod hash;
 pub mod hll;
+pub mod hotkeys;
 pub mod keys;
 pub mod list;
 pub mod memory;
@@ -41,4 +42,5 @@ pub static ALL: &[&[CommandSpec]] = &[
     server::COMMANDS,
     scripting::COMMANDS,
     command::COMMANDS,
+    hotkeys::COMMANDS,
 ];

@@ -37,6 +37,7 @@ const SECTIONS: &[(&str, bool)] = &[
     ("keyspace", true),
     ("shards", true),
     ("watch", true),
+    ("hotkeys", true),
 ];
 
 /// Which sections a request asked for (Redis's `genInfoSectionDict`).
@@ -94,6 +95,9 @@ struct CoreReport {
     /// Reactive queries: fingerprints and subscriptions on this shard,
     /// results pushed, re-runs.
     watch: (usize, u64, u64, u64),
+    /// Hot keys: (keys tracked against rules, keys hot now), the shard's
+    /// counters, and this core's HOTKEYS.WATCH clients.
+    hotkeys: (usize, usize, ringdb_engine::hotkeys::HotStats, usize),
 }
 
 impl CoreReport {
@@ -113,6 +117,10 @@ impl CoreReport {
                 let queries = &shard.state.funnel.queries;
                 let (fingerprints, subscriptions) = queries.counts();
                 (fingerprints, subscriptions, queries.pushes, queries.reexecutions)
+            },
+            hotkeys: {
+                let (tracked, hot) = shard.state.hotkeys.counts();
+                (tracked, hot, shard.state.hotkeys.stats, core.push.borrow().hotkeys.len())
             },
         }
     }
@@ -180,6 +188,7 @@ impl Report<'_> {
             "keyspace" => self.keyspace(out),
             "shards" => self.shards(out),
             "watch" => self.watch(out),
+            "hotkeys" => self.hotkeys(out),
             _ => {}
         }
     }
@@ -420,6 +429,30 @@ impl Report<'_> {
                 r.shard
             );
         }
+    }
+}
+
+impl Report<'_> {
+    /// ringdb's hot-key detection: rules, keys counted and hot, events, and
+    /// watchers, summed over the shards.
+    fn hotkeys(&self, out: &mut String) {
+        let sum = |f: fn(&CoreReport) -> u64| self.reports.iter().map(f).sum::<u64>();
+        let config = self.core.config.borrow();
+        let _ = write!(
+            out,
+            "# Hotkeys\r\nhotkeys_rules:{}\r\nhotkeys_max_keys:{}\r\nhotkeys_tracked_keys:{}\r\n\
+             hotkeys_hot_keys:{}\r\nhotkeys_detected:{}\r\nhotkeys_cooled:{}\r\n\
+             hotkeys_evicted_keys:{}\r\nhotkeys_counted_accesses:{}\r\nhotkeys_watchers:{}\r\n",
+            config.hotkeys_rules().len(),
+            config.hotkeys_max_keys(),
+            sum(|r| r.hotkeys.0 as u64),
+            sum(|r| r.hotkeys.1 as u64),
+            sum(|r| r.hotkeys.2.detected),
+            sum(|r| r.hotkeys.2.cooled),
+            sum(|r| r.hotkeys.2.evicted),
+            sum(|r| r.hotkeys.2.counted),
+            sum(|r| r.hotkeys.3 as u64),
+        );
     }
 }
 

@@ -28,6 +28,9 @@ pub enum Kind {
     /// `client-output-buffer-limit`: `<class> <hard> <soft> <seconds>`
     /// triples for the classes normal, replica (or slave) and pubsub.
     BufferLimits,
+    /// `hotkeys-rules`: rules in `HOTKEYS RULES SET`'s syntax, separated
+    /// by `;`, printed in canonical form.
+    HotkeysRules,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -158,6 +161,10 @@ pub static SETTINGS: &[Setting] = &[
       "Capacity of the Bloom filters BF.ADD, BF.MADD and BF.INSERT create, as RedisBloom's INITIAL_SIZE."),
     s("watch-coalesce-ms", "0", Kind::Int { min: 0, max: 60_000 }, true,
       "Reactive queries (GET.WATCH …): re-run a changed query at most once per this many milliseconds, so a burst of writes sends its watchers the latest result rather than every one (0 = push every change)."),
+    s("hotkeys-rules", "", Kind::HotkeysRules, true,
+      "Hot-key rules, as HOTKEYS RULES SET takes them, separated by ';': name (PATTERN glob | PREFIX prefix) INTERVAL seconds THRESHOLD n DURATION seconds [COUNT reads|writes|both]. HOTKEYS RULES SET/DEL change it; CONFIG REWRITE keeps it."),
+    s("hotkeys-max-keys", "10000", Kind::Int { min: 1, max: 10_000_000 }, true,
+      "Most keys each shard counts against hot-key rules; the least recently accessed is forgotten to make room (INFO hotkeys: hotkeys_evicted_keys)."),
     s("io-memory", "1048576", Kind::Memory { min: 512 * 1024, max: i64::MAX }, false,
       "Memory each shard registers with io_uring for its I/O buffers (counts against ulimit -l)."),
     s("spin-before-park", "0", Kind::Int { min: 0, max: 1_000_000 }, false,
@@ -213,6 +220,9 @@ pub fn normalize(setting: &Setting, value: &str) -> Result<String, String> {
         }
         Kind::Text => Ok(value.to_string()),
         Kind::BufferLimits => merge_buffer_limits(setting.default, value),
+        Kind::HotkeysRules => ringdb_engine::hotkeys::rule::parse_rules(value)
+            .map(|rules| ringdb_engine::hotkeys::rule::rules_to_text(&rules))
+            .map_err(|e| e.text().trim_start_matches("ERR ").to_string()),
         Kind::NotifyEvents => ringdb_engine::funnel::notify::parse(value)
             .map(ringdb_engine::funnel::notify::to_string)
             .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string()),

@@ -82,7 +82,7 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
             }
         }
         if conn.state.in_push_mode() && !allowed_in_push_mode(spec.exec) {
-            let error = if conn.state.query_watches.is_empty() {
+            let error = if !conn.state.watching() {
                 crate::cmd::pubsub::subscriber_mode_error(&reg.full_name)
             } else {
                 crate::cmd::watch::watch_mode_error(&reg.full_name)
@@ -186,6 +186,8 @@ fn confirms_subscription(node: ringdb_engine::command::NodeCommand) -> bool {
             | N::Unsubscribe
             | N::SUnsubscribe
             | N::PUnsubscribe
+            | N::HotkeysWatch
+            | N::HotkeysUnwatch
     )
 }
 
@@ -198,6 +200,8 @@ fn allowed_in_push_mode(exec: Exec) -> bool {
             N::Ping
                 | N::QueryWatch
                 | N::QueryUnwatch
+                | N::HotkeysWatch
+                | N::HotkeysUnwatch
                 | N::Subscribe
                 | N::SSubscribe
                 | N::PSubscribe
