@@ -400,3 +400,101 @@ fn rules_come_from_the_configuration_and_config_rewrite_keeps_them() {
         "{text}"
     );
 }
+
+/// The integer value of a GET reply (`$-1` = 0).
+fn int_value(reply: &str) -> u64 {
+    if reply == "$-1\r\n" {
+        return 0;
+    }
+    let body = reply.split("\r\n").nth(1).unwrap_or_else(|| panic!("not a bulk: {reply:?}"));
+    body.parse().unwrap_or_else(|_| panic!("not a number: {reply:?}"))
+}
+
+#[test]
+fn read_copies_never_serve_a_value_older_than_an_acknowledged_write() {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    use std::sync::Arc;
+    let server = Server::start_with(&["--shards", "2", "--hotkeys-replicate-reads", "yes"]);
+    let mut c = server.client();
+    set_rule(&mut c, "rep PREFIX rep: INTERVAL 1 THRESHOLD 10 DURATION 5 COUNT reads");
+    // The key lives on shard 1; the readers sit on shard 0, where GET is
+    // answered from the copy.
+    let key = keys_on_both("rep:")[1].clone();
+    let () = q(&mut c, &["SET", &key, "0"]).unwrap();
+    let mut keep = Vec::new();
+    let mut admin = server.client();
+    let mut readers: Vec<Raw> =
+        (0..3).map(|_| raw_on_shard(&server, &mut admin, 0, &mut keep)).collect();
+    hammer(&mut c, &key, 20);
+    eventually(5, || info_field(&mut c, "hotkeys_replicated_keys") == "1");
+    assert_eq!(int_value(&readers[0].call(&["GET", &key])), 0);
+
+    let acked = Arc::new(AtomicU64::new(0));
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for mut reader in readers.drain(..) {
+        let (key, acked, stop) = (key.clone(), acked.clone(), stop.clone());
+        threads.push(std::thread::spawn(move || {
+            let mut reads = 0u64;
+            while !stop.load(Ordering::SeqCst) {
+                let before = acked.load(Ordering::SeqCst);
+                let seen = int_value(&reader.call(&["GET", &key]));
+                assert!(seen >= before, "read {seen} after write {before} was acknowledged");
+                reads += 1;
+            }
+            reads
+        }));
+    }
+    let writer = {
+        let (key, acked, stop) = (key.clone(), acked.clone(), stop.clone());
+        let mut w = server.client();
+        std::thread::spawn(move || {
+            let mut i = 0u64;
+            while !stop.load(Ordering::SeqCst) {
+                i += 1;
+                let () = q(&mut w, &["SET", &key, &i.to_string()]).unwrap();
+                acked.store(i, Ordering::SeqCst);
+                // Leave room for copies to be refilled and served between
+                // writes, now and then.
+                if i.is_multiple_of(50) {
+                    std::thread::sleep(Duration::from_millis(2));
+                }
+            }
+            i
+        })
+    };
+    std::thread::sleep(Duration::from_secs(2));
+    stop.store(true, Ordering::SeqCst);
+    let writes = writer.join().unwrap();
+    let reads: u64 = threads.into_iter().map(|t| t.join().unwrap()).sum();
+    assert!(writes > 100 && reads > 100, "writes {writes}, reads {reads}");
+    let served: u64 = info_field(&mut c, "hotkeys_replica_reads").parse().unwrap();
+    assert!(served > 0, "no read was answered from a copy");
+    // Still hot: the reads served from copies count on the owner.
+    assert_eq!(info_field(&mut c, "hotkeys_replicated_keys"), "1");
+
+    // Expiry and flushes reach the copies too.
+    let mut reader = raw_on_shard(&server, &mut admin, 0, &mut keep);
+    let () = q(&mut c, &["SET", &key, "7", "PX", "300"]).unwrap();
+    assert_eq!(int_value(&reader.call(&["GET", &key])), 7);
+    assert_eq!(int_value(&reader.call(&["GET", &key])), 7);
+    std::thread::sleep(Duration::from_millis(350));
+    assert_eq!(reader.call(&["GET", &key]), "$-1\r\n");
+    let () = q(&mut c, &["SET", &key, "8"]).unwrap();
+    assert_eq!(int_value(&reader.call(&["GET", &key])), 8);
+    assert_eq!(int_value(&reader.call(&["GET", &key])), 8);
+    let () = q(&mut c, &["FLUSHALL"]).unwrap();
+    assert_eq!(reader.call(&["GET", &key]), "$-1\r\n");
+
+    // Turned off, the copies go.
+    let () = q(&mut c, &["CONFIG", "SET", "hotkeys-replicate-reads", "no"]).unwrap();
+    eventually(5, || info_field(&mut c, "hotkeys_replicated_keys") == "0");
+    let before: u64 = info_field(&mut c, "hotkeys_replica_reads").parse().unwrap();
+    let () = q(&mut c, &["SET", &key, "9"]).unwrap();
+    hammer(&mut c, &key, 20);
+    for _ in 0..10 {
+        assert_eq!(int_value(&reader.call(&["GET", &key])), 9);
+    }
+    let after: u64 = info_field(&mut c, "hotkeys_replica_reads").parse().unwrap();
+    assert_eq!(before, after);
+}

@@ -165,6 +165,9 @@ pub struct Funnel {
     /// Keyspace notifications waiting to be published by the server, in
     /// order.
     pub outbox: Vec<KeyEvent>,
+    /// Per-core read copies of this shard's hot keys: a change empties the
+    /// key's copy before the write is acknowledged.
+    pub replicas: crate::hotkeys::replica::Replicas,
 }
 
 impl Funnel {
@@ -181,6 +184,9 @@ impl Funnel {
         }
         if !self.queries.is_empty() {
             self.queries.touch(db, key);
+        }
+        if !self.replicas.is_empty() {
+            self.replicas.invalidate(db, key);
         }
         self.notify(db, key, class, event);
         if let Some(record) = &mut self.record {
@@ -199,6 +205,9 @@ impl Funnel {
         }
         if !self.queries.is_empty() {
             self.queries.touch_db(db, &affected);
+        }
+        if !self.replicas.is_empty() {
+            self.replicas.invalidate_db(db);
         }
     }
 

@@ -630,7 +630,11 @@ pub fn execute_timed(
     clock: &mut Clock,
 ) {
     record_accesses(state, cmd, clock.now_ms);
+    let mark = out.len();
     let failed = run_handler(keyspace, state, cmd, out, clock.now_ms);
+    if !state.funnel.replicas.is_empty() && failed.is_none() {
+        fill_replica(keyspace, state, cmd, &out[mark..]);
+    }
     if let Some(e) = &failed {
         state.stats.error(e.code());
     }
@@ -656,6 +660,20 @@ fn record_accesses(state: &mut ShardState, cmd: &ShardCommand, now: u64) {
             hotkeys.record(db, key, write, now);
         }
     });
+}
+
+/// After a `GET` of a key with per-core read copies: its reply becomes the
+/// copy (see [`crate::hotkeys::replica`]).
+fn fill_replica(keyspace: &Keyspace, state: &ShardState, cmd: &ShardCommand, reply: &[u8]) {
+    if cmd.spec.name != "get" {
+        return;
+    }
+    let (Some(key), db) = (cmd.args.get(1), cmd.client.db) else { return };
+    if db >= keyspace.db_count() {
+        return;
+    }
+    let expire_at = keyspace.db(db).get(key).and_then(|e| e.expire_at());
+    state.funnel.replicas.fill(db, key, reply, expire_at);
 }
 
 /// Runs a read command on the server's behalf rather than a client's (a

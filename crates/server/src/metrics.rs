@@ -17,6 +17,10 @@ pub async fn run(core: Rc<Core>) {
         let cooled = {
             let mut shard = core.shard.borrow_mut();
             shard.state.stats.sample(now);
+            // Reads answered from copies on other cores count as accesses.
+            for (db, key, n) in shard.state.funnel.replicas.take_served() {
+                shard.state.hotkeys.record_served(db, &key, n, now);
+            }
             shard.state.hotkeys.tick(now);
             !shard.state.hotkeys.outbox.is_empty()
         };

@@ -11,6 +11,8 @@ use crate::mesh::Job;
 use crate::net::clients::ClientRegistry;
 use crate::net::listener;
 use glommio::{LocalExecutorBuilder, Placement};
+use ringdb_engine::hotkeys::replica::ReplicaSlot;
+use ringdb_engine::hotkeys::HotEvent;
 use ringdb_engine::shard::ShardSettings;
 use ringdb_engine::{Shard, ShardId, SlotMap};
 use std::cell::{Cell, RefCell};
@@ -69,6 +71,11 @@ pub struct Core {
     /// A coalesced re-run of reactive queries is waiting
     /// (`watch-coalesce-ms`).
     pub watch_rerun_scheduled: Cell<bool>,
+    /// Read copies of other shards' hot keys (`hotkeys-replicate-reads`),
+    /// shared with their owners (see ringdb_engine::hotkeys::replica).
+    pub replicas: RefCell<std::collections::HashMap<(usize, bytes::Bytes), Arc<ReplicaSlot>>>,
+    /// GETs this core answered from a copy.
+    pub replica_reads: Cell<u64>,
 }
 
 impl Core {
@@ -100,7 +107,50 @@ impl Core {
         shard.state.settings = ShardSettings { active_expire, ..Self::shard_settings(&config) };
         shard.state.funnel.notify_flags = config.notify_flags();
         Self::apply_hotkeys(&mut shard, &config, Some(&self.config.borrow()));
+        if !config.hotkeys_replicate_reads() {
+            for (db, key) in shard.state.funnel.replicas.remove_all() {
+                self.share_replica(db, key, None);
+            }
+        }
         *self.config.borrow_mut() = config;
+    }
+
+    /// Tells every other core that this shard's hot key `(db, key)` has a
+    /// read copy in `slot`, or (`None`) no longer has one. Queued in order
+    /// behind everything this core sent them before.
+    fn share_replica(&self, db: usize, key: bytes::Bytes, slot: Option<Arc<ReplicaSlot>>) {
+        for target in 0..self.shared.shards() {
+            if target == self.id.index() {
+                continue;
+            }
+            let (key, slot) = (key.clone(), slot.clone());
+            self.queue_job(
+                ShardId(target as u16),
+                Box::new(move |core| {
+                    let mut replicas = core.replicas.borrow_mut();
+                    match slot {
+                        Some(slot) => replicas.insert((db, key), slot),
+                        None => replicas.remove(&(db, key)),
+                    };
+                }),
+            );
+        }
+    }
+
+    /// A key of this shard became hot or cooled down while
+    /// `hotkeys-replicate-reads` is on: its read copy starts or ends.
+    fn replicate(&self, shard: &mut Shard, event: &HotEvent) {
+        match event {
+            HotEvent::Hot { db, key, .. } => {
+                let slot = shard.state.funnel.replicas.add(*db, key.clone());
+                self.share_replica(*db, key.clone(), Some(slot));
+            }
+            HotEvent::Cold { db, key } => {
+                if shard.state.funnel.replicas.remove(*db, key) {
+                    self.share_replica(*db, key.clone(), None);
+                }
+            }
+        }
     }
 
     /// Gives the shard `config`'s hot-key rules and key limit when they
@@ -112,6 +162,7 @@ impl Core {
             shard.state.hotkeys.set_rules(config.hotkeys_rules(), now);
         }
         shard.state.hotkeys.set_max_keys(config.hotkeys_max_keys(), now);
+        shard.state.hotkeys.replicate = config.hotkeys_replicate_reads();
     }
 
     /// Sends out what this core's shard work left for others: keyspace
@@ -152,7 +203,12 @@ impl Core {
         }
         if !shard.state.hotkeys.outbox.is_empty() {
             let events = std::mem::take(&mut shard.state.hotkeys.outbox);
-            self.send_hotkey_pushes(events, &shard.state.hotkeys.watchers);
+            if shard.state.hotkeys.replicate {
+                events.iter().for_each(|event| self.replicate(shard, event));
+            }
+            if !shard.state.hotkeys.watchers.is_empty() {
+                self.send_hotkey_pushes(events, &shard.state.hotkeys.watchers);
+            }
         }
     }
 
@@ -443,6 +499,8 @@ async fn core_main(
         push: RefCell::new(crate::push::PushHub::default()),
         last_save: Cell::new(ringdb_engine::shard::now_ms() / 1000),
         watch_rerun_scheduled: Cell::new(false),
+        replicas: RefCell::new(std::collections::HashMap::new()),
+        replica_reads: Cell::new(0),
     });
     glommio::spawn_local(crate::mesh::serve(core.clone(), mesh_rx)).detach();
     glommio::spawn_local(crate::expiry::run(core.clone())).detach();

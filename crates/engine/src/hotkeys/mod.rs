@@ -21,6 +21,7 @@
 //! server sends them to those cores.
 
 pub mod lru;
+pub mod replica;
 pub mod rule;
 pub mod topk;
 pub mod window;
@@ -95,8 +96,11 @@ pub struct HotKeys {
     top: topk::TopK,
     /// Cores with `HOTKEYS.WATCH` watchers, and how many each has.
     pub watchers: BTreeMap<u16, u32>,
-    /// State changes waiting to be sent to the watchers' cores.
+    /// State changes waiting to be sent to the watchers' cores (and used
+    /// for read copies when `replicate` is on).
     pub outbox: Vec<HotEvent>,
+    /// `hotkeys-replicate-reads`: queue state changes even with no watcher.
+    pub replicate: bool,
     pub stats: HotStats,
 }
 
@@ -115,6 +119,7 @@ impl HotKeys {
             top: topk::TopK::default(),
             watchers: BTreeMap::new(),
             outbox: Vec::new(),
+            replicate: false,
             stats: HotStats::default(),
         }
     }
@@ -160,6 +165,20 @@ impl HotKeys {
 
     fn rule_for(&self, key: &[u8]) -> Option<&Rc<Rule>> {
         self.rules.iter().find(|r| r.matcher.matches(key))
+    }
+
+    fn wants_events(&self) -> bool {
+        self.replicate || !self.watchers.is_empty()
+    }
+
+    /// Counts `n` reads of a tracked `key` served from per-core copies (they
+    /// never reach this shard one by one).
+    pub fn record_served(&mut self, db: usize, key: &[u8], n: u64, now_ms: u64) {
+        if let Some(slot) = self.tracked.touch(db, key) {
+            for _ in 0..n.min(u32::MAX as u64) {
+                self.count(slot, false, now_ms);
+            }
+        }
     }
 
     /// Counts one access of `key` in `db` at `now_ms`; `write` tells a write
@@ -214,7 +233,7 @@ impl HotKeys {
                 };
                 self.stats.detected += 1;
                 self.hot.push(slot);
-                if !self.watchers.is_empty() {
+                if self.wants_events() {
                     self.outbox.push(event);
                 }
             }
@@ -247,7 +266,7 @@ impl HotKeys {
 
     fn cooled(&mut self, event: HotEvent) {
         self.stats.cooled += 1;
-        if !self.watchers.is_empty() {
+        if self.wants_events() {
             self.outbox.push(event);
         }
     }

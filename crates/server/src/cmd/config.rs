@@ -251,6 +251,7 @@ mod tests {
                 "hll-sparse-max-bytes",
                 "hotkeys-rules",
                 "hotkeys-max-keys",
+                "hotkeys-replicate-reads",
                 "port"
             ]
         );

@@ -98,6 +98,9 @@ struct CoreReport {
     /// Hot keys: (keys tracked against rules, keys hot now), the shard's
     /// counters, and this core's HOTKEYS.WATCH clients.
     hotkeys: (usize, usize, ringdb_engine::hotkeys::HotStats, usize),
+    /// Read copies: this shard's replicated keys, GETs this core answered
+    /// from copies.
+    replicas: (usize, u64),
 }
 
 impl CoreReport {
@@ -122,6 +125,7 @@ impl CoreReport {
                 let (tracked, hot) = shard.state.hotkeys.counts();
                 (tracked, hot, shard.state.hotkeys.stats, core.push.borrow().hotkeys.len())
             },
+            replicas: (shard.state.funnel.replicas.len(), core.replica_reads.get()),
         }
     }
 }
@@ -442,7 +446,8 @@ impl Report<'_> {
             out,
             "# Hotkeys\r\nhotkeys_rules:{}\r\nhotkeys_max_keys:{}\r\nhotkeys_tracked_keys:{}\r\n\
              hotkeys_hot_keys:{}\r\nhotkeys_detected:{}\r\nhotkeys_cooled:{}\r\n\
-             hotkeys_evicted_keys:{}\r\nhotkeys_counted_accesses:{}\r\nhotkeys_watchers:{}\r\n",
+             hotkeys_evicted_keys:{}\r\nhotkeys_counted_accesses:{}\r\nhotkeys_watchers:{}\r\n\
+             hotkeys_replicated_keys:{}\r\nhotkeys_replica_reads:{}\r\n",
             config.hotkeys_rules().len(),
             config.hotkeys_max_keys(),
             sum(|r| r.hotkeys.0 as u64),
@@ -452,6 +457,8 @@ impl Report<'_> {
             sum(|r| r.hotkeys.2.evicted),
             sum(|r| r.hotkeys.2.counted),
             sum(|r| r.hotkeys.3 as u64),
+            sum(|r| r.replicas.0 as u64),
+            sum(|r| r.replicas.1),
         );
     }
 }

@@ -252,6 +252,10 @@ impl Config {
             .unwrap_or_default()
     }
 
+    pub fn hotkeys_replicate_reads(&self) -> bool {
+        self.flag("hotkeys-replicate-reads")
+    }
+
     pub fn hotkeys_max_keys(&self) -> usize {
         self.int("hotkeys-max-keys").max(1) as usize
     }

@@ -165,6 +165,8 @@ pub static SETTINGS: &[Setting] = &[
       "Hot-key rules, as HOTKEYS RULES SET takes them, separated by ';': name (PATTERN glob | PREFIX prefix) INTERVAL seconds THRESHOLD n DURATION seconds [COUNT reads|writes|both]. HOTKEYS RULES SET/DEL change it; CONFIG REWRITE keeps it."),
     s("hotkeys-max-keys", "10000", Kind::Int { min: 1, max: 10_000_000 }, true,
       "Most keys each shard counts against hot-key rules; the least recently accessed is forgotten to make room (INFO hotkeys: hotkeys_evicted_keys)."),
+    s("hotkeys-replicate-reads", "no", Kind::Bool, true,
+      "While a key is hot, every core keeps a copy of it and answers GET of it without a hop to its owner; a write empties every copy before it is acknowledged (see the README)."),
     s("io-memory", "1048576", Kind::Memory { min: 512 * 1024, max: i64::MAX }, false,
       "Memory each shard registers with io_uring for its I/O buffers (counts against ulimit -l)."),
     s("spin-before-park", "0", Kind::Int { min: 0, max: 1_000_000 }, false,

@@ -95,6 +95,7 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
             continue;
         }
         match spec.exec {
+            Exec::Shard(_) if read_from_copy(conn, &segment, reg, &args, skip) => {}
             Exec::Shard(_) | Exec::Split { .. } => {
                 let command = ShardCommand { id: reg.id, spec, args, client: conn.state.info() };
                 let suppress = skip || conn.state.reply_off;
@@ -137,6 +138,44 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
     }
     segment.finish(conn).await;
     conn.core.publish_changes();
+}
+
+/// `GET` of another shard's hot key with a read copy on this core
+/// (`hotkeys-replicate-reads`): answered here, without a hop to the owner.
+/// Only when nothing of this read is still waiting for a shard, so that a
+/// pipelined write before it is never overtaken. Returns whether it
+/// answered.
+fn read_from_copy(
+    conn: &mut Connection,
+    segment: &Segment,
+    reg: &Registered,
+    args: &[Bytes],
+    skip: bool,
+) -> bool {
+    if reg.spec.name != "get" || args.len() != 2 || !segment.is_idle() {
+        return false;
+    }
+    let reply = {
+        let replicas = conn.core.replicas.borrow();
+        if replicas.is_empty() {
+            return false;
+        }
+        let Some(slot) = replicas.get(&(conn.state.db, args[1].clone())) else { return false };
+        let Some(reply) = slot.read(ringdb_engine::shard::now_ms()) else { return false };
+        reply
+    };
+    conn.core.replica_reads.set(conn.core.replica_reads.get() + 1);
+    {
+        let mut shard = conn.core.shard.borrow_mut();
+        let stats = &mut shard.state.stats;
+        stats.command(reg.id).calls += 1;
+        stats.commands_processed += 1;
+        stats.keyspace_hits += 1;
+    }
+    if !(skip || conn.state.reply_off) {
+        conn.out.extend_from_slice(&reply);
+    }
+    true
 }
 
 /// Redis's BUSY reply when a script has been running past the busy
