@@ -498,3 +498,20 @@ fn read_copies_never_serve_a_value_older_than_an_acknowledged_write() {
     let after: u64 = info_field(&mut c, "hotkeys_replica_reads").parse().unwrap();
     assert_eq!(before, after);
 }
+
+#[test]
+fn counted_keys_are_bounded_per_shard() {
+    let server = Server::start_with(&["--shards", "2", "--hotkeys-max-keys", "3"]);
+    let mut c = server.client();
+    set_rule(&mut c, "all PREFIX m: INTERVAL 10 THRESHOLD 1000 DURATION 1");
+    for i in 0..40 {
+        let () = q(&mut c, &["SET", &format!("m:{i}"), "x"]).unwrap();
+    }
+    // At most 3 per shard; the others were forgotten, least recent first.
+    assert_eq!(info_field(&mut c, "hotkeys_tracked_keys"), "6");
+    assert_eq!(info_field(&mut c, "hotkeys_evicted_keys"), "34");
+    assert_eq!(info_field(&mut c, "hotkeys_max_keys"), "3");
+    let () = q(&mut c, &["CONFIG", "SET", "hotkeys-max-keys", "1"]).unwrap();
+    assert_eq!(info_field(&mut c, "hotkeys_tracked_keys"), "2");
+    assert!(err(&mut c, &["CONFIG", "SET", "hotkeys-max-keys", "0"]).contains("must be between 1"));
+}

@@ -175,9 +175,7 @@ impl HotKeys {
     /// never reach this shard one by one).
     pub fn record_served(&mut self, db: usize, key: &[u8], n: u64, now_ms: u64) {
         if let Some(slot) = self.tracked.touch(db, key) {
-            for _ in 0..n.min(u32::MAX as u64) {
-                self.count(slot, false, now_ms);
-            }
+            self.count(slot, false, now_ms, n.min(u32::MAX as u64) as u32);
         }
     }
 
@@ -210,17 +208,17 @@ impl HotKeys {
                 slot
             }
         };
-        self.count(slot, write, now_ms);
+        self.count(slot, write, now_ms, 1);
     }
 
-    /// Counts an access of a tracked key and updates its state.
-    fn count(&mut self, slot: Slot, write: bool, now_ms: u64) {
+    /// Counts `n` accesses of a tracked key and updates its state.
+    fn count(&mut self, slot: Slot, write: bool, now_ms: u64, n: u32) {
         let Some(((db, key), t)) = self.tracked.get_mut(slot) else { return };
         if !t.rule.counted.counts(write) {
             return;
         }
-        self.stats.counted += 1;
-        let count = t.window.add(now_ms, window::slice_ms(t.rule.interval_ms));
+        self.stats.counted += n as u64;
+        let count = t.window.add_n(now_ms, window::slice_ms(t.rule.interval_ms), n);
         if count >= t.rule.threshold {
             t.hot_until = now_ms.saturating_add(t.rule.duration_ms);
             if t.hot_since.is_none() {

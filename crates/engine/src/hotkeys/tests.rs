@@ -172,3 +172,23 @@ fn no_watchers_no_events() {
     assert!(h.outbox.is_empty());
     assert_eq!(h.list(1_100).len(), 1);
 }
+
+#[test]
+fn reads_served_elsewhere_count_in_bulk_and_keep_a_key_hot() {
+    let mut h = tracker();
+    for i in 0..10 {
+        h.record(0, b"user:1", false, 1_000 + i);
+    }
+    assert_eq!(h.list(1_010).len(), 1);
+    // Untracked keys are not started by served reads.
+    h.record_served(0, b"user:2", 50, 1_500);
+    assert_eq!(h.counts(), (1, 1));
+    // 40 reads served from copies during the next second renew it.
+    h.record_served(0, b"user:1", 40, 2_500);
+    assert_eq!(h.list(2_500)[0].count, 40);
+    h.tick(4_000);
+    assert_eq!(h.list(4_000).len(), 1, "hot until 2_500 + 2_000");
+    h.tick(4_500);
+    assert!(h.list(4_500).is_empty());
+    assert_eq!(h.stats.counted, 50);
+}

@@ -30,10 +30,15 @@ pub struct SlidingWindow {
 impl SlidingWindow {
     /// Counts one access at `now_ms` and returns the count in the window.
     pub fn add(&mut self, now_ms: u64, slice_ms: u64) -> u32 {
+        self.add_n(now_ms, slice_ms, 1)
+    }
+
+    /// Counts `n` accesses at `now_ms` and returns the count in the window.
+    pub fn add_n(&mut self, now_ms: u64, slice_ms: u64, n: u32) -> u32 {
         let slice = self.advance(now_ms, slice_ms);
         let at = (slice % SLICES as u64) as usize;
-        self.slices[at] = self.slices[at].saturating_add(1);
-        self.total = self.total.saturating_add(1);
+        self.slices[at] = self.slices[at].saturating_add(n);
+        self.total = self.slices.iter().fold(0u32, |sum, &c| sum.saturating_add(c));
         self.total
     }
 
@@ -54,7 +59,7 @@ impl SlidingWindow {
         let gone = (slice - self.newest).min(SLICES as u64);
         for step in 1..=gone {
             let at = ((self.newest + step) % SLICES as u64) as usize;
-            self.total -= self.slices[at];
+            self.total = self.total.saturating_sub(self.slices[at]);
             self.slices[at] = 0;
         }
         self.newest = slice;
@@ -114,7 +119,11 @@ mod tests {
             w.add(1_000, slice);
         }
         assert_eq!(w.count(999, slice), 7);
+        assert_eq!(w.add_n(1_050, slice, 3), 10);
         assert_eq!(w.count(1_000_000, slice), 0);
+        assert_eq!(w.add_n(1_000_000, slice, u32::MAX), u32::MAX);
+        assert_eq!(w.add_n(1_000_001, slice, 5), u32::MAX, "saturates");
+        assert_eq!(w.count(2_000_000, slice), 0);
         assert_eq!(w.add(1_000_000, slice), 1);
     }
 }
