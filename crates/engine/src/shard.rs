@@ -651,8 +651,14 @@ pub fn execute_timed(
 /// write for a command flagged `write`, a read otherwise. This is the one
 /// place a command's keys are known on its shard, and it runs once per
 /// command a client (or a script) sends; the server's own re-runs of
-/// reactive queries ([`evaluate`]) are not counted.
+/// reactive queries ([`evaluate`]) are not counted, and neither are the
+/// scratch copies cross-shard commands run on (a recording funnel): they
+/// would cost each such command a fresh sketch, and count on a state that
+/// is thrown away.
 fn record_accesses(state: &mut ShardState, cmd: &ShardCommand, now: u64) {
+    if state.funnel.is_recording() {
+        return;
+    }
     let write = cmd.spec.is_write();
     let (args, db, hotkeys) = (&cmd.args, cmd.client.db, &mut state.hotkeys);
     cmd.spec.for_each_key(args, |i| {
