@@ -18,9 +18,17 @@ OUT=${OUT:-/tmp/hotkeys-bench}
 mkdir -p "$OUT"
 
 start() {
-  "$BIN" --port "$PORT" --shards 2 --pin-cpus no --loglevel warning "$@" >"$OUT/server.log" 2>&1 &
-  SERVER=$!
-  for _ in $(seq 100); do redis-cli -p "$PORT" ping >/dev/null 2>&1 && return; sleep 0.1; done
+  # The previous server's port can take a moment to be free again.
+  for _ in $(seq 20); do
+    "$BIN" --port "$PORT" --shards 2 --pin-cpus no --loglevel warning "$@" >"$OUT/server.log" 2>&1 &
+    SERVER=$!
+    for _ in $(seq 100); do
+      kill -0 "$SERVER" 2>/dev/null || break
+      redis-cli -p "$PORT" ping >/dev/null 2>&1 && return
+      sleep 0.1
+    done
+    sleep 1
+  done
   echo "server did not start" >&2; exit 1
 }
 stop() { kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; }
@@ -29,21 +37,21 @@ stop() { kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; }
 field() { tail -1 "$1" | tr -d '"' | cut -d, -f"$2"; }
 
 fill() {
-  redis-benchmark -p "$PORT" -t set -n 200000 -r 100000 -c 50 -P 16 -q >/dev/null
+  redis-benchmark -p "$PORT" -t set -n 200000 -r 100000 -c 50 -P 16 -q >/dev/null 2>&1
   redis-cli -p "$PORT" set hot:item 1234567890 >/dev/null
 }
 
 # Skewed: 25 clients GET the hot key, 25 GET uniform keys, at once.
 skewed() {
-  redis-benchmark -p "$PORT" -c 25 -n $((N / 2)) -P "$PIPELINE" --csv GET hot:item >"$OUT/hot.csv" &
+  redis-benchmark -p "$PORT" -c 25 -n $((N / 2)) -P "$PIPELINE" --csv GET hot:item >"$OUT/hot.csv" 2>/dev/null &
   local hot=$!
-  redis-benchmark -p "$PORT" -c 25 -n $((N / 2)) -r 100000 -P "$PIPELINE" --csv GET key:__rand_int__ >"$OUT/rest.csv"
+  redis-benchmark -p "$PORT" -c 25 -n $((N / 2)) -r 100000 -P "$PIPELINE" --csv GET key:__rand_int__ >"$OUT/rest.csv" 2>/dev/null
   wait "$hot"
   echo "$(field "$OUT/hot.csv" 2) $(field "$OUT/rest.csv" 2) $(field "$OUT/hot.csv" 7) $(field "$OUT/rest.csv" 7)"
 }
 
 uniform() {
-  redis-benchmark -p "$PORT" -c 50 -n "$N" -r 100000 -P "$PIPELINE" --csv GET key:__rand_int__ >"$OUT/uniform.csv"
+  redis-benchmark -p "$PORT" -c 50 -n "$N" -r 100000 -P "$PIPELINE" --csv GET key:__rand_int__ >"$OUT/uniform.csv" 2>/dev/null
   echo "$(field "$OUT/uniform.csv" 2) $(field "$OUT/uniform.csv" 7)"
 }
 

@@ -107,6 +107,11 @@ impl<V> Lru<V> {
         Some((node.key, node.value))
     }
 
+    /// The least recently used entry: the next to go.
+    pub fn oldest(&self) -> Option<&V> {
+        self.get(self.tail).map(|(_, v)| v)
+    }
+
     fn pop_oldest(&mut self) -> Option<(TrackedKey, V)> {
         if self.tail == NONE {
             return None;
@@ -191,6 +196,7 @@ mod tests {
             assert!(lru.insert(key(k), i).1.is_none());
         }
         assert!(lru.touch(0, b"a").is_some());
+        assert_eq!(lru.oldest(), Some(&1));
         let (_, evicted) = lru.insert(key("d"), 3);
         assert_eq!(evicted.map(|(k, v)| (k.1, v)), Some((Bytes::from_static(b"b"), 1)));
         assert!(lru.touch(0, b"b").is_none());

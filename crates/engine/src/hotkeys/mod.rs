@@ -10,7 +10,10 @@
 //! - An access to a key that matches a rule (and is of a kind the rule
 //!   counts) is counted in that key's sliding window ([`window`]). Keys that
 //!   match no rule cost a rule match and nothing else. Tracked keys are
-//!   bounded by `hotkeys-max-keys`; the least recently accessed makes room.
+//!   bounded by `hotkeys-max-keys`; the least recently accessed makes room
+//!   (at once when its window is empty, otherwise for one new key in
+//!   [`ADMIT_ONE_IN`], so that a uniform load over many keys does not
+//!   churn the table; a key left out is under-counted, never over-counted).
 //! - The access that brings a key's count to the rule's threshold makes it
 //!   hot at once; every access at or above the threshold keeps it hot for
 //!   another `duration`. When `duration` has passed with no such access, it
@@ -44,7 +47,22 @@ struct Tracked {
     hot_since: Option<u64>,
     /// When it cools down unless an access renews it.
     hot_until: u64,
+    /// Its last counted access.
+    last_ms: u64,
 }
+
+impl Tracked {
+    /// Forgetting it loses nothing: no access in its window, and not hot.
+    fn is_spent(&self, now_ms: u64) -> bool {
+        self.hot_since.is_none() && now_ms.saturating_sub(self.last_ms) >= self.rule.interval_ms
+    }
+}
+
+/// When the table is full of keys still counting, a new key gets in with
+/// probability 1 / this: a key accessed often gets in after a few accesses
+/// (missing only those), while a uniform load over more keys than the
+/// table holds does not churn it on every access.
+const ADMIT_ONE_IN: u64 = 16;
 
 /// A change of a key's state, for `HOTKEYS.WATCH` watchers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,6 +120,8 @@ pub struct HotKeys {
     /// `hotkeys-replicate-reads`: queue state changes even with no watcher.
     pub replicate: bool,
     pub stats: HotStats,
+    /// xorshift state for admission.
+    rng: u64,
 }
 
 impl Default for HotKeys {
@@ -121,6 +141,7 @@ impl HotKeys {
             outbox: Vec::new(),
             replicate: false,
             stats: HotStats::default(),
+            rng: 0x2545_F491_4F6C_DD1D,
         }
     }
 
@@ -193,11 +214,16 @@ impl HotKeys {
                 if !rule.counted.counts(write) {
                     return;
                 }
+                let rule = rule.clone();
+                if !self.admits(now_ms) {
+                    return;
+                }
                 let t = Tracked {
-                    rule: rule.clone(),
+                    rule,
                     window: SlidingWindow::default(),
                     hot_since: None,
                     hot_until: 0,
+                    last_ms: now_ms,
                 };
                 let (slot, evicted) = self.tracked.insert((db, Bytes::copy_from_slice(key)), t);
                 if let Some((old_key, old)) = evicted {
@@ -211,6 +237,20 @@ impl HotKeys {
         self.count(slot, write, now_ms, 1);
     }
 
+    /// Whether a new key may take a place now (see [`ADMIT_ONE_IN`]).
+    fn admits(&mut self, now_ms: u64) -> bool {
+        if self.tracked.len() < self.tracked.capacity() {
+            return true;
+        }
+        if self.tracked.oldest().is_some_and(|t| t.is_spent(now_ms)) {
+            return true;
+        }
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        self.rng.is_multiple_of(ADMIT_ONE_IN)
+    }
+
     /// Counts `n` accesses of a tracked key and updates its state.
     fn count(&mut self, slot: Slot, write: bool, now_ms: u64, n: u32) {
         let Some(((db, key), t)) = self.tracked.get_mut(slot) else { return };
@@ -218,6 +258,7 @@ impl HotKeys {
             return;
         }
         self.stats.counted += n as u64;
+        t.last_ms = now_ms;
         let count = t.window.add_n(now_ms, window::slice_ms(t.rule.interval_ms), n);
         if count >= t.rule.threshold {
             t.hot_until = now_ms.saturating_add(t.rule.duration_ms);
