@@ -178,6 +178,9 @@ pub struct Funnel {
     pub tracking: TrackingTable,
     /// The append-only log's pending changes (`None`: `appendonly no`).
     pub log: Option<crate::persist::aof::LogState>,
+    /// Per-core read copies of this shard's hot keys: a change empties the
+    /// key's copy before the write is acknowledged.
+    pub replicas: crate::hotkeys::replica::Replicas,
 }
 
 impl Funnel {
@@ -201,6 +204,9 @@ impl Funnel {
         if !self.tracking.is_empty() {
             let by_client = !matches!(class, NotifyClass::Expired | NotifyClass::Evicted);
             self.tracking.key_changed(key, by_client);
+        }
+        if !self.replicas.is_empty() {
+            self.replicas.invalidate(db, key);
         }
         self.notify(db, key, class, event);
         if let Some(log) = &mut self.log {
@@ -231,6 +237,9 @@ impl Funnel {
         }
         if let Some(log) = &mut self.log {
             log.events.push(crate::persist::aof::LogEvent::WholeDb(db));
+        }
+        if !self.replicas.is_empty() {
+            self.replicas.invalidate_db(db);
         }
     }
 

@@ -19,6 +19,8 @@
 //! - [`tracking`]: client-side caching (tracked keys, invalidations).
 //! - [`persist`]: RDB (snapshots, DUMP/RESTORE), snapshot cursors and the
 //!   append-only log's records, as bytes in memory.
+//! - [`hotkeys`]: hot-key rules, sliding-window counters and the top-keys
+//!   sketch.
 //!
 //! The rule this crate keeps: no I/O, no threads, no glommio. A shard is plain
 //! data driven by the server; everything here is tested with plain `#[test]`.
@@ -29,6 +31,7 @@ pub mod digest;
 pub mod expire;
 pub mod families;
 pub mod funnel;
+pub mod hotkeys;
 pub mod keyspace;
 pub mod locks;
 pub mod persist;

@@ -281,6 +281,8 @@ pub struct ShardState {
     pub settings: ShardSettings,
     /// The shard's Lua state and scripts (created on first use).
     pub scripting: crate::scripting::Scripting,
+    /// Hot-key rules, counters and the top-keys sketch.
+    pub hotkeys: crate::hotkeys::HotKeys,
     rng: u64,
 }
 
@@ -294,6 +296,7 @@ impl ShardState {
             stats: ShardStats::default(),
             settings,
             scripting: crate::scripting::Scripting::default(),
+            hotkeys: crate::hotkeys::HotKeys::default(),
             rng: seed | 1,
         }
     }
@@ -678,7 +681,12 @@ pub fn execute_timed(
     out: &mut Vec<u8>,
     clock: &mut Clock,
 ) {
+    record_accesses(state, cmd, clock.now_ms);
+    let mark = out.len();
     let failed = run_handler(keyspace, state, cmd, out, clock.now_ms);
+    if !state.funnel.replicas.is_empty() && failed.is_none() {
+        fill_replica(keyspace, state, cmd, &out[mark..]);
+    }
     if let Some(e) = &failed {
         state.stats.error(e.code());
     }
@@ -689,6 +697,41 @@ pub fn execute_timed(
     stat.failed_calls += failed.is_some() as u64;
     state.stats.commands_processed += 1;
     state.stats.busy_usec += usec;
+}
+
+/// Counts each key `cmd` names as one access, for hot-key detection: a
+/// write for a command flagged `write`, a read otherwise. This is the one
+/// place a command's keys are known on its shard, and it runs once per
+/// command a client (or a script) sends; the server's own re-runs of
+/// reactive queries ([`evaluate`]) are not counted, and neither are the
+/// scratch copies cross-shard commands run on (a recording funnel): they
+/// would cost each such command a fresh sketch, and count on a state that
+/// is thrown away.
+fn record_accesses(state: &mut ShardState, cmd: &ShardCommand, now: u64) {
+    if state.funnel.is_recording() {
+        return;
+    }
+    let write = cmd.spec.is_write();
+    let (args, db, hotkeys) = (&cmd.args, cmd.client.db, &mut state.hotkeys);
+    cmd.spec.for_each_key(args, |i| {
+        if let Some(key) = args.get(i) {
+            hotkeys.record(db, key, write, now);
+        }
+    });
+}
+
+/// After a `GET` of a key with per-core read copies: its reply becomes the
+/// copy (see [`crate::hotkeys::replica`]).
+fn fill_replica(keyspace: &Keyspace, state: &ShardState, cmd: &ShardCommand, reply: &[u8]) {
+    if cmd.spec.name != "get" {
+        return;
+    }
+    let (Some(key), db) = (cmd.args.get(1), cmd.client.db) else { return };
+    if db >= keyspace.db_count() {
+        return;
+    }
+    let expire_at = keyspace.db(db).get(key).and_then(|e| e.expire_at());
+    state.funnel.replicas.fill(db, key, reply, expire_at);
 }
 
 /// Runs a read command on the server's behalf rather than a client's (a

@@ -1,6 +1,7 @@
 //! The per-core task that samples the instantaneous rates INFO stats shows
 //! (`instantaneous_ops_per_sec`, `instantaneous_input_kbps`, …) every
-//! 100 ms, as Redis's `serverCron` does.
+//! 100 ms, as Redis's `serverCron` does; and, on the same beat, cools down
+//! the hot keys whose time is up (pushing `coldkey` to their watchers).
 
 use crate::node::Core;
 use std::rc::Rc;
@@ -13,6 +14,18 @@ pub async fn run(core: Rc<Core>) {
     loop {
         glommio::timer::sleep(PERIOD).await;
         let now = ringdb_engine::shard::now_ms();
-        core.shard.borrow_mut().state.stats.sample(now);
+        let cooled = {
+            let mut shard = core.shard.borrow_mut();
+            shard.state.stats.sample(now);
+            // Reads answered from copies on other cores count as accesses.
+            for (db, key, n) in shard.state.funnel.replicas.take_served() {
+                shard.state.hotkeys.record_served(db, &key, n, now);
+            }
+            shard.state.hotkeys.tick(now);
+            !shard.state.hotkeys.outbox.is_empty()
+        };
+        if cooled {
+            core.publish_changes();
+        }
     }
 }

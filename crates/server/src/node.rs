@@ -11,6 +11,8 @@ use crate::mesh::Job;
 use crate::net::clients::ClientRegistry;
 use crate::net::listener;
 use glommio::{LocalExecutorBuilder, Placement};
+use ringdb_engine::hotkeys::replica::ReplicaSlot;
+use ringdb_engine::hotkeys::HotEvent;
 use ringdb_engine::shard::ShardSettings;
 use ringdb_engine::{Shard, ShardId, SlotMap};
 use std::cell::{Cell, RefCell};
@@ -73,6 +75,11 @@ pub struct Core {
     pub blocked: RefCell<crate::cmd::blocking::BlockedClients>,
     /// This shard's append-only log, when `appendonly` is on.
     pub aof: RefCell<Option<crate::aof::AofWriter>>,
+    /// Read copies of other shards' hot keys (`hotkeys-replicate-reads`),
+    /// shared with their owners (see ringdb_engine::hotkeys::replica).
+    pub replicas: RefCell<std::collections::HashMap<(usize, bytes::Bytes), Arc<ReplicaSlot>>>,
+    /// GETs this core answered from a copy.
+    pub replica_reads: Cell<u64>,
 }
 
 impl Core {
@@ -109,6 +116,12 @@ impl Core {
             shard.state.funnel.notify_flags = config.notify_flags();
             let max_keys = config.tracking_table_max_keys();
             shard.state.funnel.tracking.set_limit(max_keys, self.id.index(), self.shared.shards());
+            Self::apply_hotkeys(&mut shard, &config, Some(&self.config.borrow()));
+            if !config.hotkeys_replicate_reads() {
+                for (db, key) in shard.state.funnel.replicas.remove_all() {
+                    self.share_replica(db, key, None);
+                }
+            }
         }
         *self.config.borrow_mut() = config;
         if let Some(w) = self.aof.borrow_mut().as_mut() {
@@ -128,6 +141,56 @@ impl Core {
         } else if !logging && was_logging {
             crate::aof::close(self);
         }
+    }
+
+    /// Tells every other core that this shard's hot key `(db, key)` has a
+    /// read copy in `slot`, or (`None`) no longer has one. Queued in order
+    /// behind everything this core sent them before.
+    fn share_replica(&self, db: usize, key: bytes::Bytes, slot: Option<Arc<ReplicaSlot>>) {
+        for target in 0..self.shared.shards() {
+            if target == self.id.index() {
+                continue;
+            }
+            let (key, slot) = (key.clone(), slot.clone());
+            self.queue_job(
+                ShardId(target as u16),
+                Box::new(move |core| {
+                    let mut replicas = core.replicas.borrow_mut();
+                    match slot {
+                        Some(slot) => replicas.insert((db, key), slot),
+                        None => replicas.remove(&(db, key)),
+                    };
+                }),
+            );
+        }
+    }
+
+    /// A key of this shard became hot or cooled down while
+    /// `hotkeys-replicate-reads` is on: its read copy starts or ends.
+    fn replicate(&self, shard: &mut Shard, event: &HotEvent) {
+        match event {
+            HotEvent::Hot { db, key, .. } => {
+                let slot = shard.state.funnel.replicas.add(*db, key.clone());
+                self.share_replica(*db, key.clone(), Some(slot));
+            }
+            HotEvent::Cold { db, key } => {
+                if shard.state.funnel.replicas.remove(*db, key) {
+                    self.share_replica(*db, key.clone(), None);
+                }
+            }
+        }
+    }
+
+    /// Gives the shard `config`'s hot-key rules and key limit when they
+    /// differ from `before`'s (all of them at start-up, `before` = None).
+    fn apply_hotkeys(shard: &mut Shard, config: &Config, before: Option<&Config>) {
+        let now = ringdb_engine::shard::now_ms();
+        let changed = |name: &str| before.is_none_or(|b| b.get(name) != config.get(name));
+        if changed("hotkeys-rules") {
+            shard.state.hotkeys.set_rules(config.hotkeys_rules(), now);
+        }
+        shard.state.hotkeys.set_max_keys(config.hotkeys_max_keys(), now);
+        shard.state.hotkeys.replicate = config.hotkeys_replicate_reads();
     }
 
     /// Sends out what this core's shard work left for others: replies to
@@ -181,6 +244,35 @@ impl Core {
         }
         if !shard.state.funnel.queries.outbox.is_empty() {
             self.send_watch_pushes(std::mem::take(&mut shard.state.funnel.queries.outbox));
+        }
+        if !shard.state.hotkeys.outbox.is_empty() {
+            let events = std::mem::take(&mut shard.state.hotkeys.outbox);
+            if shard.state.hotkeys.replicate {
+                events.iter().for_each(|event| self.replicate(shard, event));
+            }
+            if !shard.state.hotkeys.watchers.is_empty() {
+                self.send_hotkey_pushes(events, &shard.state.hotkeys.watchers);
+            }
+        }
+    }
+
+    /// Queues hot / cold key events on every core with `HOTKEYS.WATCH`
+    /// watchers, in the order they happened (one mesh queue per target).
+    fn send_hotkey_pushes(
+        &self,
+        events: Vec<ringdb_engine::hotkeys::HotEvent>,
+        watchers: &std::collections::BTreeMap<u16, u32>,
+    ) {
+        let events = Arc::new(events);
+        for &target in watchers.keys() {
+            let events = events.clone();
+            self.queue_job(
+                ShardId(target),
+                Box::new(move |core| {
+                    let limit = core.config.borrow().pubsub_buffer_limit();
+                    core.push.borrow_mut().deliver_hotkeys(&events, limit);
+                }),
+            );
         }
     }
 
@@ -503,6 +595,7 @@ async fn core_main(
     let max_keys = config.tracking_table_max_keys();
     shard.state.funnel.tracking.set_limit(max_keys, id.index(), shared.shards());
     shard.state.scripting.attach(shared.scripts.clone(), id.index());
+    Core::apply_hotkeys(&mut shard, &config, None);
     let core = Rc::new(Core {
         id,
         shared,
@@ -513,6 +606,8 @@ async fn core_main(
         watch_rerun_scheduled: Cell::new(false),
         blocked: RefCell::new(Default::default()),
         aof: RefCell::new(None),
+        replicas: RefCell::new(std::collections::HashMap::new()),
+        replica_reads: Cell::new(0),
     });
     // Load this shard's keys before serving anything.
     let mut keys = 0;

@@ -372,6 +372,12 @@ pub enum NodeCommand {
     QueryWatch,
     /// `<NAME>.UNWATCH fingerprint`.
     QueryUnwatch,
+    HotkeysRules,
+    HotkeysList,
+    HotkeysTop,
+    HotkeysHelp,
+    HotkeysWatch,
+    HotkeysUnwatch,
 }
 
 /// Documentation (COMMAND DOCS, the README's command list, `redis-cli` hints).

@@ -11,6 +11,7 @@ pub mod connection;
 pub mod dump;
 pub mod hash;
 pub mod hll;
+pub mod hotkeys;
 pub mod keys;
 pub mod list;
 pub mod memory;
@@ -45,4 +46,5 @@ pub static ALL: &[&[CommandSpec]] = &[
     server::COMMANDS,
     scripting::COMMANDS,
     command::COMMANDS,
+    hotkeys::COMMANDS,
 ];

@@ -144,7 +144,13 @@ pub async fn set(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
 
 /// CONFIG RESETSTAT: every shard's statistics, and the memory peak.
 pub async fn resetstat(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    conn.core.invoke_on_all(|core| core.shard.borrow_mut().state.stats.reset()).await?;
+    conn.core
+        .invoke_on_all(|core| {
+            let mut shard = core.shard.borrow_mut();
+            shard.state.stats.reset();
+            shard.state.hotkeys.reset_stats();
+        })
+        .await?;
     crate::memory::reset_peak();
     conn.reply().ok();
     Ok(())
@@ -243,6 +249,9 @@ mod tests {
                 "hash-max-listpack-entries",
                 "hash-max-listpack-value",
                 "hll-sparse-max-bytes",
+                "hotkeys-rules",
+                "hotkeys-max-keys",
+                "hotkeys-replicate-reads",
                 "port"
             ]
         );

@@ -37,6 +37,7 @@ const SECTIONS: &[(&str, bool)] = &[
     ("keyspace", true),
     ("shards", true),
     ("watch", true),
+    ("hotkeys", true),
 ];
 
 /// Which sections a request asked for (Redis's `genInfoSectionDict`).
@@ -99,6 +100,12 @@ struct CoreReport {
     /// Reactive queries: fingerprints and subscriptions on this shard,
     /// results pushed, re-runs.
     watch: (usize, u64, u64, u64),
+    /// Hot keys: (keys tracked against rules, keys hot now), the shard's
+    /// counters, and this core's HOTKEYS.WATCH clients.
+    hotkeys: (usize, usize, ringdb_engine::hotkeys::HotStats, usize),
+    /// Read copies: this shard's replicated keys, GETs this core answered
+    /// from copies.
+    replicas: (usize, u64),
 }
 
 impl CoreReport {
@@ -126,6 +133,11 @@ impl CoreReport {
                 let (fingerprints, subscriptions) = queries.counts();
                 (fingerprints, subscriptions, queries.pushes, queries.reexecutions)
             },
+            hotkeys: {
+                let (tracked, hot) = shard.state.hotkeys.counts();
+                (tracked, hot, shard.state.hotkeys.stats, core.push.borrow().hotkeys.len())
+            },
+            replicas: (shard.state.funnel.replicas.len(), core.replica_reads.get()),
         }
     }
 }
@@ -192,6 +204,7 @@ impl Report<'_> {
             "keyspace" => self.keyspace(out),
             "shards" => self.shards(out),
             "watch" => self.watch(out),
+            "hotkeys" => self.hotkeys(out),
             _ => {}
         }
     }
@@ -459,6 +472,33 @@ impl Report<'_> {
                 r.shard
             );
         }
+    }
+}
+
+impl Report<'_> {
+    /// ringdb's hot-key detection: rules, keys counted and hot, events, and
+    /// watchers, summed over the shards.
+    fn hotkeys(&self, out: &mut String) {
+        let sum = |f: fn(&CoreReport) -> u64| self.reports.iter().map(f).sum::<u64>();
+        let config = self.core.config.borrow();
+        let _ = write!(
+            out,
+            "# Hotkeys\r\nhotkeys_rules:{}\r\nhotkeys_max_keys:{}\r\nhotkeys_tracked_keys:{}\r\n\
+             hotkeys_hot_keys:{}\r\nhotkeys_detected:{}\r\nhotkeys_cooled:{}\r\n\
+             hotkeys_evicted_keys:{}\r\nhotkeys_counted_accesses:{}\r\nhotkeys_watchers:{}\r\n\
+             hotkeys_replicated_keys:{}\r\nhotkeys_replica_reads:{}\r\n",
+            config.hotkeys_rules().len(),
+            config.hotkeys_max_keys(),
+            sum(|r| r.hotkeys.0 as u64),
+            sum(|r| r.hotkeys.1 as u64),
+            sum(|r| r.hotkeys.2.detected),
+            sum(|r| r.hotkeys.2.cooled),
+            sum(|r| r.hotkeys.2.evicted),
+            sum(|r| r.hotkeys.2.counted),
+            sum(|r| r.hotkeys.3 as u64),
+            sum(|r| r.replicas.0 as u64),
+            sum(|r| r.replicas.1),
+        );
     }
 }
 

@@ -8,6 +8,7 @@ pub mod client;
 pub mod command;
 pub mod config;
 pub mod connection;
+pub mod hotkeys;
 pub mod info;
 pub mod keyspace;
 pub mod pubsub;
@@ -45,6 +46,12 @@ async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> Cm
     match cmd {
         N::QueryWatch => watch::query_watch(conn, args).await,
         N::QueryUnwatch => watch::query_unwatch(conn, args).await,
+        N::HotkeysRules => hotkeys::rules(conn, args).await,
+        N::HotkeysList => hotkeys::list(conn, args).await,
+        N::HotkeysTop => hotkeys::top(conn, args).await,
+        N::HotkeysHelp => hotkeys::help(conn, args),
+        N::HotkeysWatch => hotkeys::watch(conn, args).await,
+        N::HotkeysUnwatch => hotkeys::unwatch_command(conn).await,
         N::Subscribe => pubsub::subscribe(conn, args).await,
         N::Unsubscribe => pubsub::unsubscribe(conn, args).await,
         N::PSubscribe => pubsub::psubscribe(conn, args).await,

@@ -264,6 +264,20 @@ impl Config {
         self.int("watch-coalesce-ms") as u64
     }
 
+    /// `hotkeys-rules`, read (it was validated when set).
+    pub fn hotkeys_rules(&self) -> Vec<ringdb_engine::hotkeys::rule::Rule> {
+        ringdb_engine::hotkeys::rule::parse_rules(self.get("hotkeys-rules").unwrap_or(""))
+            .unwrap_or_default()
+    }
+
+    pub fn hotkeys_replicate_reads(&self) -> bool {
+        self.flag("hotkeys-replicate-reads")
+    }
+
+    pub fn hotkeys_max_keys(&self) -> usize {
+        self.int("hotkeys-max-keys").max(1) as usize
+    }
+
     pub fn hll_sparse_max_bytes(&self) -> usize {
         self.int("hll-sparse-max-bytes") as usize
     }
@@ -337,7 +351,8 @@ impl Config {
                     | Kind::Text
                     | Kind::BufferLimits
                     | Kind::NotifyEvents
-                    | Kind::SavePoints => v.as_str().into(),
+                    | Kind::SavePoints
+                    | Kind::HotkeysRules => v.as_str().into(),
                 };
                 match doc.get_mut(s.name).and_then(|item| item.as_value_mut()) {
                     Some(existing) => {
@@ -361,9 +376,12 @@ fn toml_value(s: &Setting, v: &str) -> String {
     match s.kind {
         Kind::Bool => (v == "yes").to_string(),
         Kind::Int { .. } | Kind::Memory { .. } | Kind::Float { .. } => v.to_string(),
-        Kind::Enum(_) | Kind::Text | Kind::BufferLimits | Kind::NotifyEvents | Kind::SavePoints => {
-            format!("{v:?}")
-        }
+        Kind::Enum(_)
+        | Kind::Text
+        | Kind::BufferLimits
+        | Kind::NotifyEvents
+        | Kind::SavePoints
+        | Kind::HotkeysRules => format!("{v:?}"),
     }
 }
 

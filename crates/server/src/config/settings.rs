@@ -30,6 +30,9 @@ pub enum Kind {
     /// `client-output-buffer-limit`: `<class> <hard> <soft> <seconds>`
     /// triples for the classes normal, replica (or slave) and pubsub.
     BufferLimits,
+    /// `hotkeys-rules`: rules in `HOTKEYS RULES SET`'s syntax, separated
+    /// by `;`, printed in canonical form.
+    HotkeysRules,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -192,6 +195,12 @@ pub static SETTINGS: &[Setting] = &[
       "A rewritten log starts with an RDB snapshot of the shard (compact, fast to load), as Redis's base file does."),
     s("aof-load-truncated", "yes", Kind::Bool, true,
       "At start-up, cut off a log's torn last record (and say so) rather than refuse to start."),
+    s("hotkeys-rules", "", Kind::HotkeysRules, true,
+      "Hot-key rules, as HOTKEYS RULES SET takes them, separated by ';': name (PATTERN glob | PREFIX prefix) INTERVAL seconds THRESHOLD n DURATION seconds [COUNT reads|writes|both]. HOTKEYS RULES SET/DEL change it; CONFIG REWRITE keeps it."),
+    s("hotkeys-max-keys", "10000", Kind::Int { min: 1, max: 10_000_000 }, true,
+      "Most keys each shard counts against hot-key rules; the least recently accessed is forgotten to make room (INFO hotkeys: hotkeys_evicted_keys)."),
+    s("hotkeys-replicate-reads", "no", Kind::Bool, true,
+      "While a key is hot, every core keeps a copy of it and answers GET of it without a hop to its owner; a write empties every copy before it is acknowledged (see the README)."),
     s("io-memory", "1048576", Kind::Memory { min: 512 * 1024, max: i64::MAX }, false,
       "Memory each shard registers with io_uring for its I/O buffers (counts against ulimit -l)."),
     s("spin-before-park", "0", Kind::Int { min: 0, max: 1_000_000 }, false,
@@ -250,6 +259,9 @@ pub fn normalize(setting: &Setting, value: &str) -> Result<String, String> {
         Kind::SavePoints => parse_save_points(value).map(|points| {
             points.iter().map(|(s, c)| format!("{s} {c}")).collect::<Vec<_>>().join(" ")
         }),
+        Kind::HotkeysRules => ringdb_engine::hotkeys::rule::parse_rules(value)
+            .map(|rules| ringdb_engine::hotkeys::rule::rules_to_text(&rules))
+            .map_err(|e| e.text().trim_start_matches("ERR ").to_string()),
         Kind::NotifyEvents => ringdb_engine::funnel::notify::parse(value)
             .map(ringdb_engine::funnel::notify::to_string)
             .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string()),

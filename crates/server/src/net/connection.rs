@@ -76,13 +76,22 @@ pub struct ClientState {
     /// Reactive queries (`GET.WATCH key`), by fingerprint (also registered
     /// in the core's push hub and on the queries' shards).
     pub query_watches: std::collections::BTreeMap<u64, crate::push::watch::WatchedQuery>,
+    /// HOTKEYS.WATCH: the key patterns watched (empty = every key), if any
+    /// (also registered in the core's push hub and counted on every shard).
+    pub hotkey_watch: Option<Vec<bytes::Bytes>>,
 }
 
 impl ClientState {
     /// A RESP2 connection with subscriptions or reactive queries may only
     /// run the commands that manage them (Redis's subscribe mode).
     pub fn in_push_mode(&self) -> bool {
-        self.resp == Resp::V2 && !(self.subscriptions.is_empty() && self.query_watches.is_empty())
+        self.resp == Resp::V2 && (!self.subscriptions.is_empty() || self.watching())
+    }
+
+    /// Reactive queries or HOTKEYS.WATCH: watch mode rather than subscribe
+    /// mode in RESP2.
+    pub fn watching(&self) -> bool {
+        !self.query_watches.is_empty() || self.hotkey_watch.is_some()
     }
 
     pub fn info(&self) -> ClientInfo {
@@ -175,6 +184,7 @@ impl Connection {
                 caching: false,
                 caching_spent: false,
                 query_watches: Default::default(),
+                hotkey_watch: None,
             },
         };
         if let Err(reason) = conn.run().await {
@@ -230,6 +240,7 @@ impl Connection {
         }
         crate::cmd::client::stop_tracking(self).await;
         crate::cmd::watch::unwatch_all(self).await;
+        crate::cmd::hotkeys::unwatch(self).await;
         self.mailbox = None;
         self.state.subscriptions.clear();
         let emptied = self.core.push.borrow_mut().unregister(self.state.id);

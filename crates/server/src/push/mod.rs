@@ -1,7 +1,7 @@
 //! The push path: everything the server sends a client without being asked
 //! for it at that moment — Pub/Sub messages (keyspace notifications are
-//! Pub/Sub messages), reactive-query results ([`watch`]) and client-side
-//! caching invalidations ([`tracking`]).
+//! Pub/Sub messages), reactive-query results ([`watch`]), client-side
+//! caching invalidations ([`tracking`]) and hot-key events ([`hotkeys`]).
 //!
 //! Each core keeps a [`PushHub`]: a mailbox per connection that receives
 //! pushes, and the Pub/Sub subscriptions of its own connections. Whoever has
@@ -19,6 +19,7 @@
 //! limit for longer than its seconds, the client is disconnected, as Redis
 //! does. Nobody else waits for it.
 
+pub mod hotkeys;
 pub mod tracking;
 pub mod watch;
 
@@ -44,6 +45,8 @@ pub enum Push {
     RedirBroken(u64),
     /// A reactive query's new result, encoded in the watcher's protocol.
     Watch { name: Bytes, fingerprint: u64, result: Bytes },
+    /// A key became hot or cooled down (`HOTKEYS.WATCH`).
+    Hotkey(ringdb_engine::hotkeys::HotEvent),
 }
 
 impl Push {
@@ -59,6 +62,7 @@ impl Push {
             }
             Push::RedirBroken(_) => 48,
             Push::Watch { name, result, .. } => name.len() + result.len() + 48,
+            Push::Hotkey(event) => event.key().len() + 96,
         }
     }
 }
@@ -95,6 +99,8 @@ pub struct PushHub {
     remote: HashMap<(Kind, Bytes), BTreeSet<u16>>,
     /// Reactive-query watchers among this core's connections.
     pub queries: watch::QueryWatchers,
+    /// Hot-key watchers among this core's connections.
+    pub hotkeys: hotkeys::HotkeyWatchers,
     /// Clients disconnected for exceeding their output buffer limit.
     pub limit_disconnections: u64,
     /// This core's client-side caching clients.
@@ -245,6 +251,17 @@ impl PushHub {
         }
     }
 
+    /// Delivers hot / cold key events to this core's watchers.
+    pub fn deliver_hotkeys(
+        &mut self,
+        events: &[ringdb_engine::hotkeys::HotEvent],
+        limit: BufferLimit,
+    ) {
+        for (id, push) in self.hotkeys.fan_out(events) {
+            self.send(id, push, limit);
+        }
+    }
+
     /// Puts a push in a client's mailbox, enforcing its output buffer limit.
     pub fn send(&mut self, id: u64, push: Push, limit: BufferLimit) {
         let Some(mailbox) = self.mailboxes.get(&id) else { return };
@@ -337,5 +354,6 @@ pub fn encode(push: &Push, out: &mut ringdb_protocol::ReplyWriter) {
             out.int(*id as i64);
         }
         Push::Watch { name, fingerprint, result } => watch::encode(name, *fingerprint, result, out),
+        Push::Hotkey(event) => hotkeys::encode(event, out),
     }
 }

@@ -87,7 +87,7 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
             }
         }
         if conn.state.in_push_mode() && !allowed_in_push_mode(spec.exec) {
-            let error = if conn.state.query_watches.is_empty() {
+            let error = if !conn.state.watching() {
                 crate::cmd::pubsub::subscriber_mode_error(&reg.full_name)
             } else {
                 crate::cmd::watch::watch_mode_error(&reg.full_name)
@@ -100,6 +100,7 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
             continue;
         }
         match spec.exec {
+            Exec::Shard(_) if read_from_copy(conn, &segment, reg, &args, skip) => {}
             Exec::Shard(_) if spec.has(flags::BLOCKING) => {
                 segment.finish(conn).await;
                 let mark = conn.out.len();
@@ -167,6 +168,44 @@ fn spends_caching(conn: &Connection, reg: &Registered) -> bool {
     }
 }
 
+/// `GET` of another shard's hot key with a read copy on this core
+/// (`hotkeys-replicate-reads`): answered here, without a hop to the owner.
+/// Only when nothing of this read is still waiting for a shard, so that a
+/// pipelined write before it is never overtaken. Returns whether it
+/// answered.
+fn read_from_copy(
+    conn: &mut Connection,
+    segment: &Segment,
+    reg: &Registered,
+    args: &[Bytes],
+    skip: bool,
+) -> bool {
+    if reg.spec.name != "get" || args.len() != 2 || !segment.is_idle() {
+        return false;
+    }
+    let reply = {
+        let replicas = conn.core.replicas.borrow();
+        if replicas.is_empty() {
+            return false;
+        }
+        let Some(slot) = replicas.get(&(conn.state.db, args[1].clone())) else { return false };
+        let Some(reply) = slot.read(ringdb_engine::shard::now_ms()) else { return false };
+        reply
+    };
+    conn.core.replica_reads.set(conn.core.replica_reads.get() + 1);
+    {
+        let mut shard = conn.core.shard.borrow_mut();
+        let stats = &mut shard.state.stats;
+        stats.command(reg.id).calls += 1;
+        stats.commands_processed += 1;
+        stats.keyspace_hits += 1;
+    }
+    if !(skip || conn.state.reply_off) {
+        conn.out.extend_from_slice(&reply);
+    }
+    true
+}
+
 /// Redis's BUSY reply when a script has been running past the busy
 /// threshold on a shard this command needs: a shard command whose keys live
 /// there, or any server command (they may visit every shard). Only checked
@@ -214,6 +253,8 @@ fn confirms_subscription(node: ringdb_engine::command::NodeCommand) -> bool {
             | N::Unsubscribe
             | N::SUnsubscribe
             | N::PUnsubscribe
+            | N::HotkeysWatch
+            | N::HotkeysUnwatch
     )
 }
 
@@ -226,6 +267,8 @@ fn allowed_in_push_mode(exec: Exec) -> bool {
             N::Ping
                 | N::QueryWatch
                 | N::QueryUnwatch
+                | N::HotkeysWatch
+                | N::HotkeysUnwatch
                 | N::Subscribe
                 | N::SSubscribe
                 | N::PSubscribe

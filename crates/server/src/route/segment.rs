@@ -43,6 +43,12 @@ impl Segment {
         !self.parts.is_empty()
     }
 
+    /// No command of this read is waiting for a shard: a reply written now
+    /// is in request order.
+    pub fn is_idle(&self) -> bool {
+        !self.pending()
+    }
+
     /// Bytes of replies held aside.
     pub fn buffered(&self) -> usize {
         self.side.len()
