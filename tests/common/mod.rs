@@ -29,11 +29,50 @@ pub fn temp_dir(tag: &str) -> std::path::PathBuf {
     dir
 }
 
+/// A port no other server of this test process has used. ringdb listens
+/// with SO_REUSEPORT, so two servers given one port would both bind it and
+/// share its connections: the kernel's free port is not enough, as it may
+/// hand a released port out again.
 fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    static USED: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    loop {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        let mut used = USED.lock().unwrap_or_else(|e| e.into_inner());
+        if !used.contains(&port) {
+            used.push(port);
+            return port;
+        }
+    }
+}
+
+/// Whether the server answering on `port` is the process `pid` (another
+/// process may share the port through SO_REUSEPORT). A server that wants a
+/// password cannot say: taken as yes.
+fn answers_as(port: u16, pid: u32) -> bool {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok();
+    if s.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").is_err() {
+        return false;
+    }
+    let mut reply = Vec::new();
+    let mut chunk = [0u8; 4096];
+    while let Ok(n) = s.read(&mut chunk) {
+        if n == 0 {
+            break;
+        }
+        reply.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&reply);
+        if text.starts_with('-') {
+            return true;
+        }
+        if let Some(line) = text.lines().find(|l| l.starts_with("process_id:")) {
+            return line.trim() == format!("process_id:{pid}");
+        }
+    }
+    false
 }
 
 impl Server {
@@ -70,7 +109,10 @@ impl Server {
                     break; // port taken meanwhile: try another
                 }
                 if TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return Server { child, port, own_dir };
+                    if answers_as(port, child.id()) {
+                        return Server { child, port, own_dir };
+                    }
+                    break; // another process's server: try another port
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
