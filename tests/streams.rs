@@ -561,7 +561,7 @@ fn keyspace_commands_and_events_on_streams() {
 fn flash_sale_orders_are_each_handled_at_least_once() {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
-    const ORDERS: usize = 2000;
+    const ORDERS: usize = 10_000;
     let server = Server::start(2);
     let mut c = server.client();
     let key = "stream.orders";
