@@ -121,14 +121,53 @@ fn fixture_commands() -> Vec<Vec<String>> {
     }
     add(&zadd);
     add(&["PFADD", "hll", "a", "b", "c", "d"]);
+    // A stream with a tombstone, two groups, pending entries and consumers.
+    add(&["XADD", "stream", "1-1", "a", "1", "b", "2"]);
+    add(&["XADD", "stream", "1-2", "a", "3", "b", "4"]);
+    add(&["XADD", "stream", "2-0", "c", "hello"]);
+    add(&["XADD", "stream", "3-0", "a", "5", "b", "6"]);
+    add(&["XDEL", "stream", "1-2"]);
+    add(&["XGROUP", "CREATE", "stream", "g", "0"]);
+    add(&["XREADGROUP", "GROUP", "g", "alice", "COUNT", "2", "STREAMS", "stream", ">"]);
+    add(&["XGROUP", "CREATECONSUMER", "stream", "g", "bob"]);
+    add(&["XCLAIM", "stream", "g", "bob", "0", "2-0"]);
+    add(&["XGROUP", "CREATE", "stream", "g2", "$"]);
+    // Several nodes (100 entries each), trimmed inside one, compressible.
+    for i in 1..=250 {
+        let value = format!("value {i} {}", "compressible ".repeat(3));
+        let id = format!("{i}-1");
+        add(&["XADD", "bigstream", &id, "field", &value, "n", &i.to_string()]);
+    }
+    add(&["XTRIM", "bigstream", "MAXLEN", "180"]);
+    add(&["XDEL", "bigstream", "150-1", "200-1"]);
+    add(&["XGROUP", "CREATE", "bigstream", "grp", "0"]);
+    add(&["XREADGROUP", "GROUP", "grp", "c1", "COUNT", "30", "STREAMS", "bigstream", ">"]);
+    add(&["XACK", "bigstream", "grp", "75-1", "80-1"]);
+    // An empty stream is a key too.
+    add(&["XADD", "emptied", "5-5", "f", "v"]);
+    add(&["XDEL", "emptied", "5-5"]);
     cmds
 }
 
 fn key_names() -> Vec<String> {
     let (a, b) = keys_on_two_shards();
     let mut keys: Vec<String> = [
-        "int", "big-int", "long", "ttl", "list", "biglist", "hash", "bighash", "intset", "strset",
-        "zset", "bigzset", "hll",
+        "int",
+        "big-int",
+        "long",
+        "ttl",
+        "list",
+        "biglist",
+        "hash",
+        "bighash",
+        "intset",
+        "strset",
+        "zset",
+        "bigzset",
+        "hll",
+        "stream",
+        "bigstream",
+        "emptied",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -161,6 +200,11 @@ fn describe(c: &mut redis::Connection, key: &str) -> String {
         "hash" => sorted(q(c, &["HGETALL", key]).unwrap()),
         "set" => sorted(q(c, &["SMEMBERS", key]).unwrap()),
         "zset" => q(c, &["ZRANGE", key, "0", "-1", "WITHSCORES"]).unwrap(),
+        "stream" => {
+            let entries: Value = q(c, &["XRANGE", key, "-", "+"]).unwrap();
+            let info: Value = q(c, &["XINFO", "STREAM", key, "FULL"]).unwrap();
+            vec![format!("{entries:?}").into_bytes(), format!("{info:?}").into_bytes()]
+        }
         "none" => vec![],
         other => panic!("unexpected type {other}"),
     };

@@ -41,9 +41,6 @@ pub fn load_limits(settings: &ShardSettings) -> LoadLimits {
 
 fn dump_cmd(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     match ctx.ks.read(&args[1]) {
-        Some(entry) if !crate::persist::rdb::encode::persists(&entry.value) => {
-            return Err(CmdError::new("ERR ringdb cannot serialize streams yet"));
-        }
         Some(entry) => {
             let payload = Encoder::default().dump(&entry.value);
             ctx.out.bulk(&payload);

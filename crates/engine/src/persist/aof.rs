@@ -75,8 +75,6 @@ fn select(out: &mut Vec<u8>, log: &mut LogState, db: usize) {
 /// The record of one key's current state.
 fn key_record(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, now_ms: u64) {
     match entry.filter(|e| !e.is_expired(now_ms)) {
-        // Not saved yet (see `encode::persists`).
-        Some(e) if !super::rdb::encode::persists(&e.value) => {}
         Some(e) => {
             let payload = Encoder::default().dump(&e.value);
             let at = e.expire_at().unwrap_or(0).to_string();

@@ -55,9 +55,6 @@ pub fn serialize(
             let mut part = DbPart::default();
             for (_, table) in db.slots() {
                 for entry in table.iter().filter(|e| !e.is_expired(now_ms)) {
-                    if !encode::persists(&entry.value) {
-                        continue;
-                    }
                     let access = if lfu {
                         Access::Freq(state.lfu_decayed(entry.access, now_ms).min(255) as u8)
                     } else {

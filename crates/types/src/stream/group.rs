@@ -137,6 +137,35 @@ impl Group {
         true
     }
 
+    /// Loading: adds a consumer with its saved times; false if it exists.
+    pub fn restore_consumer(&mut self, name: &[u8], seen_time: i64, active_time: i64) -> bool {
+        if !self.create_consumer(name, seen_time) {
+            return false;
+        }
+        self.set_active(name, active_time);
+        true
+    }
+
+    /// Loading: makes `id` pending for `consumer` (which must exist) with
+    /// its saved delivery time and count; false if `id` is pending already
+    /// or there is no such consumer.
+    pub fn restore_pending(
+        &mut self,
+        id: StreamId,
+        consumer: &[u8],
+        delivery_time: i64,
+        delivery_count: u64,
+    ) -> bool {
+        if self.pel.contains_key(&id) {
+            return false;
+        }
+        let Some(name) = self.own(id, consumer) else {
+            return false;
+        };
+        self.pel.insert(id, Nack { delivery_time, delivery_count, consumer: name });
+        true
+    }
+
     /// Deletes a consumer and its pending entries (from the group's PEL
     /// too); returns how many it had, or `None` if there was no such
     /// consumer.

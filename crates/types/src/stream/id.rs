@@ -62,6 +62,14 @@ impl StreamId {
         out
     }
 
+    /// The id from its 16 big-endian bytes (RDB node keys and PEL ids).
+    pub fn from_be_bytes(raw: [u8; 16]) -> StreamId {
+        let (mut ms, mut seq) = ([0u8; 8], [0u8; 8]);
+        ms.copy_from_slice(&raw[..8]);
+        seq.copy_from_slice(&raw[8..]);
+        StreamId::new(u64::from_be_bytes(ms), u64::from_be_bytes(seq))
+    }
+
     /// `<ms>-<seq>` into `buf` (at most 41 bytes), returned as a slice.
     pub fn format<'a>(&self, buf: &'a mut [u8; 41]) -> &'a [u8] {
         let mut n = 0;

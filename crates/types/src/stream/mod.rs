@@ -49,6 +49,17 @@ pub struct Stream {
     groups: BTreeMap<Box<[u8]>, Group>,
 }
 
+/// A saved stream's metadata (RDB), besides its nodes and groups.
+#[derive(Clone, Copy, Debug)]
+pub struct SavedMeta {
+    pub length: u64,
+    pub last_id: StreamId,
+    /// `None` when not saved (RDB type 15): computed on load.
+    pub first_id: Option<StreamId>,
+    pub max_deleted_id: StreamId,
+    pub entries_added: u64,
+}
+
 /// The id XADD asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AddId {
@@ -629,6 +640,55 @@ impl Stream {
         if let Some(max) = max_deleted.filter(|m| !m.is_zero()) {
             self.max_deleted_id = max;
         }
+        Ok(())
+    }
+
+    // ---- Saving and loading ---------------------------------------------
+
+    /// Each node's master id and the elements of Redis's listpack for it,
+    /// in order (RDB's `RDB_TYPE_STREAM_LISTPACKS_*`).
+    pub fn listpacks(&self) -> impl Iterator<Item = (StreamId, Vec<Item<'_>>)> {
+        self.nodes.iter().map(|(&master, node)| (master, node.listpack_items(master)))
+    }
+
+    /// Loading: appends a saved node (the elements of its Redis listpack,
+    /// tombstones kept) after the nodes already there. Its ids must come
+    /// after theirs. The length grows by its live entries.
+    pub fn push_saved_node(
+        &mut self,
+        master: StreamId,
+        items: &[Item<'_>],
+    ) -> Result<(), &'static str> {
+        let (node, _) = Node::from_listpack_items(master, items)?;
+        if self.stored_last_id().is_some_and(|last| master <= last) {
+            return Err("Stream listpacks are not in order");
+        }
+        self.length += node.live as u64;
+        self.nodes.insert(master, node);
+        Ok(())
+    }
+
+    /// The last id stored, tombstones included.
+    fn stored_last_id(&self) -> Option<StreamId> {
+        let (&master, node) = self.nodes.last_key_value()?;
+        Some(node.entry_at(master, node.last()?).id)
+    }
+
+    /// Loading: sets the saved metadata once the nodes are in. The length
+    /// must be the live entries loaded and the last id no smaller than any
+    /// stored; a `first_id` of `None` (older RDB types) is computed as
+    /// Redis computes it.
+    pub fn restore_meta(&mut self, meta: &SavedMeta) -> Result<(), &'static str> {
+        if meta.length != self.length {
+            return Err("Stream length inconsistent with its entries");
+        }
+        if self.stored_last_id().is_some_and(|last| meta.last_id < last) {
+            return Err("Stream last id smaller than its entries");
+        }
+        self.last_id = meta.last_id;
+        self.first_id = meta.first_id.unwrap_or_else(|| self.edge_id(true, true));
+        self.max_deleted_id = meta.max_deleted_id;
+        self.entries_added = meta.entries_added;
         Ok(())
     }
 

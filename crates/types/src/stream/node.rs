@@ -89,17 +89,20 @@ impl Node {
     /// A node whose master fields are `pairs`' field names (`pairs` holds
     /// field, value, field, value, …).
     pub fn new(pairs: &[&[u8]]) -> Node {
+        Node::with_fields(pairs.len() / 2, pairs.iter().step_by(2).map(|f| Item::from_bytes(f)))
+    }
+
+    /// A node with these `count` master field names.
+    fn with_fields<'i>(count: usize, fields: impl Iterator<Item = Item<'i>>) -> Node {
         let mut node = Node::default();
-        let fields = pairs.len() / 2;
-        let count = Item::Int(fields as i64);
-        encode(&count, &mut node.buf);
-        node.lp_fixed = LP_HEADER_AND_END + lp_element(&count) + lp_int(0);
-        for field in pairs.iter().step_by(2) {
-            let item = Item::from_bytes(field);
+        let count_item = Item::Int(count as i64);
+        encode(&count_item, &mut node.buf);
+        node.lp_fixed = LP_HEADER_AND_END + lp_element(&count_item) + lp_int(0);
+        for item in fields {
             encode(&item, &mut node.buf);
             node.lp_fixed += lp_element(&item);
         }
-        node.master_fields = fields;
+        node.master_fields = count;
         node.entries_start = node.buf.len();
         node.last_start = node.buf.len();
         node
@@ -144,37 +147,41 @@ impl Node {
 
     /// Appends an entry with id `id` (the node's master id is `master`).
     pub fn append(&mut self, master: StreamId, id: StreamId, pairs: &[&[u8]], same_fields: bool) {
-        let fields = pairs.len() / 2;
         let flags = if same_fields { SAME_FIELDS } else { 0 };
-        let header = [
-            Item::Int(flags as i64),
-            Item::Int(id.ms.wrapping_sub(master.ms) as i64),
-            Item::Int(id.seq.wrapping_sub(master.seq) as i64),
-        ];
+        let deltas = (id.ms.wrapping_sub(master.ms) as i64, id.seq.wrapping_sub(master.seq) as i64);
+        let skip = usize::from(same_fields);
+        let body = pairs.iter().skip(skip).step_by(1 + skip).map(|p| Item::from_bytes(p));
+        let own_fields = (!same_fields).then_some(pairs.len() / 2);
+        self.append_items(flags, deltas, own_fields, body);
+    }
+
+    /// Appends an entry from its parts: flags, id deltas from the master
+    /// id, its own field count (`None` with [`SAME_FIELDS`]) and its body
+    /// (field, value, … or only values).
+    fn append_items<'i>(
+        &mut self,
+        flags: u8,
+        deltas: (i64, i64),
+        own_fields: Option<usize>,
+        body: impl Iterator<Item = Item<'i>>,
+    ) {
         self.last_start = self.buf.len();
+        let header = [Item::Int(flags as i64), Item::Int(deltas.0), Item::Int(deltas.1)];
+        let count = own_fields.map(|n| Item::Int(n as i64));
+        // Redis's lp-count: the elements before it in the entry.
+        let mut lp_count = 0;
         let mut lp = 0;
-        // Redis's lp-count: the elements after it, walking backwards.
-        let mut lp_count = 3 + fields;
-        for item in &header {
-            encode(item, &mut self.buf);
-            lp += lp_element(item);
-        }
-        if !same_fields {
-            let count = Item::Int(fields as i64);
-            encode(&count, &mut self.buf);
-            lp += lp_element(&count);
-            lp_count += fields + 1;
-        }
-        for (i, part) in pairs.iter().enumerate() {
-            if same_fields && i % 2 == 0 {
-                continue;
-            }
-            let item = Item::from_bytes(part);
+        for item in header.into_iter().chain(count).chain(body) {
             encode(&item, &mut self.buf);
             lp += lp_element(&item);
+            lp_count += 1;
         }
-        self.lp_fixed += lp + lp_int(lp_count as i64);
-        self.live += 1;
+        self.lp_fixed += lp + lp_int(lp_count);
+        if flags & DELETED != 0 {
+            self.deleted += 1;
+        } else {
+            self.live += 1;
+        }
     }
 
     /// The entry starting at `off`.
@@ -237,6 +244,106 @@ impl Node {
     pub fn pairs(&self, pos: &EntryPos) -> Pairs<'_> {
         let master = (pos.flags & SAME_FIELDS != 0).then(|| skip_items(&self.buf, 0, 1));
         Pairs { buf: &self.buf, master, off: pos.body, left: pos.fields }
+    }
+}
+
+impl Node {
+    /// The node as the elements of Redis's listpack for it: the master
+    /// entry `count deleted num-fields field-1 … field-N 0`, then each entry
+    /// (tombstones included) followed by its lp-count.
+    pub fn listpack_items(&self, master: StreamId) -> Vec<Item<'_>> {
+        let mut items = vec![Item::Int(self.live as i64), Item::Int(self.deleted as i64)];
+        let mut off = 0;
+        while off < self.entries_start {
+            let (item, len) = decode(&self.buf, off);
+            items.push(item);
+            off += len;
+        }
+        items.push(Item::Int(0));
+        while off < self.buf.len() {
+            let end = self.entry_at(master, off).end;
+            let before = items.len();
+            while off < end {
+                let (item, len) = decode(&self.buf, off);
+                items.push(item);
+                off += len;
+            }
+            items.push(Item::Int((items.len() - before) as i64));
+        }
+        items
+    }
+
+    /// Rebuilds a node from the elements of a Redis stream listpack whose
+    /// master id is `master`, checking its layout as Redis's deep
+    /// `streamValidateListpackIntegrity` does, and that its ids rise from
+    /// `master` on. Returns the node and its last id (tombstones included).
+    pub fn from_listpack_items(
+        master: StreamId,
+        items: &[Item<'_>],
+    ) -> Result<(Node, StreamId), &'static str> {
+        const BAD: &str = "Stream listpack integrity check failed.";
+        let mut at = 0;
+        let int = |at: &mut usize| match items.get(*at) {
+            Some(Item::Int(n)) => {
+                *at += 1;
+                Ok(*n)
+            }
+            _ => Err(BAD),
+        };
+        let live = int(&mut at)?;
+        let deleted = int(&mut at)?;
+        let fields = count_of(int(&mut at)?, items.len() - at)?;
+        let mut node = Node::with_fields(fields, items[at..at + fields].iter().copied());
+        at += fields;
+        if int(&mut at)? != 0 {
+            return Err(BAD);
+        }
+        let mut last: Option<StreamId> = None;
+        while at < items.len() {
+            let flags = int(&mut at)?;
+            if flags & !i64::from(DELETED | SAME_FIELDS) != 0 {
+                return Err(BAD);
+            }
+            let deltas = (int(&mut at)?, int(&mut at)?);
+            let id = StreamId::new(
+                master.ms.wrapping_add(deltas.0 as u64),
+                master.seq.wrapping_add(deltas.1 as u64),
+            );
+            if id < master || last.is_some_and(|l| id <= l) {
+                return Err("Stream entry ids are not in order");
+            }
+            last = Some(id);
+            let (own, body) = if flags & i64::from(SAME_FIELDS) != 0 {
+                (None, fields)
+            } else {
+                let n = count_of(int(&mut at)?, (items.len() - at) / 2)?;
+                (Some(n), 2 * n)
+            };
+            if items.len() - at < body {
+                return Err(BAD);
+            }
+            node.append_items(flags as u8, deltas, own, items[at..at + body].iter().copied());
+            at += body;
+            if int(&mut at)? != (3 + usize::from(own.is_some()) + body) as i64 {
+                return Err(BAD);
+            }
+        }
+        if node.live as i64 != live || node.deleted as i64 != deleted {
+            return Err(BAD);
+        }
+        match last {
+            Some(last) if node.live > 0 => Ok((node, last)),
+            _ => Err("Empty listpack inside stream"),
+        }
+    }
+}
+
+/// A count read from a listpack: not negative, and not more than the
+/// elements there are.
+fn count_of(n: i64, elements: usize) -> Result<usize, &'static str> {
+    match usize::try_from(n) {
+        Ok(n) if n <= elements => Ok(n),
+        _ => Err("Stream listpack integrity check failed."),
     }
 }
 
@@ -320,6 +427,49 @@ mod tests {
         assert_eq!((node.live, node.deleted), (2, 1));
         assert_eq!(node.entry_at(master, offs[1]).flags & DELETED, DELETED);
         assert_eq!(node.entry_at(master, offs[1]).id, second);
+    }
+
+    #[test]
+    fn listpack_items_round_trip_and_are_checked() {
+        let master = StreamId::new(10, 0);
+        let mut node = Node::new(&[b"a", b"1"]);
+        node.append(master, master, &[b"a", b"1"], true);
+        node.append(master, StreamId::new(10, 1), &[b"b", b"x", b"c", b"y"], false);
+        node.append(master, StreamId::new(12, 0), &[b"a", b"2"], true);
+        let off = node.offsets(master)[1];
+        node.mark_deleted(off);
+        let items = node.listpack_items(master);
+        // count deleted num-fields "a" 0 | 2 0 0 "1" 4 | 1 0 1 2 "b" "x" "c" "y" 8 | 2 2 0 "2" 4
+        assert_eq!(items.len(), 5 + 5 + 9 + 5);
+        assert!(matches!(items[..2], [Item::Int(2), Item::Int(1)]));
+        assert!(matches!(items[18], Item::Int(8)));
+        let (back, last) = Node::from_listpack_items(master, &items).expect("valid");
+        assert_eq!(last, StreamId::new(12, 0));
+        assert_eq!((back.live, back.deleted, back.lp_bytes()), (2, 1, node.lp_bytes()));
+        assert_eq!(format!("{:?}", back.listpack_items(master)), format!("{items:?}"));
+        // Wrong counts, a missing terminator, an id below the master (and
+        // the entry before it), a bad lp-count, a missing lp-count, only
+        // tombstones: all refused.
+        let mut bad = items.clone();
+        bad[0] = Item::Int(3);
+        assert!(Node::from_listpack_items(master, &bad).is_err());
+        let mut bad = items.clone();
+        bad[4] = Item::Int(1);
+        assert!(Node::from_listpack_items(master, &bad).is_err());
+        let mut bad = items.clone();
+        bad[20] = Item::Int(-1);
+        assert!(Node::from_listpack_items(master, &bad).is_err());
+        let mut bad = items.clone();
+        bad[23] = Item::Int(5);
+        assert!(Node::from_listpack_items(master, &bad).is_err());
+        let mut bad = items.clone();
+        bad.pop();
+        assert!(Node::from_listpack_items(master, &bad).is_err());
+        let mut one = Node::new(&[b"a", b"1"]);
+        one.append(master, master, &[b"a", b"1"], true);
+        let first = one.offsets(master)[0];
+        one.mark_deleted(first);
+        assert!(Node::from_listpack_items(master, &one.listpack_items(master)).is_err());
     }
 
     #[test]

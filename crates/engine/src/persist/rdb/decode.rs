@@ -22,8 +22,10 @@ use ringdb_types::list::{End, List};
 use ringdb_types::number::parse_f64;
 use ringdb_types::pack::Item;
 use ringdb_types::set::Set;
+use ringdb_types::stream::{SavedMeta, Stream, StreamId};
 use ringdb_types::zset::{AddFlags, ZSet};
 use std::borrow::Cow;
+use std::collections::BTreeMap;
 
 /// What loading may build.
 #[derive(Clone, Debug)]
@@ -269,15 +271,15 @@ impl<'a> Decoder<'a> {
                 Ok(())
             }
             types::MODULE_2 => self.skip_module(),
+            types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 | types::STREAM_LISTPACKS_3 => {
+                self.stream(t).map(drop)
+            }
             other => self.unsupported(other),
         }
     }
 
     fn unsupported<T>(&self, t: u8) -> R<T> {
         match t {
-            types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 | types::STREAM_LISTPACKS_3 => {
-                self.err(format!("ringdb cannot load streams yet (RDB type {t})"))
-            }
             types::MODULE => self.err("ringdb cannot load version 1 module values (RDB type 6)"),
             _ => self.err(format!("Unknown RDB encoding type {t}")),
         }
@@ -376,6 +378,9 @@ impl<'a> Decoder<'a> {
                 self.hash_of(pairs.iter().copied(), pairs.len())
             }
             types::MODULE_2 => self.module(),
+            types::STREAM_LISTPACKS | types::STREAM_LISTPACKS_2 | types::STREAM_LISTPACKS_3 => {
+                self.stream(t)
+            }
             other => self.unsupported(other),
         }
     }
@@ -533,6 +538,127 @@ impl<'a> Decoder<'a> {
             }
         }
         Ok(Some(Value::Hash(hash)))
+    }
+
+    /// A stream (`RDB_TYPE_STREAM_LISTPACKS`, `_2` or `_3`), as Redis's
+    /// `rdbLoadObject` reads it. Empty streams exist, so this is never
+    /// `None`.
+    fn stream(&mut self, t: u8) -> R<Option<Value>> {
+        let mut stream = Stream::new();
+        // A node is a 16-byte key and a listpack of at least 7 bytes.
+        for _ in 0..self.count(2 + 16 + 7)? {
+            let key = self.string()?;
+            let Ok(raw) = <[u8; 16]>::try_from(&key[..]) else {
+                return self.err("Stream node key entry is not the size of a stream ID");
+            };
+            let blob = self.string()?;
+            let items = self.blob(listpack_items(&blob))?;
+            if items.is_empty() {
+                return self.err("Empty listpack inside stream");
+            }
+            let pushed = stream.push_saved_node(StreamId::from_be_bytes(raw), &items);
+            self.blob(pushed)?;
+        }
+        let length = self.length()?;
+        let last_id = self.stream_id()?;
+        let meta = if t == types::STREAM_LISTPACKS {
+            SavedMeta {
+                length,
+                last_id,
+                first_id: None,
+                max_deleted_id: StreamId::MIN,
+                entries_added: length,
+            }
+        } else {
+            SavedMeta {
+                length,
+                last_id,
+                first_id: Some(self.stream_id()?),
+                max_deleted_id: self.stream_id()?,
+                entries_added: self.length()?,
+            }
+        };
+        let restored = stream.restore_meta(&meta);
+        self.blob(restored)?;
+        // A group takes at least a name, an id, a counter and two counts.
+        for _ in 0..self.count(6)? {
+            self.stream_group(t, &mut stream)?;
+        }
+        Ok(Some(Value::Stream(Box::new(stream))))
+    }
+
+    /// One consumer group: name, last id, read counter (type 19 on), the
+    /// global PEL (ids, delivery times and counts), then the consumers with
+    /// their seen times and the ids they own.
+    fn stream_group(&mut self, t: u8, stream: &mut Stream) -> R<()> {
+        let name = self.string()?;
+        let last_id = self.stream_id()?;
+        let entries_read = if t == types::STREAM_LISTPACKS {
+            stream.estimate_distance(last_id)
+        } else {
+            // Saved from a signed counter: -1 comes back as u64::MAX.
+            self.length()? as i64
+        };
+        if !stream.create_group(&name, last_id, entries_read) {
+            return self
+                .err(format!("Duplicated consumer group name {}", String::from_utf8_lossy(&name)));
+        }
+        // Delivery times and counts until their owners are read.
+        let mut unowned: BTreeMap<StreamId, (i64, u64)> = BTreeMap::new();
+        for _ in 0..self.count(16 + 8 + 1)? {
+            let id = self.raw_stream_id()?;
+            let delivery_time = self.millis()?;
+            let delivery_count = self.length()?;
+            if unowned.insert(id, (delivery_time, delivery_count)).is_some() {
+                return self.err("Duplicated global PEL entry loading stream consumer group");
+            }
+        }
+        let with_active_time = t == types::STREAM_LISTPACKS_3;
+        for _ in 0..self.count(1 + 8 + 1)? {
+            let consumer = self.string()?;
+            let seen_time = self.millis()?;
+            // Redis 7.2's estimate when the active time was not saved.
+            let active_time = if with_active_time { self.millis()? } else { seen_time };
+            let Some(group) = stream.group_mut(&name) else {
+                return self.err("Stream consumer group vanished while loading");
+            };
+            if !group.restore_consumer(&consumer, seen_time, active_time) {
+                return self.err("Duplicate stream consumer detected.");
+            }
+            for _ in 0..self.count(16)? {
+                let id = self.raw_stream_id()?;
+                let Some((time, count)) = unowned.remove(&id) else {
+                    return self.err("Consumer entry not found in group global PEL");
+                };
+                if !group.restore_pending(id, &consumer, time, count) {
+                    return self
+                        .err("Duplicated consumer PEL entry loading a stream consumer group");
+                }
+            }
+        }
+        if !unowned.is_empty() {
+            return self.err("Stream CG PEL entry without consumer");
+        }
+        Ok(())
+    }
+
+    /// An id saved as two lengths.
+    fn stream_id(&mut self) -> R<StreamId> {
+        Ok(StreamId::new(self.length()?, self.length()?))
+    }
+
+    /// An id saved raw, 16 big-endian bytes.
+    fn raw_stream_id(&mut self) -> R<StreamId> {
+        let mut raw = [0u8; 16];
+        raw.copy_from_slice(self.take(16)?);
+        Ok(StreamId::from_be_bytes(raw))
+    }
+
+    /// `rdbLoadMillisecondTime`: a little-endian 64-bit time.
+    fn millis(&mut self) -> R<i64> {
+        let mut raw = [0u8; 8];
+        raw.copy_from_slice(self.take(8)?);
+        Ok(i64::from_le_bytes(raw))
     }
 
     /// A module value: only RedisBloom's Bloom filter type is known.

@@ -11,6 +11,7 @@ use crate::persist::encodings::{intset_blob, ListpackWriter};
 use crate::persist::{crc64, lzf};
 use ringdb_types::number::parse_i64;
 use ringdb_types::pack::Item;
+use ringdb_types::stream::StreamId;
 
 /// Quicklist elements at least this long are saved as plain nodes, as
 /// Redis 7.0 keeps them (its default `packed_threshold`, 1 GiB).
@@ -82,6 +83,12 @@ pub fn put_int_string(out: &mut Vec<u8>, v: i64) {
     }
 }
 
+/// A stream id as two lengths (ms, then seq).
+fn put_id(out: &mut Vec<u8>, id: StreamId) {
+    put_len(out, id.ms);
+    put_len(out, id.seq);
+}
+
 /// A little-endian binary double (`rdbSaveBinaryDoubleValue`).
 pub fn put_binary_double(out: &mut Vec<u8>, v: f64) {
     out.extend_from_slice(&v.to_le_bytes());
@@ -134,9 +141,7 @@ impl Encoder {
             Value::ZSet(zset) => self.zset(out, zset),
             Value::Hash(hash) => self.hash(out, hash),
             Value::Bloom(filter) => self.bloom(out, filter),
-            // Streams have no encoding yet: every caller leaves them out
-            // (see `persists`).
-            Value::Stream(_) => {}
+            Value::Stream(stream) => self.stream(out, stream),
         }
     }
 
@@ -223,6 +228,48 @@ impl Encoder {
         }
     }
 
+    /// A stream as `RDB_TYPE_STREAM_LISTPACKS_2` (`rdbSaveObject`): its
+    /// listpacks keyed by master id, its metadata, and each consumer group
+    /// with its PEL and consumers.
+    fn stream(&self, out: &mut Vec<u8>, stream: &ringdb_types::stream::Stream) {
+        put_len(out, stream.node_count() as u64);
+        for (master, items) in stream.listpacks() {
+            self.string(out, &master.to_be_bytes());
+            let mut lp = ListpackWriter::new();
+            for item in &items {
+                lp.push_item(item);
+            }
+            self.string(out, &lp.finish());
+        }
+        put_len(out, stream.len());
+        put_id(out, stream.last_id());
+        put_id(out, stream.first_id());
+        put_id(out, stream.max_deleted_id());
+        put_len(out, stream.entries_added());
+        put_len(out, stream.groups_len() as u64);
+        for (name, group) in stream.groups() {
+            self.string(out, name);
+            put_id(out, group.last_id);
+            // -1 (unknown) is saved as a 64-bit length, as Redis's cast does.
+            put_len(out, group.entries_read as u64);
+            put_len(out, group.pending_len() as u64);
+            for (id, nack) in group.pending_from(StreamId::MIN) {
+                out.extend_from_slice(&id.to_be_bytes());
+                out.extend_from_slice(&nack.delivery_time.to_le_bytes());
+                put_len(out, nack.delivery_count);
+            }
+            put_len(out, group.consumers_len() as u64);
+            for (name, consumer) in group.consumers() {
+                self.string(out, name);
+                out.extend_from_slice(&consumer.seen_time.to_le_bytes());
+                put_len(out, consumer.pending_len() as u64);
+                for id in consumer.pending_from(StreamId::MIN) {
+                    out.extend_from_slice(&id.to_be_bytes());
+                }
+            }
+        }
+    }
+
     /// RedisBloom's `BFRdbSave` through the module API: every field behind
     /// its module opcode, then the end-of-value opcode.
     fn bloom(&self, out: &mut Vec<u8>, filter: &ringdb_types::bloom::BloomFilter) {
@@ -299,12 +346,6 @@ pub fn value_type(value: &Value) -> u8 {
         Value::Bloom(_) => types::MODULE_2,
         Value::Stream(_) => types::STREAM_LISTPACKS_2,
     }
-}
-
-/// Whether a value can be saved. Streams cannot yet (RDB type 19 is not
-/// written): snapshots and the log leave them out, DUMP refuses them.
-pub fn persists(value: &Value) -> bool {
-    !matches!(value, Value::Stream(_))
 }
 
 /// The file's magic and aux fields (`rdbSaveInfoAuxFields`): version, word

@@ -10,8 +10,9 @@
 //!
 //! Bloom filters are stored as RedisBloom stores them: a module value
 //! (`RDB_TYPE_MODULE_2`) of the module type `MBbloom--`, so that a
-//! redis-server with RedisBloom loaded reads them. Streams will be one more
-//! arm in [`encode::value`] and [`decode::Decoder::value`] (types 15, 19, 21).
+//! redis-server with RedisBloom loaded reads them. Streams are saved as
+//! Redis 7.0 saves them (`STREAM_LISTPACKS_2`); types 15 (Redis 5 and 6) and
+//! 21 (Redis 7.2) are read too.
 
 pub mod decode;
 pub mod encode;
