@@ -263,7 +263,9 @@ async fn next_event(
 }
 
 /// Keys on several shards: tries, then waits for a reason to try again,
-/// until served or told to stop.
+/// until served or told to stop. A failed try is judged by the rules of
+/// [`verdict`], which needs one keyspace: here the keys are looked up on
+/// their shards.
 async fn wait_retrying(
     conn: &mut Connection,
     command: &ShardCommand,
