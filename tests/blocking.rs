@@ -196,6 +196,11 @@ fn client_unblock_and_blocked_flag() {
     assert_eq!(q::<i64>(&mut c, &["CLIENT", "UNBLOCK", &id, "ERROR"]).unwrap(), 1);
     assert_eq!(text(w.read_frame()), "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n");
     assert_eq!(blocked_clients(&mut c), 0);
+    // Each blocked command is one call, however many times it was tried.
+    let stats: String = q(&mut c, &["INFO", "commandstats"]).unwrap();
+    let blpop = stats.lines().find(|l| l.starts_with("cmdstat_blpop:")).unwrap();
+    assert!(blpop.starts_with("cmdstat_blpop:calls=2,"), "{blpop}");
+    assert!(blpop.contains("rejected_calls=0,failed_calls=1"), "{blpop}");
     let err = q::<i64>(&mut c, &["CLIENT", "UNBLOCK", &id, "LATER"]).unwrap_err();
     assert!(err.to_string().contains("CLIENT UNBLOCK reason should be TIMEOUT or ERROR"), "{err}");
 }

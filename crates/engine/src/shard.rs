@@ -158,6 +158,23 @@ impl ShardStats {
         &mut self.commands[id]
     }
 
+    /// A run of a blocking command that found nothing and left its client
+    /// waiting is not a call: Redis counts a blocked command once, when it
+    /// is served or times out.
+    pub fn not_a_call(&mut self, id: usize) {
+        let stat = self.command(id);
+        stat.calls = stat.calls.saturating_sub(1);
+        self.commands_processed = self.commands_processed.saturating_sub(1);
+    }
+
+    /// A blocked command that timed out or was unblocked: its one call.
+    pub fn blocked_call(&mut self, id: usize, failed: bool) {
+        let stat = self.command(id);
+        stat.calls += 1;
+        stat.failed_calls += failed as u64;
+        self.commands_processed += 1;
+    }
+
     /// Counts an error reply with code `code` (`ERR`, `WRONGTYPE`, …).
     pub fn error(&mut self, code: &str) {
         self.error_replies += 1;
@@ -638,7 +655,7 @@ impl Shard {
                 let mut out = Vec::new();
                 self.execute(&command, &mut out);
                 match crate::blocking::verdict(&command, &out, &self.keyspace) {
-                    crate::blocking::Verdict::Wait => {}
+                    crate::blocking::Verdict::Wait => self.state.stats.not_a_call(command.id),
                     crate::blocking::Verdict::Reply(reply) => {
                         self.state.funnel.blocked.served(waiter, reply);
                         served_any = true;

@@ -70,7 +70,7 @@ pub async fn run(conn: &mut Connection, reg: &'static Registered, args: Vec<Byte
     let Some(Ok(timeout_ms)) = timeout else {
         // Not blocking (XREAD without BLOCK), or a bad timeout the handler
         // reports: one run, its null included.
-        if run_once(conn, command).await == Try::Nothing {
+        if run_once(conn, command, false).await == Try::Nothing {
             null_reply(conn, reg.spec.name);
         }
         return;
@@ -79,7 +79,7 @@ pub async fn run(conn: &mut Connection, reg: &'static Registered, args: Vec<Byte
     if reg.spec.name == "xread" {
         resolve_last_ids(conn, &mut command).await;
     }
-    if run_once(conn, command.clone()).await != Try::Nothing {
+    if run_once(conn, command.clone(), true).await != Try::Nothing {
         return;
     }
     // Replies of earlier commands of the pipeline go out before we wait, as
@@ -108,10 +108,19 @@ pub async fn run(conn: &mut Connection, reg: &'static Registered, args: Vec<Byte
     };
     conn.handle.view.borrow_mut().blocked = false;
     conn.core.blocked.borrow_mut().by_client.remove(&conn.state.id);
+    let stats = |conn: &Connection, failed| {
+        conn.core.shard.borrow_mut().state.stats.blocked_call(reg.id, failed)
+    };
     match outcome {
         Outcome::Served => {}
-        Outcome::TimedOut => null_reply(conn, reg.spec.name),
-        Outcome::Unblocked => conn.reply().error(UNBLOCKED),
+        Outcome::TimedOut => {
+            stats(conn, false);
+            null_reply(conn, reg.spec.name);
+        }
+        Outcome::Unblocked => {
+            stats(conn, true);
+            conn.reply().error(UNBLOCKED);
+        }
         Outcome::GroupGone(error) => conn.reply().error(error),
         Outcome::Disconnected => conn.state.close_after_reply = true,
     }
@@ -149,6 +158,7 @@ async fn wait_on_shard(
                 match verdict(&cmd, &out, &shard.keyspace) {
                     Verdict::Reply(reply) => Some(reply),
                     Verdict::Wait => {
+                        shard.state.stats.not_a_call(cmd.id);
                         shard.state.funnel.blocked.block_command(waiter, cmd, waited);
                         None
                     }
@@ -289,7 +299,7 @@ async fn wait_retrying(
             None => {}
         }
         let mark = conn.out.len();
-        match run_once(conn, command.clone()).await {
+        match run_once(conn, command.clone(), true).await {
             Try::Served => return Outcome::Served,
             Try::Nothing => {}
             Try::Failed if command.spec.name == "xreadgroup" => {
@@ -329,7 +339,9 @@ enum Try {
 
 /// Runs the command once through the normal routing, its reply appended to
 /// `conn.out` unless it is the timeout's null.
-async fn run_once(conn: &mut Connection, command: ShardCommand) -> Try {
+/// An `attempt` (a blocking command's try that may leave it waiting) that
+/// finds nothing is not counted as a call.
+async fn run_once(conn: &mut Connection, command: ShardCommand, attempt: bool) -> Try {
     let mark = conn.out.len();
     match crate::route::target(conn, &command) {
         crate::route::Target::Many => {
@@ -343,7 +355,13 @@ async fn run_once(conn: &mut Connection, command: ShardCommand) -> Try {
                 .core
                 .invoke_on(shard, move |core| {
                     let mut out = Vec::new();
-                    core.shard.borrow_mut().execute(&command, &mut out);
+                    {
+                        let mut shard = core.shard.borrow_mut();
+                        shard.execute(&command, &mut out);
+                        if attempt && is_null(&out) {
+                            shard.state.stats.not_a_call(command.id);
+                        }
+                    }
                     core.publish_changes();
                     out
                 })
@@ -355,7 +373,7 @@ async fn run_once(conn: &mut Connection, command: ShardCommand) -> Try {
         }
     }
     let reply = &conn.out[mark..];
-    if matches!(reply, b"*-1\r\n" | b"$-1\r\n" | b"_\r\n") {
+    if is_null(reply) {
         conn.out.truncate(mark);
         return Try::Nothing;
     }
@@ -363,6 +381,11 @@ async fn run_once(conn: &mut Connection, command: ShardCommand) -> Try {
         return Try::Failed;
     }
     Try::Served
+}
+
+/// The timeout's reply, in either protocol.
+fn is_null(reply: &[u8]) -> bool {
+    matches!(reply, b"*-1\r\n" | b"$-1\r\n" | b"_\r\n")
 }
 
 /// The reply on timeout: a null bulk for the moves, a null array for the
