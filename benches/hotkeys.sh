@@ -20,7 +20,7 @@ mkdir -p "$OUT"
 start() {
   # The previous server's port can take a moment to be free again.
   for _ in $(seq 20); do
-    "$BIN" --port "$PORT" --shards 2 --pin-cpus no --loglevel warning "$@" >"$OUT/server.log" 2>&1 &
+    "$BIN" --port "$PORT" --shards 2 --pin-cpus no --loglevel warning --save '' --dir "$OUT" "$@" >"$OUT/server.log" 2>&1 &
     SERVER=$!
     for _ in $(seq 100); do
       kill -0 "$SERVER" 2>/dev/null || break

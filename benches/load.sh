@@ -182,8 +182,10 @@ start_ringdb() {
     local shards=$1
     check_port_free "$RINGDB_PORT"
     # shellcheck disable=SC2046
+    # As redis-server: no snapshots, no log, and a directory of its own (a
+    # dump.rdb left in the working directory would be loaded at start).
     $(server_pin "$shards") "$RINGDB" --port "$RINGDB_PORT" --bind $HOST --shards "$shards" \
-        >>"$OUT/ringdb-$shards.log" 2>&1 &
+        --save '' --appendonly no --dir "$OUT" >>"$OUT/ringdb-$shards.log" 2>&1 &
     RINGDB_PID=$!
     wait_ready "$RINGDB_PORT" "$RINGDB_PID"
 }

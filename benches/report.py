@@ -403,7 +403,7 @@ def method(meta):
         else ""
     )
     lines.append(
-        "- ringdb runs with its defaults (`--port P --bind 127.0.0.1 --shards N`); redis-server with "
+        "- ringdb runs with its defaults but for persistence (`--port P --bind 127.0.0.1 --shards N --save '' --appendonly no --dir benches/out`); redis-server with "
         "`--save '' --appendonly no`." + config
     )
     return "\n".join(lines)
