@@ -20,7 +20,9 @@
 use crate::net::connection::Connection;
 use crate::node::Core;
 use bytes::Bytes;
-use ringdb_engine::blocking::{parse_timeout, timeout_of, verdict, Verdict, Waiter};
+use ringdb_engine::blocking::{
+    is_timeout_reply, parse_timeout, timeout_of, verdict, Verdict, Waiter,
+};
 use ringdb_engine::command::{CmdError, CmdResult, Registered};
 use ringdb_engine::keyspace::Value;
 use ringdb_engine::{ShardCommand, ShardId};
@@ -358,7 +360,7 @@ async fn run_once(conn: &mut Connection, command: ShardCommand, attempt: bool) -
                     {
                         let mut shard = core.shard.borrow_mut();
                         shard.execute(&command, &mut out);
-                        if attempt && is_null(&out) {
+                        if attempt && is_timeout_reply(&out) {
                             shard.state.stats.not_a_call(command.id);
                         }
                     }
@@ -373,7 +375,7 @@ async fn run_once(conn: &mut Connection, command: ShardCommand, attempt: bool) -
         }
     }
     let reply = &conn.out[mark..];
-    if is_null(reply) {
+    if is_timeout_reply(reply) {
         conn.out.truncate(mark);
         return Try::Nothing;
     }
@@ -381,11 +383,6 @@ async fn run_once(conn: &mut Connection, command: ShardCommand, attempt: bool) -
         return Try::Failed;
     }
     Try::Served
-}
-
-/// The timeout's reply, in either protocol.
-fn is_null(reply: &[u8]) -> bool {
-    matches!(reply, b"*-1\r\n" | b"$-1\r\n" | b"_\r\n")
 }
 
 /// The reply on timeout: a null bulk for the moves, a null array for the
@@ -405,20 +402,22 @@ fn is_move(name: &str) -> bool {
 
 /// Whether a move's source key holds a list.
 async fn source_is_list(conn: &Connection, command: &ShardCommand) -> bool {
-    let (db, key) = (conn.state.db, command.args[1].clone());
+    peek(conn, command.args[1].clone(), |v| matches!(v, Value::List(_))).await == Some(true)
+}
+
+/// `f` of the live value at `key`, looked up on its shard (None: no key).
+async fn peek<R: Send + 'static>(conn: &Connection, key: Bytes, f: fn(&Value) -> R) -> Option<R> {
+    let db = conn.state.db;
     let shard = conn.core.shared.slot_map.shard_of_key(&key);
     conn.core
         .invoke_on(shard, move |core| {
             let shard = core.shard.borrow();
             let now = ringdb_engine::shard::now_ms();
-            shard
-                .keyspace
-                .db(db)
-                .get(&key)
-                .is_some_and(|e| !e.is_expired(now) && matches!(e.value, Value::List(_)))
+            shard.keyspace.db(db).get(&key).filter(|e| !e.is_expired(now)).map(|e| f(&e.value))
         })
         .await
-        .unwrap_or(false)
+        .ok()
+        .flatten()
 }
 
 /// The command's keys, by the shard that owns them.
@@ -498,23 +497,11 @@ async fn group_error(conn: &Connection, command: &ShardCommand) -> &'static str 
 
 /// The last id of the stream at `key` (None: no stream there).
 async fn stream_last_id(conn: &Connection, key: Bytes) -> Option<String> {
-    let db = conn.state.db;
-    let shard = conn.core.shared.slot_map.shard_of_key(&key);
-    conn.core
-        .invoke_on(shard, move |core| {
-            let shard = core.shard.borrow();
-            let now = ringdb_engine::shard::now_ms();
-            match shard.keyspace.db(db).get(&key) {
-                Some(entry) if !entry.is_expired(now) => match &entry.value {
-                    Value::Stream(stream) => Some(stream.last_id().to_string()),
-                    _ => None,
-                },
-                _ => None,
-            }
-        })
-        .await
-        .ok()
-        .flatten()
+    let last = |v: &Value| match v {
+        Value::Stream(stream) => Some(stream.last_id().to_string()),
+        _ => None,
+    };
+    peek(conn, key, last).await.flatten()
 }
 
 /// CLIENT UNBLOCK client-id [TIMEOUT | ERROR]: 1 if the client was blocked
