@@ -33,9 +33,12 @@
 # Settings (environment variables, defaults in brackets):
 #   RUN_SECONDS [5]      target length of one measured run; -n is sized from a probe run
 #   REPS [3]             measured runs per row and server (the report shows medians)
-#   SHARDS_LIST ["1 2"]  ringdb shard counts, one phase each
-#   TESTS ["set get incr mset lpush lpop sadd hset zadd zpopmin zrange"]
-#                        redis-benchmark -t names, and zrange, pfadd, pfcount
+#   SHARDS_LIST ["1 2 1:glommio"]  ringdb phases: a shard count, optionally with
+#                        the socket backend after a colon (--io-backend; without
+#                        one, ringdb's default: uring where the kernel has it)
+#   TESTS ["ping_mbulk set get incr mset lpush lpop sadd hset zadd zpopmin zrange"]
+#                        redis-benchmark -t names (ping_mbulk: the socket path's
+#                        ceiling), and zrange, pfadd, pfcount
 #                        (custom commands: PFADD hll:R R and PFCOUNT hll:R, R a
 #                        random number below KEYSPACE; not in the default set)
 #   PIPELINES ["1 16"], CLIENTS [50], KEYSPACE [100000]
@@ -57,6 +60,8 @@
 #   NICE [-10 as root, else 0]  nice value of servers and client: above the
 #                        machine's other work, so a shared machine disturbs less
 #   RINGDB_PORT [7830], REDIS_PORT [7831]
+#   RESULTS [benches/RESULTS.md]  the report to write (a focused run can go to
+#                        a file of its own and leave the full report as it is)
 # Raw per-run data is kept in benches/out/ (ignored by git).
 
 set -euo pipefail
@@ -68,14 +73,14 @@ cd "$ROOT"
 GIVEN=""
 for var in RUN_SECONDS REPS SHARDS_LIST TESTS PIPELINES CLIENTS KEYSPACE ZRANGE_MEMBERS MEM_KEYS \
     MEM_HASHES MEM_HASH_FIELDS MEM_ZSETS MEM_ZSET_MEMBERS SCENARIOS LOADGEN_SECONDS LOADGEN_WARMUP \
-    PIN NICE RINGDB_PORT REDIS_PORT; do
+    PIN NICE RINGDB_PORT REDIS_PORT RESULTS; do
     if [ -n "${!var+x}" ]; then GIVEN+="$var=$(printf '%q' "${!var}") "; fi
 done
 
 RUN_SECONDS=${RUN_SECONDS:-5}
 REPS=${REPS:-3}
-SHARDS_LIST=${SHARDS_LIST:-"1 2"}
-TESTS=${TESTS-"set get incr mset lpush lpop sadd hset zadd zpopmin zrange"}
+SHARDS_LIST=${SHARDS_LIST:-"1 2 1:glommio"}
+TESTS=${TESTS-"ping_mbulk set get incr mset lpush lpop sadd hset zadd zpopmin zrange"}
 PIPELINES=${PIPELINES:-"1 16"}
 CLIENTS=${CLIENTS:-50}
 KEYSPACE=${KEYSPACE:-100000}
@@ -92,6 +97,7 @@ PIN=${PIN:-1}
 if [ "$(id -u)" -eq 0 ]; then NICE=${NICE:--10}; else NICE=${NICE:-0}; fi
 RINGDB_PORT=${RINGDB_PORT:-7830}
 REDIS_PORT=${REDIS_PORT:-7831}
+RESULTS=${RESULTS:-benches/RESULTS.md}
 HOST=127.0.0.1
 
 OUT=$ROOT/benches/out
@@ -178,14 +184,16 @@ start_redis() {
     wait_ready "$REDIS_PORT" "$REDIS_PID"
 }
 
+# $1 is a phase of SHARDS_LIST: "N" or "N:backend".
 start_ringdb() {
-    local shards=$1
+    local phase=$1 shards=${1%%:*} backend=auto
+    [ "$phase" = "$shards" ] || backend=${phase#*:}
     check_port_free "$RINGDB_PORT"
     # shellcheck disable=SC2046
     # As redis-server: no snapshots, no log, and a directory of its own (a
     # dump.rdb left in the working directory would be loaded at start).
     $(server_pin "$shards") "$RINGDB" --port "$RINGDB_PORT" --bind $HOST --shards "$shards" \
-        --save '' --appendonly no --dir "$OUT" >>"$OUT/ringdb-$shards.log" 2>&1 &
+        --io-backend "$backend" --save '' --appendonly no --dir "$OUT" >>"$OUT/ringdb-$phase.log" 2>&1 &
     RINGDB_PID=$!
     wait_ready "$RINGDB_PORT" "$RINGDB_PID"
 }
@@ -578,6 +586,8 @@ memory_phase() {
         measure_memory "$dataset" "$keys" redis "$REDIS_PORT" "$REDIS_PID"
         stop_servers
         for shards in $SHARDS_LIST; do
+            # Memory does not depend on the socket backend.
+            [ "${shards%%:*}" = "$shards" ] || continue
             start_ringdb "$shards"
             measure_memory "$dataset" "$keys" "ringdb-$shards" "$RINGDB_PORT" "$RINGDB_PID"
             stop_servers
@@ -685,10 +695,13 @@ main() {
     memory_phase
     meta_add load_end "$(cut -d' ' -f1-3 /proc/loadavg)"
     meta_add runtime_s "$((SECONDS - started))"
-    python3 benches/report.py "$OUT" benches/RESULTS.md
+    python3 benches/report.py "$OUT" "$RESULTS"
     # A run of loadgen scenarios only leaves the redis-benchmark chart as it was.
-    [ -z "$TESTS" ] || python3 benches/chart.py "$OUT/summary.csv" benches/results.svg
-    log "done in $((SECONDS - started)) s: benches/RESULTS.md${TESTS:+, benches/results.svg}"
+    # The chart belongs to the full report (RESULTS.md links it).
+    if [ -n "$TESTS" ] && [ "$RESULTS" = benches/RESULTS.md ]; then
+        python3 benches/chart.py "$OUT/summary.csv" benches/results.svg
+    fi
+    log "done in $((SECONDS - started)) s: $RESULTS"
 }
 
 # Sourcing the script (to call its functions one by one) runs nothing.

@@ -50,8 +50,9 @@ SCENARIO_TEXT = {
     "group of 4 consumers loops on `XREADGROUP ... COUNT 10 BLOCK 100 ... >` and `XACK`s each batch. "
     "Rate: entries acknowledged/s; latency: XADD sent to delivery.",
 }
-TEST_ORDER = ["set", "get", "incr", "mset", "lpush", "lpop", "sadd", "hset", "zadd", "zpopmin", "zrange", "pfadd", "pfcount"]
+TEST_ORDER = ["ping_mbulk", "set", "get", "incr", "mset", "lpush", "lpop", "sadd", "hset", "zadd", "zpopmin", "zrange", "pfadd", "pfcount"]
 TEST_NAMES = {
+    "ping_mbulk": "PING",
     "set": "SET",
     "get": "GET",
     "incr": "INCR",
@@ -151,15 +152,22 @@ def summarize(runs):
     }
 
 
+def phase_key(phase):
+    """Sort key of a ringdb phase: "N" (shards, default socket backend) or
+    "N:backend" (SHARDS_LIST entries such as 1:glommio)."""
+    shards, _, backend = phase.partition(":")
+    return (int(shards), backend)
+
+
 def rows_of(raw):
     """(shards, test, pipeline) keys in run order, tests in redis-benchmark order."""
     keys = []
     for r in raw:
-        key = (int(r["shards"]), r["test"], int(r["pipeline"]))
+        key = (r["shards"], r["test"], int(r["pipeline"]))
         if key not in keys:
             keys.append(key)
     rank = lambda t: TEST_ORDER.index(t) if t in TEST_ORDER else len(TEST_ORDER)
-    return sorted(keys, key=lambda k: (k[0], rank(k[1]), k[2]))
+    return sorted(keys, key=lambda k: (phase_key(k[0]), rank(k[1]), k[2]))
 
 
 def ratio(a, b):
@@ -176,7 +184,7 @@ def build_rows(raw):
         pick = lambda server: [
             r
             for r in raw
-            if int(r["shards"]) == shards and r["test"] == test and int(r["pipeline"]) == pipeline and r["server"] == server
+            if r["shards"] == shards and r["test"] == test and int(r["pipeline"]) == pipeline and r["server"] == server
         ]
         ring, red = summarize(pick("ringdb")), summarize(pick("redis"))
         table.append({"shards": shards, "test": test, "pipeline": pipeline, "ringdb": ring, "redis": red})
@@ -403,8 +411,14 @@ def method(meta):
         else ""
     )
     lines.append(
-        "- ringdb runs with its defaults but for persistence (`--port P --bind 127.0.0.1 --shards N --save '' --appendonly no --dir benches/out`); redis-server with "
+        "- ringdb runs with its defaults but for persistence (`--port P --bind 127.0.0.1 --shards N --io-backend B --save '' --appendonly no --dir benches/out`); redis-server with "
         "`--save '' --appendonly no`." + config
+    )
+    lines.append(
+        "- The *shards* column names the ringdb phase: `N` is N shards on the default socket backend "
+        "(`--io-backend auto`: each shard's own io_uring ring where the kernel supports it; the phase's log "
+        "says which), `N:glommio` the same on glommio's `TcpStream` (the fallback backend). PING is "
+        "`-t ping_mbulk`: the ceiling of each socket path, with no command work."
     )
     return "\n".join(lines)
 
@@ -435,13 +449,13 @@ def loadgen_rows(runs):
     """One row per (shards, scenario name) in run order."""
     keys = []
     for r in runs:
-        key = (int(r["shards"]), r["name"])
+        key = (r["shards"], r["name"])
         if key not in keys:
             keys.append(key)
     rows = []
-    for shards, name in sorted(keys, key=lambda k: (k[0], keys.index(k))):
+    for shards, name in sorted(keys, key=lambda k: (phase_key(k[0]), keys.index(k))):
         pick = lambda server: [
-            r for r in runs if int(r["shards"]) == shards and r["name"] == name and r["server"] == server
+            r for r in runs if r["shards"] == shards and r["name"] == name and r["server"] == server
         ]
         ring, red = loadgen_summary(pick("ringdb")), loadgen_summary(pick("redis"))
         rows.append({"shards": shards, "name": name, "ringdb": ring, "redis": red,
@@ -562,7 +576,7 @@ def replace_loadgen_section(text, section):
 
 
 def render(meta, rows, raw, mem, notes, loadgen=""):
-    shards_list = sorted({r["shards"] for r in rows})
+    shards_list = sorted({r["shards"] for r in rows}, key=phase_key)
     parts = [
         "# ringdb vs Redis: load benchmark",
         "",

@@ -93,6 +93,12 @@ impl Server {
         if !args.contains(&"--save") {
             defaults.extend(["--save".to_string(), String::new()]);
         }
+        // CI runs every test on each socket backend.
+        if let Ok(backend) = std::env::var("RINGDB_IO_BACKEND") {
+            if !args.contains(&"--io-backend") {
+                defaults.extend(["--io-backend".to_string(), backend]);
+            }
+        }
         for _attempt in 0..20 {
             let port = free_port();
             let mut child = Command::new(env!("CARGO_BIN_EXE_ringdb"))
@@ -209,14 +215,22 @@ impl Raw {
         String::from_utf8_lossy(&self.read_frame()).into_owned()
     }
 
-    /// Whether the server closed the connection (reads EOF within a while).
+    /// Whether the server closed the connection (reads EOF within a while,
+    /// or a reset: a server that closes a socket with unread input left in
+    /// it resets the connection, as Redis does).
     pub fn is_closed(&mut self) -> bool {
+        use std::io::ErrorKind;
         let mut chunk = [0u8; 1024];
         loop {
             match self.stream.read(&mut chunk) {
                 Ok(0) => return true,
                 Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                Err(_) => return false,
+                Err(e) => {
+                    return matches!(
+                        e.kind(),
+                        ErrorKind::ConnectionReset | ErrorKind::ConnectionAborted
+                    )
+                }
             }
         }
     }

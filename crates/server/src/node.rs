@@ -80,6 +80,8 @@ pub struct Core {
     pub replicas: RefCell<std::collections::HashMap<(usize, bytes::Bytes), Arc<ReplicaSlot>>>,
     /// GETs this core answered from a copy.
     pub replica_reads: Cell<u64>,
+    /// The socket backend this core's connections use (`io-backend`).
+    pub io_backend: Cell<&'static str>,
 }
 
 impl Core {
@@ -385,6 +387,34 @@ fn is_loopback(addr: &str) -> bool {
         || addr == "-::1"
 }
 
+/// Descriptors kept beside the clients' (listeners, rings, files), as
+/// Redis's CONFIG_MIN_RESERVED_FDS.
+const RESERVED_FDS: u64 = 32;
+
+/// Raises the soft open-files limit to `maxclients` + reserve, as far as
+/// the hard limit allows (Redis's `adjustOpenFilesLimit`), so that
+/// `maxclients` connections can be accepted; says so when it cannot.
+fn raise_open_files_limit(maxclients: usize) {
+    let wanted = maxclients as u64 + RESERVED_FDS;
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: plain syscalls on a local struct.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) != 0 || lim.rlim_cur >= wanted {
+            return;
+        }
+        let target = wanted.min(lim.rlim_max);
+        let old = lim.rlim_cur;
+        lim.rlim_cur = target;
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) != 0 || target < wanted {
+            tracing::warn!(
+                limit = target.max(old),
+                maxclients,
+                "open files limit is below maxclients + {RESERVED_FDS}: raise it (ulimit -n) to serve that many clients"
+            );
+        }
+    }
+}
+
 /// Starts every shard and serves until SIGINT/SIGTERM or SHUTDOWN.
 pub fn run(config: Config) -> Result<(), String> {
     let bind = config.bind();
@@ -400,6 +430,7 @@ pub fn run(config: Config) -> Result<(), String> {
             bind.join(" ")
         ));
     }
+    raise_open_files_limit(config.maxclients());
     let seed = random_seed();
     ringdb_engine::keyspace::set_hash_seed(seed);
     ringdb_types::table::init_hash_seed(seed.rotate_left(17));
@@ -608,6 +639,7 @@ async fn core_main(
         aof: RefCell::new(None),
         replicas: RefCell::new(std::collections::HashMap::new()),
         replica_reads: Cell::new(0),
+        io_backend: Cell::new("glommio"),
     });
     // Load this shard's keys before serving anything.
     let mut keys = 0;
@@ -642,15 +674,11 @@ async fn core_main(
     }
     glommio::spawn_local(crate::expiry::run(core.clone())).detach();
     glommio::spawn_local(crate::metrics::run(core.clone())).detach();
-    for fd in listeners {
-        match listener::adopt(fd) {
-            Ok(l) => {
-                glommio::spawn_local(listener::accept_loop(core.clone(), l)).detach();
-            }
-            Err(e) => {
-                let _ = ready.send(Err(format!("cannot listen: {e}")));
-                return;
-            }
+    match listener::start(&core, listeners) {
+        Ok(backend) => core.io_backend.set(backend),
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
         }
     }
     let _ = ready.send(Ok(keys));

@@ -220,7 +220,7 @@ impl Report<'_> {
              os:{}\r\narch_bits:{}\r\nmultiplexing_api:io_uring\r\nprocess_id:{}\r\nprocess_supervised:no\r\n\
              run_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{uptime}\r\n\
              uptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nlru_clock:{}\r\nexecutable:{}\r\n\
-             config_file:{}\r\nio_threads_active:0\r\n",
+             config_file:{}\r\nio_threads_active:0\r\nio_backend:{}\r\n",
             env!("CARGO_PKG_VERSION"),
             uname(),
             usize::BITS,
@@ -234,6 +234,7 @@ impl Report<'_> {
             (now / 1000) as u32,
             shared.executable,
             shared.config_file.as_deref().unwrap_or(""),
+            self.core.io_backend.get(),
         );
         let _ = write!(out, "listener0:name=tcp");
         for bind in config.bind() {

@@ -139,6 +139,11 @@ impl Config {
         self.flag("pin-cpus")
     }
 
+    /// `auto`, `uring` or `glommio`.
+    pub fn io_backend(&self) -> &str {
+        self.get("io-backend").unwrap_or("auto")
+    }
+
     pub fn databases(&self) -> usize {
         self.int("databases") as usize
     }

@@ -96,6 +96,8 @@ pub static SETTINGS: &[Setting] = &[
       "Number of shards (one per core). 0 = one per CPU this process may run on (its affinity mask)."),
     s("pin-cpus", "yes", Kind::Bool, false,
       "Pin each shard to its own CPU of the affinity mask."),
+    s("io-backend", "auto", Kind::Enum(&["auto", "uring", "glommio"]), false,
+      "Client sockets: uring (each shard's own io_uring ring: multishot accept and receive, batched sends), glommio (glommio's TcpStream), or auto (uring when the kernel supports it)."),
     s("databases", "16", Kind::Int { min: 1, max: INT_MAX }, false,
       "Number of logical databases (SELECT 0 .. databases-1)."),
     Setting { sensitive: true, ..s("requirepass", "", Kind::Text, true,

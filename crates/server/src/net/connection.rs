@@ -6,13 +6,11 @@
 //! Redis's error reply and closes the connection, a command error does not.
 
 use crate::net::clients::ClientHandle;
+use crate::net::socket::Socket;
 use crate::node::Core;
 use bytes::BytesMut;
-use futures_lite::{AsyncReadExt, AsyncWriteExt};
-use glommio::net::TcpStream;
 use ringdb_engine::command::ClientInfo;
 use ringdb_protocol::{ParseLimits, ReplyWriter, Request, RequestParser, Resp};
-use std::os::fd::AsRawFd;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -31,9 +29,10 @@ const PROTECTED_MODE_DENIED: &str = "DENIED Redis is running in protected mode b
     authentication password for the default user. NOTE: You only need to do one of the above things in \
     order for the server to start accepting connections from the outside.";
 
-/// Read size for ordinary traffic; grows for large arguments.
-const READ_CHUNK: usize = 16 * 1024;
-const MAX_READ_CHUNK: usize = 1024 * 1024;
+/// Initial size of the input and output buffers.
+const BUFFER_SIZE: usize = 16 * 1024;
+/// An output buffer grown past this is given back once written.
+const KEEP_OUTPUT: usize = 4 * 1024 * 1024;
 
 /// Connection state that commands change (SELECT, HELLO, AUTH, CLIENT …).
 #[derive(Debug)]
@@ -108,11 +107,10 @@ impl ClientState {
 
 pub struct Connection {
     pub core: Rc<Core>,
-    stream: TcpStream,
+    socket: Socket,
     pub handle: Rc<ClientHandle>,
     parser: RequestParser,
     inbuf: BytesMut,
-    read_chunk: Vec<u8>,
     /// Replies waiting to be written.
     pub out: Vec<u8>,
     /// Pushes for this client (made on its first subscription).
@@ -126,41 +124,33 @@ pub struct Connection {
 
 impl Connection {
     /// Tells a client it cannot be served (maxclients) and closes.
-    pub async fn refuse(mut stream: TcpStream, error: &str) {
-        let _ = stream.write_all(format!("-{error}\r\n").as_bytes()).await;
-        let _ = stream.close().await;
+    pub async fn refuse(mut socket: Socket, error: &str) {
+        let _ = socket.write(&mut format!("-{error}\r\n").into_bytes()).await;
+        socket.close().await;
     }
 
     /// Serves one client until it leaves, is killed or idles past `timeout`.
-    pub async fn serve(core: Rc<Core>, stream: TcpStream) {
-        if Self::denied_by_protected_mode(&core, &stream) {
-            Self::refuse(stream, PROTECTED_MODE_DENIED).await;
+    pub async fn serve(core: Rc<Core>, socket: Socket) {
+        if Self::denied_by_protected_mode(&core, &socket) {
+            Self::refuse(socket, PROTECTED_MODE_DENIED).await;
             core.shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
             return;
         }
-        let _ = stream.set_nodelay(true);
-        let keepalive = core.config.borrow().tcp_keepalive();
-        if keepalive > 0 {
-            // SAFETY: the descriptor belongs to `stream`, which outlives `fd`.
-            let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(stream.as_raw_fd()) };
-            let ka = socket2::TcpKeepalive::new().with_time(Duration::from_secs(keepalive));
-            let _ = socket2::SockRef::from(&fd).set_tcp_keepalive(&ka);
-        }
+        socket.set_options(core.config.borrow().tcp_keepalive());
         let id = core.shared.next_client_id.fetch_add(1, Ordering::Relaxed);
-        let addr = stream.peer_addr().map(|a| a.to_string()).unwrap_or_default();
-        let laddr = stream.local_addr().map(|a| a.to_string()).unwrap_or_default();
-        let handle = ClientHandle::new(id, addr, laddr, stream.as_raw_fd());
+        let addr = socket.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+        let laddr = socket.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        let handle = ClientHandle::new(id, addr, laddr, socket.fd());
         core.shard.borrow_mut().state.stats.connections_received += 1;
         core.clients.borrow_mut().add(handle.clone());
         let authenticated = core.config.borrow().requirepass().is_none();
         let mut conn = Connection {
             core: core.clone(),
-            stream,
+            socket,
             handle,
             parser: RequestParser::new(),
-            inbuf: BytesMut::with_capacity(READ_CHUNK),
-            read_chunk: vec![0; READ_CHUNK],
-            out: Vec::with_capacity(READ_CHUNK),
+            inbuf: BytesMut::with_capacity(BUFFER_SIZE),
+            out: Vec::with_capacity(BUFFER_SIZE),
             mailbox: None,
             pushes_in: Vec::new(),
             input_while_blocked: false,
@@ -199,16 +189,17 @@ impl Connection {
             crate::route::multi::unwatch_all(&mut conn).await;
         }
         conn.leave_push_hub().await;
-        let _ = conn.stream.close().await;
+        let Connection { socket, .. } = conn;
+        socket.close().await;
         core.shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
     }
 
     /// Protected mode with no password: only loopback clients are served.
-    fn denied_by_protected_mode(core: &Core, stream: &TcpStream) -> bool {
+    fn denied_by_protected_mode(core: &Core, socket: &Socket) -> bool {
         let config = core.config.borrow();
         config.protected_mode()
             && config.requirepass().is_none()
-            && stream.peer_addr().map(|a| !a.ip().is_loopback()).unwrap_or(false)
+            && socket.peer_addr().is_some_and(|a| !a.ip().is_loopback())
     }
 
     /// Gives this connection a mailbox in its core's push hub (its first
@@ -320,13 +311,6 @@ impl Connection {
     /// down, which ends the read; so does `timeout`.
     async fn read_some(&mut self) -> Result<usize, String> {
         let wanted = self.parser.pending_bulk(self.inbuf.len()).unwrap_or(0);
-        let chunk = wanted.clamp(READ_CHUNK, MAX_READ_CHUNK);
-        if self.read_chunk.len() < chunk {
-            self.read_chunk.resize(chunk, 0);
-        } else if chunk == READ_CHUNK && self.read_chunk.len() > READ_CHUNK {
-            self.read_chunk.truncate(READ_CHUNK);
-            self.read_chunk.shrink_to_fit();
-        }
         // Subscribers and watchers wait for pushes as well as for input, and
         // are never closed for being idle (as in Redis); other clients with
         // a mailbox (RESP3, tracking) are.
@@ -336,7 +320,7 @@ impl Connection {
             } else {
                 0
             };
-        let read = self.stream.read(&mut self.read_chunk);
+        let read = self.socket.read_into(&mut self.inbuf, wanted);
         let read = async { read.await.map(Some).map_err(|e| e.to_string()) };
         let pushes_in = &mut self.pushes_in;
         let n = match (&self.mailbox, idle_limit) {
@@ -373,7 +357,6 @@ impl Connection {
         };
         // A push woke us: nothing was read.
         let Some(n) = n else { return Ok(usize::MAX) };
-        self.inbuf.extend_from_slice(&self.read_chunk[..n]);
         if n > 0 {
             let stats = &mut self.core.shard.borrow_mut().state.stats;
             stats.net_input_bytes += n as u64;
@@ -397,12 +380,9 @@ impl Connection {
                 // Stop reading; the kernel holds the rest.
                 std::future::pending::<()>().await;
             }
-            match self.stream.read(&mut self.read_chunk).await {
+            match self.socket.read_into(&mut self.inbuf, 0).await {
                 Ok(0) | Err(_) => return,
-                Ok(n) => {
-                    self.inbuf.extend_from_slice(&self.read_chunk[..n]);
-                    self.input_while_blocked = true;
-                }
+                Ok(_) => self.input_while_blocked = true,
             }
         }
     }
@@ -412,15 +392,39 @@ impl Connection {
         if self.out.is_empty() {
             return Ok(());
         }
-        self.stream.write_all(&self.out).await.map_err(|e| e.to_string())?;
+        let len = self.out.len();
+        self.socket.write(&mut self.out).await.map_err(|e| e.to_string())?;
+        self.check_output_limit()?;
         {
             let stats = &mut self.core.shard.borrow_mut().state.stats;
-            stats.net_output_bytes += self.out.len() as u64;
+            stats.net_output_bytes += len as u64;
             stats.writes_processed += 1;
         }
-        self.out.clear();
-        if self.out.capacity() > 4 * MAX_READ_CHUNK {
-            self.out.shrink_to(READ_CHUNK);
+        if self.out.capacity() > KEEP_OUTPUT {
+            self.out = Vec::with_capacity(BUFFER_SIZE);
+        }
+        Ok(())
+    }
+
+    /// `client-output-buffer-limit normal …` for replies the kernel has not
+    /// taken yet (subscribers' pushes are held to the pubsub class where
+    /// they are queued, see `push::PushHub::send`).
+    fn check_output_limit(&self) -> Result<(), String> {
+        let unsent = self.socket.unsent();
+        if unsent == 0 || !self.state.subscriptions.is_empty() {
+            return Ok(());
+        }
+        let limit = self.core.config.borrow().buffer_limit("normal");
+        if crate::push::over_limit(&self.handle, unsent, limit) {
+            tracing::warn!(
+                client = self.state.id,
+                unsent,
+                "closing a client that reached its output buffer limit"
+            );
+            self.core.push.borrow_mut().limit_disconnections += 1;
+            // Abortive: what is unsent is dropped, not waited for.
+            self.handle.kill();
+            return Err("output buffer limit".into());
         }
         Ok(())
     }

@@ -6,11 +6,16 @@
 //! address already in use is reported once, clearly, at start-up. A probe
 //! bind without SO_REUSEPORT comes first: SO_REUSEPORT alone would let a
 //! second ringdb (or Redis) share the port silently.
+//!
+//! Each shard then accepts on its sockets with the backend `io-backend`
+//! names: its own io_uring ring ([`super::uring`]) or glommio's listener.
 
 use crate::net::connection::Connection;
+use crate::net::socket::Socket;
+use crate::net::uring;
 use crate::node::Core;
 use glommio::net::TcpListener;
-use socket2::{Domain, Protocol, Socket, Type};
+use socket2::{Domain, Protocol, Type};
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
 use std::rc::Rc;
@@ -28,9 +33,9 @@ fn resolve(addr: &str, port: u16) -> Result<SocketAddr, String> {
         .ok_or_else(|| format!("bad bind address {addr}"))
 }
 
-fn socket_for(addr: SocketAddr) -> Result<Socket, String> {
+fn socket_for(addr: SocketAddr) -> Result<socket2::Socket, String> {
     let domain = if addr.is_ipv6() { Domain::IPV6 } else { Domain::IPV4 };
-    Socket::new(domain, Type::STREAM, Some(Protocol::TCP)).map_err(|e| e.to_string())
+    socket2::Socket::new(domain, Type::STREAM, Some(Protocol::TCP)).map_err(|e| e.to_string())
 }
 
 /// Binds `shards` listening sockets per address. Returns the port (resolved
@@ -73,38 +78,67 @@ pub fn bind_all(
     Ok((port, per_shard))
 }
 
-/// Hands a listening socket made by [`bind_all`] to this core's executor.
-pub fn adopt(fd: OwnedFd) -> std::io::Result<TcpListener> {
-    // SAFETY: `fd` is a bound, listening TCP socket that we own; ownership
-    // moves into the TcpListener, which closes it.
-    Ok(unsafe { TcpListener::from_raw_fd(fd.into_raw_fd()) })
+/// Starts accepting on this shard's listening sockets, on the backend the
+/// configuration asks for (`auto`: the uring backend when this kernel can
+/// create its ring, else glommio's, with a log line saying why). Returns the
+/// backend's name.
+pub fn start(core: &Rc<Core>, fds: Vec<OwnedFd>) -> Result<&'static str, String> {
+    let wanted = core.config.borrow().io_backend().to_string();
+    if wanted != "glommio" {
+        match uring::Driver::new() {
+            Ok(driver) => {
+                for fd in fds {
+                    driver.listen(fd);
+                }
+                let core = core.clone();
+                glommio::spawn_local(driver.run(move |stream| admit(&core, Socket::Uring(stream))))
+                    .detach();
+                return Ok("uring");
+            }
+            Err(e) if wanted == "uring" => {
+                return Err(format!("io-backend uring: cannot set up the io_uring ring: {e}"))
+            }
+            Err(e) => {
+                if core.id.0 == 0 {
+                    warn!("io_uring ring unavailable ({e}): using glommio's sockets (io-backend glommio)");
+                }
+            }
+        }
+    }
+    for fd in fds {
+        // SAFETY: `fd` is a bound, listening TCP socket that we own;
+        // ownership moves into the TcpListener, which closes it.
+        let listener = unsafe { TcpListener::from_raw_fd(fd.into_raw_fd()) };
+        glommio::spawn_local(accept_loop(core.clone(), listener)).detach();
+    }
+    Ok("glommio")
 }
 
-/// Accepts connections on one listener for this core, for ever.
-pub async fn accept_loop(core: Rc<Core>, listener: TcpListener) {
+/// Serves a new connection, or refuses it past `maxclients`.
+fn admit(core: &Rc<Core>, socket: Socket) {
+    let shared = &core.shared;
+    let maxclients = core.config.borrow().maxclients();
+    if shared.connected_clients.fetch_add(1, Ordering::Relaxed) >= maxclients {
+        shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
+        core.shard.borrow_mut().state.stats.rejected_connections += 1;
+        glommio::spawn_local(Connection::refuse(socket, "ERR max number of clients reached"))
+            .detach();
+        return;
+    }
+    debug!(shard = core.id.0, "accepted a connection");
+    glommio::spawn_local(Connection::serve(core.clone(), socket)).detach();
+}
+
+/// Accepts connections on one glommio listener for this core, for ever.
+async fn accept_loop(core: Rc<Core>, listener: TcpListener) {
     loop {
         match listener.accept().await {
-            Ok(stream) => {
-                let shared = &core.shared;
-                let maxclients = core.config.borrow().maxclients();
-                if shared.connected_clients.fetch_add(1, Ordering::Relaxed) >= maxclients {
-                    shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
-                    core.shard.borrow_mut().state.stats.rejected_connections += 1;
-                    glommio::spawn_local(Connection::refuse(
-                        stream,
-                        "ERR max number of clients reached",
-                    ))
-                    .detach();
-                    continue;
-                }
-                glommio::spawn_local(Connection::serve(core.clone(), stream)).detach();
-            }
+            Ok(stream) => admit(&core, Socket::glommio(stream)),
             Err(e) => {
                 // EMFILE and friends: back off instead of spinning.
                 warn!(shard = core.id.0, "accept failed: {e}");
                 glommio::timer::sleep(Duration::from_millis(10)).await;
             }
         }
-        debug!(shard = core.id.0, "accepted a connection");
     }
 }

@@ -4,3 +4,5 @@
 pub mod clients;
 pub mod connection;
 pub mod listener;
+pub mod socket;
+pub mod uring;

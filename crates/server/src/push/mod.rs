@@ -296,7 +296,7 @@ impl PushHub {
 }
 
 /// Redis's `checkClientOutputBufferLimits` for the bytes waiting.
-fn over_limit(handle: &ClientHandle, pending: usize, limit: BufferLimit) -> bool {
+pub fn over_limit(handle: &ClientHandle, pending: usize, limit: BufferLimit) -> bool {
     if limit.hard > 0 && pending >= limit.hard {
         return true;
     }

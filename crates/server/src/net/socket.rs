@@ -1,0 +1,119 @@
+//! A client socket, on whichever backend the shard runs (`io-backend`):
+//! the one small interface the connection code uses for I/O.
+//!
+//! - `uring`: the shard's own io_uring ring ([`super::uring`]): replies are
+//!   handed over without waiting and sent with every other connection's in
+//!   the next turn.
+//! - `glommio`: glommio's `TcpStream` (each read and write awaited), the
+//!   fallback for kernels without the ring flags or buffer rings.
+
+use super::uring::stream::UringStream;
+use bytes::BytesMut;
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use glommio::net::TcpStream;
+use std::io;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+
+/// Read size on the glommio path for ordinary traffic; grows for large
+/// arguments up to [`MAX_READ_CHUNK`].
+const READ_CHUNK: usize = 16 * 1024;
+const MAX_READ_CHUNK: usize = 1024 * 1024;
+
+pub enum Socket {
+    Uring(UringStream),
+    Glommio { stream: TcpStream, chunk: Vec<u8> },
+}
+
+impl Socket {
+    pub fn glommio(stream: TcpStream) -> Socket {
+        Socket::Glommio { stream, chunk: Vec::new() }
+    }
+
+    pub fn fd(&self) -> RawFd {
+        match self {
+            Socket::Uring(s) => s.fd(),
+            Socket::Glommio { stream, .. } => stream.as_raw_fd(),
+        }
+    }
+
+    fn with_sock<R>(&self, f: impl FnOnce(socket2::SockRef<'_>) -> R) -> R {
+        // SAFETY: the descriptor belongs to this socket, which outlives the
+        // borrow.
+        let fd = unsafe { BorrowedFd::borrow_raw(self.fd()) };
+        f(socket2::SockRef::from(&fd))
+    }
+
+    pub fn peer_addr(&self) -> Option<SocketAddr> {
+        self.with_sock(|s| s.peer_addr().ok().and_then(|a| a.as_socket()))
+    }
+
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.with_sock(|s| s.local_addr().ok().and_then(|a| a.as_socket()))
+    }
+
+    /// TCP_NODELAY and, when `keepalive_secs` > 0, keepalive probes.
+    pub fn set_options(&self, keepalive_secs: u64) {
+        self.with_sock(|sock| {
+            let _ = sock.set_nodelay(true);
+            if keepalive_secs > 0 {
+                let ka = socket2::TcpKeepalive::new()
+                    .with_time(std::time::Duration::from_secs(keepalive_secs));
+                let _ = sock.set_tcp_keepalive(&ka);
+            }
+        })
+    }
+
+    /// Appends what the client sent to `buf`, waiting for at least one
+    /// byte; `Ok(0)` once the client has closed. `wanted` is the size of an
+    /// argument being received, if known (reads grow for it).
+    pub async fn read_into(&mut self, buf: &mut BytesMut, wanted: usize) -> io::Result<usize> {
+        match self {
+            Socket::Uring(s) => s.read_into(buf).await,
+            Socket::Glommio { stream, chunk } => {
+                let size = wanted.clamp(READ_CHUNK, MAX_READ_CHUNK);
+                if chunk.len() < size {
+                    chunk.resize(size, 0);
+                } else if size == READ_CHUNK && chunk.len() > READ_CHUNK {
+                    chunk.truncate(READ_CHUNK);
+                    chunk.shrink_to_fit();
+                }
+                let n = stream.read(chunk).await?;
+                buf.extend_from_slice(&chunk[..n]);
+                Ok(n)
+            }
+        }
+    }
+
+    /// Sends `out` (leaving it empty).
+    pub async fn write(&mut self, out: &mut Vec<u8>) -> io::Result<()> {
+        match self {
+            Socket::Uring(s) => s.write(out).await,
+            Socket::Glommio { stream, .. } => {
+                let written = stream.write_all(out).await;
+                out.clear();
+                written
+            }
+        }
+    }
+
+    /// Bytes handed to [`Socket::write`] and not yet taken by the kernel
+    /// (always 0 on the glommio path, whose writes wait until taken).
+    pub fn unsent(&self) -> usize {
+        match self {
+            Socket::Uring(s) => s.unsent(),
+            Socket::Glommio { .. } => 0,
+        }
+    }
+
+    /// Closes the socket once what was written has been sent.
+    pub async fn close(self) {
+        match self {
+            // Dropping the stream hands the close to the driver.
+            Socket::Uring(s) => drop(s),
+            Socket::Glommio { mut stream, .. } => {
+                let _ = stream.close().await;
+            }
+        }
+    }
+}

@@ -1,0 +1,475 @@
+//! The io_uring socket path (`io-backend uring`): one network ring per
+//! shard, created with `COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN`, for
+//! every socket operation of the shard.
+//!
+//! Why: glommio's `TcpStream` arms a poll after every short read and its
+//! rings run completion work as interrupts; this ring runs it only when the
+//! driver asks, once per turn (see ARCHITECTURE.md, "The socket path").
+//!
+//! How: a multishot accept per listener, a multishot receive per connection
+//! into the shard's provided buffers ([`buffers`]), and sends queued by the
+//! connections during a turn go to the kernel together in the next turn's
+//! one `io_uring_enter`, which also reaps completions. The driver is a task
+//! of the shard's glommio executor (glommio keeps timers, channels and
+//! files): it turns while there is work, yielding between turns so that the
+//! connections it woke run and queue their replies; when a turn finds
+//! nothing, it lets the ring signal an eventfd and parks on a glommio read
+//! of that eventfd, so an idle shard sleeps in glommio's own wait.
+
+pub mod buffers;
+pub mod stream;
+
+use buffers::BufRing;
+use glommio::io::BufferedFile;
+use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::future::{poll_fn, Future};
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Poll, Waker};
+use std::time::{Duration, Instant};
+use stream::{Shared, State, UringStream, RECV_PAUSE_BYTES, SEND_HIGH_WATER};
+use tracing::warn;
+
+/// Receive buffers per shard and their size (4 MiB in all).
+const BUFFERS: u16 = 256;
+const BUFFER_SIZE: usize = 16 * 1024;
+const BUFFER_GROUP: u16 = 0;
+const SQ_ENTRIES: u32 = 1024;
+const CQ_ENTRIES: u32 = 16 * 1024;
+/// A send buffer bigger than this is freed once sent rather than kept.
+const KEEP_SEND_BUFFER: usize = 1024 * 1024;
+
+/// What a completion is for: the low byte of its user data (the rest is
+/// the connection's token, or the listener's index for accepts).
+const OP_ACCEPT: u64 = 0;
+const OP_RECV: u64 = 1;
+const OP_SEND: u64 = 2;
+const OP_CANCEL: u64 = 3;
+
+fn user_data(token: u32, op: u64) -> u64 {
+    (token as u64) << 8 | op
+}
+
+struct Listener {
+    fd: OwnedFd,
+    armed: bool,
+    /// After a failed accept (EMFILE …): not re-armed before this instant.
+    retry_at: Option<Instant>,
+}
+
+/// A shard's network ring and its connections.
+pub struct Driver {
+    ring: RefCell<IoUring>,
+    bufs: RefCell<BufRing>,
+    conns: RefCell<HashMap<u32, Rc<Shared>>>,
+    next_token: Cell<u32>,
+    listeners: RefCell<Vec<Listener>>,
+    /// Connections with something for the next turn (a send, a re-armed
+    /// receive, a close).
+    work: RefCell<Vec<Rc<Shared>>>,
+    /// The driver task while it is parked.
+    parked: Cell<Option<Waker>>,
+    eventfd: OwnedFd,
+    /// Completions of a turn, copied out of the ring before handling them.
+    scratch: RefCell<Vec<(u64, i32, u32)>>,
+}
+
+impl Driver {
+    /// Creates the ring with the flags this path needs, registers the
+    /// buffer ring and the eventfd. An error means this kernel cannot run
+    /// the uring backend (the caller falls back to glommio's sockets).
+    pub fn new() -> io::Result<Rc<Driver>> {
+        let ring = IoUring::builder()
+            .setup_coop_taskrun()
+            .setup_single_issuer()
+            .setup_defer_taskrun()
+            .setup_cqsize(CQ_ENTRIES)
+            .build(SQ_ENTRIES)?;
+        let bufs = BufRing::new(BUFFERS, BUFFER_SIZE)?;
+        let (addr, entries) = bufs.registration();
+        // SAFETY: the buffer ring lives in the driver, as long as the ring.
+        unsafe { ring.submitter().register_buf_ring_with_flags(addr, entries, BUFFER_GROUP, 0)? };
+        // Blocking on purpose: io_uring then waits for a count instead of
+        // failing the read with EAGAIN.
+        // SAFETY: plain syscall; the result is checked.
+        let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        if efd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: a descriptor we just created and own.
+        let eventfd = unsafe { OwnedFd::from_raw_fd(efd) };
+        ring.submitter().register_eventfd(eventfd.as_raw_fd())?;
+        let mut ring = ring;
+        ring.completion().disable_eventfd();
+        Ok(Rc::new(Driver {
+            ring: RefCell::new(ring),
+            bufs: RefCell::new(bufs),
+            conns: RefCell::new(HashMap::new()),
+            next_token: Cell::new(0),
+            listeners: RefCell::new(Vec::new()),
+            work: RefCell::new(Vec::new()),
+            parked: Cell::new(None),
+            eventfd,
+            scratch: RefCell::new(Vec::new()),
+        }))
+    }
+
+    /// Accepts on a listening socket (multishot, armed in the next turn).
+    pub fn listen(&self, fd: OwnedFd) {
+        self.listeners.borrow_mut().push(Listener { fd, armed: false, retry_at: None });
+    }
+
+    /// Connections open on this shard's ring.
+    pub fn connections(&self) -> usize {
+        self.conns.borrow().len()
+    }
+
+    /// Takes over an accepted socket: its receive is armed in the next turn.
+    fn stream(self: &Rc<Self>, fd: RawFd) -> UringStream {
+        let mut conns = self.conns.borrow_mut();
+        let mut token = self.next_token.get();
+        while conns.contains_key(&token) {
+            token = token.wrapping_add(1) & 0x00ff_ffff;
+        }
+        self.next_token.set(token.wrapping_add(1) & 0x00ff_ffff);
+        let shared = Rc::new(Shared {
+            fd,
+            token,
+            st: RefCell::new(State::default()),
+            reader: Cell::new(None),
+            writer: Cell::new(None),
+        });
+        conns.insert(token, shared.clone());
+        drop(conns);
+        self.schedule(&shared);
+        UringStream { shared, driver: self.clone() }
+    }
+
+    /// Lists a connection for the next turn and wakes the driver if parked.
+    pub(crate) fn schedule(&self, shared: &Rc<Shared>) {
+        let mut st = shared.st.borrow_mut();
+        if !st.queued {
+            st.queued = true;
+            self.work.borrow_mut().push(shared.clone());
+        }
+        if let Some(waker) = self.parked.take() {
+            waker.wake();
+        }
+    }
+
+    /// Runs the shard's network for ever; `on_accept` receives every new
+    /// connection.
+    pub async fn run(self: Rc<Self>, on_accept: impl Fn(UringStream)) {
+        // SAFETY: a duplicate of our eventfd, owned by the glommio file.
+        let efile =
+            Rc::new(unsafe { BufferedFile::from_raw_fd(libc::dup(self.eventfd.as_raw_fd())) });
+        let mut wait: Option<Pin<Box<dyn Future<Output = ()>>>> = None;
+        loop {
+            if self.turn(&on_accept) > 0 {
+                // Let the connections just woken run and queue their replies.
+                glommio::executor().yield_now().await;
+                continue;
+            }
+            // Nothing to do: have the ring signal the eventfd, then look once
+            // more (work queued before the signal was on sends no signal).
+            self.ring.borrow_mut().completion().enable_eventfd();
+            if self.turn(&on_accept) == 0 {
+                let fut = wait.get_or_insert_with(|| {
+                    let efile = efile.clone();
+                    Box::pin(async move {
+                        let _ = efile.read_at(0, 8).await;
+                    })
+                });
+                let signalled = poll_fn(|cx| {
+                    if fut.as_mut().poll(cx).is_ready() {
+                        return Poll::Ready(true);
+                    }
+                    if !self.work.borrow().is_empty() || self.accept_retry_due() {
+                        return Poll::Ready(false);
+                    }
+                    self.parked.set(Some(cx.waker().clone()));
+                    Poll::Pending
+                });
+                let signalled = match self.accept_retry_in() {
+                    None => signalled.await,
+                    Some(delay) => {
+                        futures_lite::future::or(signalled, async {
+                            glommio::timer::sleep(delay).await;
+                            false
+                        })
+                        .await
+                    }
+                };
+                if signalled {
+                    wait = None;
+                }
+                self.parked.set(None);
+            }
+            self.ring.borrow_mut().completion().disable_eventfd();
+        }
+    }
+
+    /// One turn: queue the listed work, submit it and run the ring's
+    /// completion work in one `io_uring_enter`, then handle the completions.
+    /// Returns how many submissions and completions there were.
+    fn turn(self: &Rc<Self>, on_accept: &impl Fn(UringStream)) -> usize {
+        let mut ring = self.ring.borrow_mut();
+        let work = std::mem::take(&mut *self.work.borrow_mut());
+        for shared in &work {
+            shared.st.borrow_mut().queued = false;
+            self.prepare(&mut ring, shared);
+        }
+        self.arm_listeners(&mut ring);
+        let submitted = ring.submission().len();
+        // SAFETY: every queued entry points at memory the driver keeps until
+        // its completion (send buffers in `Shared`, the buffer ring).
+        match unsafe {
+            ring.submitter().enter::<libc::sigset_t>(
+                submitted as u32,
+                0,
+                io_uring::EnterFlags::GETEVENTS.bits(),
+                None,
+            )
+        } {
+            Ok(_) => {}
+            // EBUSY/EAGAIN: completions must be reaped first; EINTR: again.
+            Err(e)
+                if matches!(e.raw_os_error(), Some(libc::EBUSY | libc::EAGAIN | libc::EINTR)) => {}
+            Err(e) => warn!("io_uring_enter failed: {e}"),
+        }
+        let mut scratch = self.scratch.borrow_mut();
+        scratch.clear();
+        scratch.extend(ring.completion().map(|c| (c.user_data(), c.result(), c.flags())));
+        for &(data, res, flags) in scratch.iter() {
+            let token = (data >> 8) as u32;
+            match data & 0xff {
+                OP_ACCEPT => self.accepted(&mut ring, token as usize, res, flags, on_accept),
+                OP_RECV => self.received(&mut ring, token, res, flags),
+                OP_SEND => self.sent(&mut ring, token, res),
+                _ => {}
+            }
+        }
+        self.bufs.borrow().publish();
+        submitted + scratch.len() + work.len()
+    }
+
+    /// Queues what a connection needs: its next send, its receive, or its
+    /// close once nothing of it is left in the kernel.
+    fn prepare(&self, ring: &mut IoUring, shared: &Rc<Shared>) {
+        let mut st = shared.st.borrow_mut();
+        let st = &mut *st;
+        if st.closed {
+            return;
+        }
+        if !st.sending && !st.pending.is_empty() && st.error.is_none() {
+            std::mem::swap(&mut st.in_flight, &mut st.pending);
+            st.sent = 0;
+            st.sending = true;
+            push(ring, &send_entry(shared, st));
+        }
+        let wants_input = !st.closing && !st.eof && st.error.is_none();
+        if !st.recv_armed && wants_input && st.input.len() < RECV_PAUSE_BYTES {
+            st.recv_paused = false;
+            st.recv_armed = true;
+            let entry = opcode::RecvMulti::new(types::Fd(shared.fd), BUFFER_GROUP)
+                .build()
+                .user_data(user_data(shared.token, OP_RECV));
+            push(ring, &entry);
+        }
+        if st.closing && st.recv_armed && !st.cancel_sent {
+            st.cancel_sent = true;
+            let entry = opcode::AsyncCancel::new(user_data(shared.token, OP_RECV))
+                .build()
+                .user_data(user_data(shared.token, OP_CANCEL));
+            push(ring, &entry);
+        }
+        if st.closing
+            && !st.recv_armed
+            && !st.sending
+            && (st.pending.is_empty() || st.error.is_some())
+        {
+            self.conns.borrow_mut().remove(&shared.token);
+            st.closed = true;
+            // SAFETY: the connection's descriptor; nothing of it is left in
+            // the kernel and the connection's task has dropped its stream.
+            unsafe { libc::close(shared.fd) };
+        }
+    }
+
+    fn arm_listeners(&self, ring: &mut IoUring) {
+        let now = Instant::now();
+        for (i, l) in self.listeners.borrow_mut().iter_mut().enumerate() {
+            if l.armed || l.retry_at.is_some_and(|t| t > now) {
+                continue;
+            }
+            l.armed = true;
+            l.retry_at = None;
+            let entry = opcode::AcceptMulti::new(types::Fd(l.fd.as_raw_fd()))
+                .flags(libc::SOCK_CLOEXEC)
+                .build()
+                .user_data(user_data(i as u32, OP_ACCEPT));
+            push(ring, &entry);
+        }
+    }
+
+    /// How long until a listener that failed may accept again, if any.
+    fn accept_retry_in(&self) -> Option<Duration> {
+        let now = Instant::now();
+        self.listeners
+            .borrow()
+            .iter()
+            .filter_map(|l| l.retry_at)
+            .map(|t| t.saturating_duration_since(now))
+            .min()
+    }
+
+    fn accept_retry_due(&self) -> bool {
+        self.accept_retry_in().is_some_and(|d| d.is_zero())
+    }
+
+    fn accepted(
+        self: &Rc<Self>,
+        ring: &mut IoUring,
+        index: usize,
+        res: i32,
+        flags: u32,
+        on_accept: &impl Fn(UringStream),
+    ) {
+        if res >= 0 {
+            on_accept(self.stream(res));
+        } else {
+            // EMFILE and friends: back off instead of spinning.
+            warn!("accept failed: {}", io::Error::from_raw_os_error(-res));
+        }
+        if !cqueue::more(flags) {
+            let mut listeners = self.listeners.borrow_mut();
+            if let Some(l) = listeners.get_mut(index) {
+                l.armed = false;
+                if res < 0 {
+                    l.retry_at = Some(Instant::now() + Duration::from_millis(10));
+                }
+            }
+            drop(listeners);
+            self.arm_listeners(ring);
+        }
+    }
+
+    fn received(&self, ring: &mut IoUring, token: u32, res: i32, flags: u32) {
+        let shared = self.conns.borrow().get(&token).cloned();
+        let mut bufs = self.bufs.borrow_mut();
+        let bid = cqueue::buffer_select(flags);
+        let Some(shared) = shared else {
+            if let Some(bid) = bid {
+                bufs.give_back(bid);
+            }
+            return;
+        };
+        let mut st = shared.st.borrow_mut();
+        if let Some(bid) = bid {
+            if res > 0 {
+                st.input.extend_from_slice(bufs.data(bid, res as usize));
+            }
+            bufs.give_back(bid);
+        }
+        drop(bufs);
+        match res {
+            0 => st.eof = true,
+            // Out of buffers (re-armed below, once they are back) or our
+            // own cancel (pausing or closing).
+            r if r == -libc::ENOBUFS || r == -libc::ECANCELED => {}
+            r if r < 0 => st.error = Some(-r),
+            _ => {}
+        }
+        if !cqueue::more(flags) {
+            st.recv_armed = false;
+            st.cancel_sent = false;
+        } else if st.input.len() >= RECV_PAUSE_BYTES && !st.cancel_sent {
+            // The connection is not taking its input: stop receiving.
+            st.recv_paused = true;
+            st.cancel_sent = true;
+            let entry = opcode::AsyncCancel::new(user_data(token, OP_RECV))
+                .build()
+                .user_data(user_data(token, OP_CANCEL));
+            push(ring, &entry);
+        }
+        let rearm = !st.recv_armed;
+        let woke = res != -libc::ENOBUFS && res != -libc::ECANCELED;
+        drop(st);
+        if woke {
+            wake(&shared.reader);
+            if res < 0 {
+                wake(&shared.writer);
+            }
+        }
+        if rearm {
+            self.prepare(ring, &shared);
+        }
+    }
+
+    fn sent(&self, ring: &mut IoUring, token: u32, res: i32) {
+        let Some(shared) = self.conns.borrow().get(&token).cloned() else { return };
+        let mut st = shared.st.borrow_mut();
+        if res >= 0 {
+            st.sent += res as usize;
+            if st.sent < st.in_flight.len() {
+                // A short send: the rest from where it stopped.
+                push(ring, &send_entry(&shared, &st));
+                return;
+            }
+        } else {
+            st.error = Some(-res);
+            st.pending.clear();
+        }
+        st.sending = false;
+        st.sent = 0;
+        st.in_flight.clear();
+        if st.in_flight.capacity() > KEEP_SEND_BUFFER {
+            st.in_flight = Vec::new();
+        }
+        let drained = st.unsent() <= SEND_HIGH_WATER;
+        drop(st);
+        if drained || res < 0 {
+            wake(&shared.writer);
+        }
+        if res < 0 {
+            wake(&shared.reader);
+        }
+        self.prepare(ring, &shared);
+    }
+}
+
+fn wake(cell: &Cell<Option<Waker>>) {
+    if let Some(waker) = cell.take() {
+        waker.wake();
+    }
+}
+
+/// A send of the unsent part of the connection's in-flight buffer. Replies
+/// are one contiguous buffer per connection, so one send carries every
+/// reply frame of the turn.
+fn send_entry(shared: &Shared, st: &State) -> squeue::Entry {
+    let rest = &st.in_flight[st.sent..];
+    let len = rest.len().min(u32::MAX as usize) as u32;
+    opcode::Send::new(types::Fd(shared.fd), rest.as_ptr(), len)
+        .flags(libc::MSG_NOSIGNAL)
+        .build()
+        .user_data(user_data(shared.token, OP_SEND))
+}
+
+/// Queues an entry, handing the queue to the kernel first if it is full.
+fn push(ring: &mut IoUring, entry: &squeue::Entry) {
+    loop {
+        // SAFETY: the entry's memory (a send buffer in `Shared`, kept alive
+        // by the connection table until the completion) outlives it.
+        if unsafe { ring.submission().push(entry) }.is_ok() {
+            return;
+        }
+        if let Err(e) = ring.submit() {
+            warn!("io_uring submit failed: {e}");
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! One connection on the io_uring path: the state the driver and the
+//! connection's task share, and the stream the connection code uses.
+//!
+//! The driver appends received bytes to `input` and sends `pending` replies;
+//! the connection takes `input` (usually by swapping buffers, no copy) and
+//! hands its replies over the same way. Neither side waits for the other
+//! except at the bounds: the driver stops receiving for a connection whose
+//! untaken input passed [`RECV_PAUSE_BYTES`], and a connection whose unsent
+//! replies passed [`SEND_HIGH_WATER`] waits until they drain.
+
+use super::Driver;
+use bytes::BytesMut;
+use std::cell::{Cell, RefCell};
+use std::future::poll_fn;
+use std::io;
+use std::os::fd::RawFd;
+use std::rc::Rc;
+use std::task::{Poll, Waker};
+
+/// Untaken input at which the driver stops receiving for a connection (the
+/// kernel's socket buffer then holds the rest, and TCP slows the client).
+pub const RECV_PAUSE_BYTES: usize = 4 * 1024 * 1024;
+/// Unsent replies at which a connection waits before running more commands.
+pub const SEND_HIGH_WATER: usize = 4 * 1024 * 1024;
+/// How long a closed connection's last replies may take to be sent before
+/// the socket is shut down (a peer that never reads them).
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// What the driver and the connection share.
+pub struct Shared {
+    pub fd: RawFd,
+    pub token: u32,
+    pub st: RefCell<State>,
+    pub reader: Cell<Option<Waker>>,
+    pub writer: Cell<Option<Waker>>,
+}
+
+#[derive(Default)]
+pub struct State {
+    /// Received and not yet taken by the connection.
+    pub input: BytesMut,
+    /// The peer closed its side (or the receive failed): no more input.
+    pub eof: bool,
+    /// The errno that ended the connection's receive or send, if any.
+    pub error: Option<i32>,
+    /// A multishot receive is armed in the kernel.
+    pub recv_armed: bool,
+    /// Input is over the pause mark: the receive was cancelled and is
+    /// re-armed once the connection takes the input.
+    pub recv_paused: bool,
+    /// Replies waiting for a send.
+    pub pending: Vec<u8>,
+    /// The buffer a send in the kernel reads from (not touched until its
+    /// completion), and how much of it is sent.
+    pub in_flight: Vec<u8>,
+    pub sent: usize,
+    pub sending: bool,
+    /// The connection is done: close once the replies are sent.
+    pub closing: bool,
+    /// A cancel of the receive was submitted for closing or pausing.
+    pub cancel_sent: bool,
+    /// Listed in the driver's work list for this turn.
+    pub queued: bool,
+    /// The driver has closed the descriptor.
+    pub closed: bool,
+}
+
+impl State {
+    pub fn unsent(&self) -> usize {
+        self.pending.len() + self.in_flight.len() - self.sent
+    }
+}
+
+/// The connection's side.
+pub struct UringStream {
+    pub(super) shared: Rc<Shared>,
+    pub(super) driver: Rc<Driver>,
+}
+
+impl UringStream {
+    pub fn fd(&self) -> RawFd {
+        self.shared.fd
+    }
+
+    pub fn unsent(&self) -> usize {
+        self.shared.st.borrow().unsent()
+    }
+
+    /// Appends what has been received to `buf` (waiting for at least one
+    /// byte); `Ok(0)` once the peer has closed.
+    pub async fn read_into(&mut self, buf: &mut BytesMut) -> io::Result<usize> {
+        poll_fn(|cx| {
+            let mut st = self.shared.st.borrow_mut();
+            if !st.input.is_empty() {
+                let n = st.input.len();
+                if buf.is_empty() {
+                    std::mem::swap(buf, &mut st.input);
+                } else {
+                    buf.extend_from_slice(&st.input);
+                    st.input.clear();
+                }
+                if st.recv_paused {
+                    drop(st);
+                    self.driver.schedule(&self.shared);
+                }
+                return Poll::Ready(Ok(n));
+            }
+            if let Some(errno) = st.error {
+                return Poll::Ready(Err(io::Error::from_raw_os_error(errno)));
+            }
+            if st.eof {
+                return Poll::Ready(Ok(0));
+            }
+            self.shared.reader.set(Some(cx.waker().clone()));
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// Hands `out` to the driver (leaving `out` empty) to be sent in its
+    /// next submission; waits only while too much is still unsent.
+    pub async fn write(&mut self, out: &mut Vec<u8>) -> io::Result<()> {
+        {
+            let mut st = self.shared.st.borrow_mut();
+            if let Some(errno) = st.error {
+                out.clear();
+                return Err(io::Error::from_raw_os_error(errno));
+            }
+            if st.pending.is_empty() {
+                std::mem::swap(&mut st.pending, out);
+            } else {
+                st.pending.extend_from_slice(out);
+                out.clear();
+            }
+        }
+        self.driver.schedule(&self.shared);
+        poll_fn(|cx| {
+            let st = self.shared.st.borrow();
+            if let Some(errno) = st.error {
+                return Poll::Ready(Err(io::Error::from_raw_os_error(errno)));
+            }
+            if st.unsent() <= SEND_HIGH_WATER {
+                return Poll::Ready(Ok(()));
+            }
+            self.shared.writer.set(Some(cx.waker().clone()));
+            Poll::Pending
+        })
+        .await
+    }
+}
+
+impl Drop for UringStream {
+    /// The connection is done: the driver sends what is left, then closes.
+    /// A peer that does not take the rest within [`CLOSE_GRACE`] has its
+    /// socket shut down, which ends the send.
+    fn drop(&mut self) {
+        let unsent = {
+            let mut st = self.shared.st.borrow_mut();
+            st.closing = true;
+            st.unsent()
+        };
+        self.driver.schedule(&self.shared);
+        if unsent > 0 {
+            let shared = Rc::downgrade(&self.shared);
+            glommio::spawn_local(async move {
+                glommio::timer::sleep(CLOSE_GRACE).await;
+                if let Some(shared) = shared.upgrade() {
+                    if !shared.st.borrow().closed {
+                        // SAFETY: not yet closed by the driver, so still
+                        // this connection's descriptor.
+                        unsafe { libc::shutdown(shared.fd, libc::SHUT_RDWR) };
+                    }
+                }
+            })
+            .detach();
+        }
+    }
+}
