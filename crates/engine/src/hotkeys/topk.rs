@@ -2,7 +2,8 @@
 //! "HeavyKeeper: An Accurate Algorithm for Finding Top-k Elephant Flows",
 //! as RedisBloom's TOPK and Dragonfly's top keys use it).
 //!
-//! A `DEPTH × WIDTH` array of buckets holds a key fingerprint and a count.
+//! A `DEPTH × WIDTH` array of buckets holds a key fingerprint and a count
+//! (laid out so that a key's buckets share one cache line, see [`line_of`]).
 //! An access increments the buckets that hold its fingerprint (one per row);
 //! a bucket held by another key decays by one with probability
 //! `DECAY^count`, and is taken over when it reaches zero. Big counts almost
@@ -17,6 +18,10 @@ use bytes::Bytes;
 
 const WIDTH: usize = 2048;
 const DEPTH: usize = 4;
+/// Buckets of one row in a cache line, and the lines of the array (see
+/// [`line_of`]).
+const COLUMNS: usize = 2;
+const LINES: usize = WIDTH / COLUMNS;
 /// HeavyKeeper's `b` is 1.08; decay happens with probability `b^-count`.
 const DECAY: f64 = 1.0 / 1.08;
 /// From this count on the decay probability is taken as zero (< 1e-8).
@@ -35,6 +40,11 @@ struct Bucket {
     count: u32,
 }
 
+/// One cache line of buckets: a key's bucket of every row.
+#[derive(Clone, Copy, Default)]
+#[repr(align(64))]
+struct Line([Bucket; DEPTH * COLUMNS]);
+
 /// One of the heaviest keys of a shard, with its estimated access count.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TopEntry {
@@ -47,11 +57,22 @@ pub struct TopEntry {
 pub struct TopK {
     /// Allocated on the first access, so that a scratch shard state (a
     /// cross-shard command's) costs nothing.
-    buckets: Vec<Bucket>,
+    lines: Vec<Line>,
     list: Vec<TopEntry>,
+    /// The smallest count in `list` once it is full (0 before): an access
+    /// whose estimate is not above it cannot change the list, so it is not
+    /// searched (the common case under a spread-out load).
+    list_floor: u64,
     rng: u64,
     last_halving_ms: u64,
 }
+
+/// `DECAY^count` as a threshold on a 53-bit random number, per count below
+/// [`NO_DECAY_FROM`] (no floating point on the access path).
+static DECAY_THRESHOLDS: std::sync::LazyLock<[u64; NO_DECAY_FROM]> =
+    std::sync::LazyLock::new(|| {
+        std::array::from_fn(|count| (DECAY.powi(count as i32) * (1u64 << 53) as f64) as u64)
+    });
 
 impl Default for TopK {
     fn default() -> Self {
@@ -61,26 +82,33 @@ impl Default for TopK {
 
 impl TopK {
     pub fn new(seed: u64) -> Self {
-        TopK { buckets: Vec::new(), list: Vec::new(), rng: seed | 1, last_halving_ms: 0 }
+        TopK {
+            lines: Vec::new(),
+            list: Vec::new(),
+            list_floor: 0,
+            rng: seed | 1,
+            last_halving_ms: 0,
+        }
     }
 
     /// Counts one access of `(db, key)`.
     pub fn add(&mut self, db: usize, key: &[u8]) {
-        if self.buckets.is_empty() {
-            self.buckets = vec![Bucket::default(); WIDTH * DEPTH];
+        if self.lines.is_empty() {
+            self.lines = vec![Line::default(); LINES];
         }
         let hash = xxhash_rust::xxh3::xxh3_64_with_seed(key, db as u64);
         let fingerprint = (hash >> 32) as u32 | 1;
+        let line = line_of(hash);
         let mut estimate = 0u32;
         for row in 0..DEPTH {
-            let at = row * WIDTH + bucket_of(hash, row);
-            let b = self.buckets[at];
+            let at = row * COLUMNS + ((hash >> (40 + row)) & 1) as usize;
+            let b = self.lines[line].0[at];
             let count = if b.count == 0 || b.fingerprint == fingerprint {
-                self.buckets[at] = Bucket { fingerprint, count: b.count.saturating_add(1) };
+                self.lines[line].0[at] = Bucket { fingerprint, count: b.count.saturating_add(1) };
                 b.count.saturating_add(1)
             } else if self.decays(b.count) {
                 let left = b.count - 1;
-                self.buckets[at] = if left == 0 {
+                self.lines[line].0[at] = if left == 0 {
                     Bucket { fingerprint, count: 1 }
                 } else {
                     Bucket { fingerprint: b.fingerprint, count: left }
@@ -91,7 +119,7 @@ impl TopK {
             };
             estimate = estimate.max(count);
         }
-        if estimate > 0 {
+        if estimate as u64 > self.list_floor {
             self.offer(db, key, hash, estimate as u64);
         }
     }
@@ -100,19 +128,22 @@ impl TopK {
         if count as usize >= NO_DECAY_FROM {
             return false;
         }
-        let p = DECAY.powi(count as i32);
         let mut x = self.rng;
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
         self.rng = x;
-        ((x >> 11) as f64 / (1u64 << 53) as f64) < p
+        (x >> 11) < DECAY_THRESHOLDS[count as usize]
     }
 
     /// Puts `(db, key)` in the list if its estimate earns it a place.
     fn offer(&mut self, db: usize, key: &[u8], hash: u64, estimate: u64) {
         if let Some(e) = self.list.iter_mut().find(|e| e.hash == hash && e.db == db) {
-            e.count = e.count.max(estimate);
+            let old = e.count;
+            e.count = old.max(estimate);
+            if old == self.list_floor {
+                self.update_floor();
+            }
             return;
         }
         let full = self.list.len() >= K;
@@ -128,6 +159,15 @@ impl TopK {
             Some(i) => self.list[i] = entry,
             None => self.list.push(entry),
         }
+        self.update_floor();
+    }
+
+    fn update_floor(&mut self) {
+        self.list_floor = if self.list.len() >= K {
+            self.list.iter().map(|e| e.count).min().unwrap_or(0)
+        } else {
+            0
+        };
     }
 
     /// The heaviest keys, largest estimate first, at most `n`.
@@ -148,29 +188,33 @@ impl TopK {
             return;
         }
         self.last_halving_ms = now_ms;
-        for b in &mut self.buckets {
+        for b in self.lines.iter_mut().flat_map(|l| l.0.iter_mut()) {
             b.count /= 2;
         }
         for e in &mut self.list {
             e.count /= 2;
         }
         self.list.retain(|e| e.count > 0);
+        self.update_floor();
     }
 
     /// Forgets everything (FLUSHALL does not, as Redis keeps LFU counts of
     /// keys it deletes; this is for CONFIG RESETSTAT).
     pub fn clear(&mut self) {
-        self.buckets.iter_mut().for_each(|b| *b = Bucket::default());
+        self.lines.iter_mut().for_each(|l| *l = Line::default());
         self.list.clear();
+        self.list_floor = 0;
     }
 }
 
-/// The bucket of a hash in one row: a different 64-bit mix per row.
-fn bucket_of(hash: u64, row: usize) -> usize {
-    let mixed = (hash ^ (row as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
-        .wrapping_mul(0xBF58_476D_1CE4_E5B9)
-        .rotate_left(29);
-    (mixed % WIDTH as u64) as usize
+/// The cache line of a key's buckets. The array is laid out in lines
+/// of `DEPTH × COLUMNS` buckets (64 bytes): a key's bucket of each row is in
+/// one line, so an access costs one cache miss rather than one per row.
+/// Rows stay distinct counters (each row picks its column with its own hash
+/// bit); two keys meet in a row only if they share a line and that bit.
+fn line_of(hash: u64) -> usize {
+    let mixed = hash.wrapping_mul(0xBF58_476D_1CE4_E5B9).rotate_left(29);
+    (mixed % LINES as u64) as usize
 }
 
 #[cfg(test)]

@@ -18,6 +18,20 @@ pub struct Config {
     values: Vec<String>,
     /// The file it was loaded from (CONFIG REWRITE writes there).
     pub file: Option<PathBuf>,
+    /// What every connection reads on every request, parsed once per change.
+    pub conn: ConnSettings,
+}
+
+/// The settings a connection's loop reads per read or per reply, kept
+/// parsed so that the loop does not look them up by name each time.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ConnSettings {
+    pub proto_max_bulk_len: u64,
+    pub client_query_buffer_limit: usize,
+    /// `timeout`: idle seconds before a client is closed (0 = never).
+    pub idle_timeout: u64,
+    /// `client-output-buffer-limit` of the normal class.
+    pub normal_output_limit: crate::push::BufferLimit,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -32,7 +46,13 @@ pub enum ConfigError {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { values: SETTINGS.iter().map(|s| s.default.to_string()).collect(), file: None }
+        let mut config = Config {
+            values: SETTINGS.iter().map(|s| s.default.to_string()).collect(),
+            file: None,
+            conn: ConnSettings::default(),
+        };
+        config.refresh_conn();
+        config
     }
 }
 
@@ -88,7 +108,17 @@ impl Config {
             Kind::BufferLimits => settings::merge_buffer_limits(&self.values[i], value)?,
             _ => normalize(&SETTINGS[i], value)?,
         };
+        self.refresh_conn();
         Ok(())
+    }
+
+    fn refresh_conn(&mut self) {
+        self.conn = ConnSettings {
+            proto_max_bulk_len: self.proto_max_bulk_len(),
+            client_query_buffer_limit: self.client_query_buffer_limit(),
+            idle_timeout: self.timeout(),
+            normal_output_limit: self.buffer_limit("normal"),
+        };
     }
 
     /// CONFIG SET of one setting: validated, and refused for settings that

@@ -248,7 +248,7 @@ impl Connection {
     fn limits(&self) -> ParseLimits {
         let config = self.core.config.borrow();
         ParseLimits {
-            max_bulk_len: config.proto_max_bulk_len(),
+            max_bulk_len: config.conn.proto_max_bulk_len,
             max_multibulk_len: i32::MAX as u64,
             authenticated: self.state.authenticated,
         }
@@ -276,7 +276,7 @@ impl Connection {
             }
             let limits = self.limits();
             let parsed = self.parser.parse(&mut self.inbuf, &limits, &mut requests);
-            let query_limit = self.core.config.borrow().client_query_buffer_limit();
+            let query_limit = self.core.config.borrow().conn.client_query_buffer_limit;
             if self.inbuf.len() > query_limit {
                 tracing::warn!(
                     client = self.state.id,
@@ -316,7 +316,7 @@ impl Connection {
         // a mailbox (RESP3, tracking) are.
         let idle_limit =
             if self.state.subscriptions.is_empty() && self.state.query_watches.is_empty() {
-                self.core.config.borrow().timeout()
+                self.core.config.borrow().conn.idle_timeout
             } else {
                 0
             };
@@ -375,7 +375,7 @@ impl Connection {
             if self.handle.is_killed() {
                 return;
             }
-            let limit = self.core.config.borrow().client_query_buffer_limit();
+            let limit = self.core.config.borrow().conn.client_query_buffer_limit;
             if self.inbuf.len() >= limit {
                 // Stop reading; the kernel holds the rest.
                 std::future::pending::<()>().await;
@@ -414,7 +414,7 @@ impl Connection {
         if unsent == 0 || !self.state.subscriptions.is_empty() {
             return Ok(());
         }
-        let limit = self.core.config.borrow().buffer_limit("normal");
+        let limit = self.core.config.borrow().conn.normal_output_limit;
         if crate::push::over_limit(&self.handle, unsent, limit) {
             tracing::warn!(
                 client = self.state.id,
