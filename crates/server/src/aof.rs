@@ -11,8 +11,10 @@
 //! `Core::publish_changes` or the batch's completion. `everysec`
 //! syncs once a second from a timer; `no` leaves syncing to the kernel.
 //!
-//! Start-up replays each shard's log (a torn last record is cut off when
-//! `aof-load-truncated` is yes, and stops start-up otherwise); a log exists
+//! Start-up replays each shard's log (a torn last record, or a transaction
+//! the log ends inside, is cut off when `aof-load-truncated` is yes, and
+//! stops start-up otherwise; other damage stops start-up, naming
+//! `ringdb check-aof`, which checks and fixes logs offline); a log exists
 //! only for the shard count that wrote it. BGREWRITEAOF (and turning
 //! `appendonly` on) replaces each log with the shard's current state.
 //!
@@ -25,8 +27,12 @@
 //! as RENAME or SUNIONSTORE across shards) mark their part in each shard's
 //! log with a transaction id and the number of parts; at start-up a part is
 //! replayed only when every part's log has it whole, so a crash between two
-//! shards' writes never leaves half of one. Not yet covered: MULTI/EXEC
-//! and scripts spanning shards (each command inside is logged on its own).
+//! shards' writes never leaves half of one. A single command that changes
+//! several keys on one shard (MSET, RENAME, a script) is a transaction of
+//! one part. MULTI/EXEC holds back what its commands change on each shard
+//! (other clients' writes to other keys run between its steps) and logs it
+//! as one part per shard it could write when it ends, before its reply:
+//! after a crash an EXEC is there whole or not at all.
 
 use crate::config::Config;
 use crate::node::Core;
@@ -118,9 +124,7 @@ pub fn committed_transactions(config: &Config, shards: usize) -> Result<Committe
     for i in 0..shards {
         let path = log_path(config, i, shards);
         let Ok(data) = std::fs::read(&path) else { continue };
-        let parts = aof::committed_parts(&data).map_err(|e| {
-            format!("Bad file format reading the append only file {}: {e}", path.display())
-        })?;
+        let parts = aof::committed_parts(&data).map_err(|e| bad_format(&path, e))?;
         for (id, n) in parts {
             let entry = seen.entry(id).or_insert((n, 0));
             entry.1 += 1;
@@ -141,6 +145,56 @@ pub fn end_part(shard: &mut Shard, id: u64) {
     if let Some(log) = &mut shard.state.funnel.log {
         log.events.push(aof::LogEvent::TxEnd(id));
     }
+}
+
+/// How a shard's share of a cross-shard step is logged.
+#[derive(Clone, Copy, Debug)]
+pub enum PartLog {
+    /// As any write (a step that writes nothing).
+    Plain,
+    /// As part of transaction `id` of `parts` parts, marked around it.
+    Own { id: u64, parts: usize },
+    /// Inside EXEC `id`: held back until the EXEC ends ([`end_exec`]).
+    Exec(u64),
+}
+
+/// Runs `work` on `shard`, logging what it changes as `how` says.
+pub fn log_part<T>(shard: &mut Shard, how: PartLog, work: impl FnOnce(&mut Shard) -> T) -> T {
+    match how {
+        PartLog::Plain => work(shard),
+        PartLog::Own { id, parts } => {
+            begin_part(shard, id, parts);
+            let result = work(shard);
+            end_part(shard, id);
+            result
+        }
+        PartLog::Exec(id) => {
+            let mark = shard.state.funnel.log.as_ref().map(|log| log.mark());
+            let result = work(shard);
+            if let (Some(mark), Some(log)) = (mark, &mut shard.state.funnel.log) {
+                log.hold_since(mark, id);
+            }
+            result
+        }
+    }
+}
+
+/// EXEC `id` ended: what it changed on this shard goes to the log, as one
+/// part of a transaction of `parts` parts (every shard where it could
+/// write), or as plain changes (`None`: a shard it only read, where reads
+/// may still have deleted expired keys). Then the caller flushes the log.
+pub fn end_exec(shard: &mut Shard, id: u64, parts: Option<usize>) {
+    if let Some(log) = &mut shard.state.funnel.log {
+        log.commit(id, parts.map(|n| n as u32));
+    }
+}
+
+/// The start-up error for a log damaged before its end.
+fn bad_format(path: &Path, e: impl std::fmt::Display) -> String {
+    let file = path.display();
+    format!(
+        "Bad file format reading the append only file {file}: {e}. Make a backup of it, then run `ringdb check-aof {file}` for details, or `ringdb check-aof --fix {file}` to truncate it at the bad record (what follows it is lost)"
+    )
 }
 
 /// Replays shard `shard`'s log at start-up. A torn last record is cut off
@@ -164,13 +218,14 @@ pub fn replay_shard(core: &Core, shards: usize, committed: &Committed) -> Result
     let report = aof::replay(&data, &mut shard.keyspace, &shard.state, &limits, now_ms(), &|id| {
         committed.contains(&id)
     })
-    .map_err(|e| format!("Bad file format reading the append only file {}: {e}", path.display()))?;
+    .map_err(|e| bad_format(&path, e))?;
     if report.valid_len < data.len() {
         if config.get("aof-load-truncated") != Some("yes") {
             return Err(format!(
-                "Unexpected end of file reading the append only file {} (at byte {}). You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server.",
+                "Unexpected end of file reading the append only file {} (at byte {}). You can: 1) Make a backup of your AOF file, then use `ringdb check-aof --fix {}`. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server.",
                 path.display(),
-                report.valid_len
+                report.valid_len,
+                path.display()
             ));
         }
         warn!(
