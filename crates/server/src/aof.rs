@@ -71,6 +71,9 @@ pub struct AofWriter {
     pub fsync: Fsync,
     /// Written since the last sync.
     unsynced: bool,
+    /// Under `appendfsync always`, write without syncing: the caller's
+    /// replies wait for the group commit ([`Core::after_log_sync`]).
+    defer_sync: bool,
     buf: Vec<u8>,
     /// Bytes in the file, and right after its last rewrite
     /// (`auto-aof-rewrite-percentage` compares them).
@@ -282,6 +285,7 @@ pub fn rewrite(core: &Core, shard: &mut Shard) -> Result<(), String> {
         path,
         fsync: Fsync::from_config(&config),
         unsynced: false,
+        defer_sync: false,
         buf: Vec::new(),
         size,
         base_size: size,
@@ -308,6 +312,7 @@ pub fn open(core: &Core) -> Result<(), String> {
         path,
         fsync: Fsync::from_config(&config),
         unsynced: false,
+        defer_sync: false,
         buf: Vec::new(),
         size,
         base_size: size,
@@ -335,10 +340,18 @@ impl Core {
         let Some(w) = aof.as_mut() else { return };
         w.buf.clear();
         aof::drain(log, &shard.keyspace, now_ms(), &mut w.buf);
-        let ok = w.file.write_all(&w.buf).is_ok()
-            && (w.fsync != Fsync::Always || w.file.sync_data().is_ok());
+        let sync_now = w.fsync == Fsync::Always && !w.defer_sync;
+        let ok = w.file.write_all(&w.buf).is_ok() && (!sync_now || w.file.sync_data().is_ok());
         w.size += w.buf.len() as u64;
-        w.unsynced = w.fsync == Fsync::EverySec;
+        w.unsynced = match w.fsync {
+            Fsync::Always => !sync_now || w.unsynced,
+            Fsync::EverySec => true,
+            Fsync::No => false,
+        };
+        if sync_now {
+            // This sync covered what deferred writers left too.
+            w.unsynced = false;
+        }
         let persist = &self.shared.persist;
         if !ok && persist.aof_last_write_ok.swap(false, Relaxed) {
             error!("Error writing to the AOF file {}", w.path.display());
@@ -355,6 +368,74 @@ impl Core {
         self.flush_log_of(&mut shard);
     }
 
+    /// [`publish_shard_changes`](Self::publish_shard_changes) for a batch
+    /// whose reply goes through [`after_log_sync`](Self::after_log_sync):
+    /// under `appendfsync always` the log is written but not synced yet.
+    /// When the changes wake blocked clients or send keyspace
+    /// notifications, which leave at once, the log is synced first as usual.
+    pub fn publish_group_committed(self: &std::rc::Rc<Self>, shard: &mut Shard) {
+        shard.serve_blocked();
+        let funnel = &shard.state.funnel;
+        self.set_defer_sync(funnel.blocked.outbox.is_empty() && funnel.outbox.is_empty());
+        self.publish_shard_changes(shard);
+        self.set_defer_sync(false);
+    }
+
+    /// [`publish_changes`](Self::publish_changes) for a connection whose
+    /// commands ran on this core: returns once the log has their writes on
+    /// disk (under `appendfsync always`, with the group commit of
+    /// [`after_log_sync`](Self::after_log_sync)).
+    pub async fn publish_durably(self: &std::rc::Rc<Self>) {
+        self.publish_group_committed(&mut self.shard.borrow_mut());
+        if !self.log_sync_pending() {
+            return;
+        }
+        let (tx, rx) = flume::bounded(1);
+        self.after_log_sync(Box::new(move || {
+            let _ = tx.send(());
+        }));
+        let _ = rx.recv_async().await;
+    }
+
+    fn log_sync_pending(&self) -> bool {
+        self.aof.borrow().as_ref().is_some_and(|w| w.fsync == Fsync::Always && w.unsynced)
+    }
+
+    fn set_defer_sync(&self, defer: bool) {
+        if let Some(w) = self.aof.borrow_mut().as_mut() {
+            w.defer_sync = defer && w.fsync == Fsync::Always;
+        }
+    }
+
+    /// Runs `then` (which sends a reply) once everything written to the
+    /// log so far is on disk: at once unless `appendfsync always` left
+    /// writes unsynced; otherwise after the next group commit, a task that
+    /// first lets every other ready task on this core run (the batches of
+    /// other connections add their writes and replies), then syncs once for
+    /// all of them, as Redis syncs once per event-loop turn.
+    pub fn after_log_sync(self: &std::rc::Rc<Self>, then: Box<dyn FnOnce()>) {
+        if !self.log_sync_pending() {
+            then();
+            return;
+        }
+        let mut group = self.log_sync.borrow_mut();
+        group.waiting.push(then);
+        if !group.scheduled {
+            group.scheduled = true;
+            let core = self.clone();
+            glommio::spawn_local(async move {
+                futures_lite::future::yield_now().await;
+                core.log_sync.borrow_mut().scheduled = false;
+                core.sync_log();
+                let waiting = std::mem::take(&mut core.log_sync.borrow_mut().waiting);
+                for then in waiting {
+                    then();
+                }
+            })
+            .detach();
+        }
+    }
+
     /// `appendfsync everysec`: syncs what was written in the last second.
     pub fn sync_log(&self) {
         if let Some(w) = self.aof.borrow_mut().as_mut() {
@@ -366,6 +447,14 @@ impl Core {
             }
         }
     }
+}
+
+/// Replies waiting for a group commit ([`Core::after_log_sync`]).
+#[derive(Default)]
+pub struct GroupCommit {
+    waiting: Vec<Box<dyn FnOnce()>>,
+    /// A task will sync and send them.
+    scheduled: bool,
 }
 
 /// Whether the log has grown enough since its last rewrite for an
