@@ -68,7 +68,12 @@ def set_table(rows):
     for mode, pipeline in keys:
         cells = {}
         for server in ("ringdb", "redis"):
-            runs = [r for r in rows if (r["mode"], r["pipeline"], r["server"]) == (mode, pipeline, server)]
+            # Failed runs (reported below the tables) are left out.
+            runs = [
+                r
+                for r in rows
+                if (r["mode"], r["pipeline"], r["server"]) == (mode, pipeline, server) and r["status"] == "ok"
+            ]
             rps = [float(r["rps"]) for r in runs]
             cells[server] = {
                 "rps": median(rps),
@@ -88,7 +93,11 @@ def set_table(rows):
 
 
 def values(rows, server, metric):
-    return [float(r["value"]) for r in rows if r["server"] == server and r["metric"] == metric]
+    return [
+        float(r["value"])
+        for r in rows
+        if r["server"] == server and r["metric"] == metric and r["status"] == "ok"
+    ]
 
 
 def snapshot_table(rows):
@@ -128,7 +137,13 @@ def problems(set_rows, snap_rows):
     ]
     if not bad:
         return "No errors: every run finished, every load found every key, every BGSAVE reported ok."
-    return "\n".join(f"- {dict(r)}" for r in bad)
+    lines = ["Failed runs (left out of the medians):", ""]
+    for r in bad:
+        if "mode" in r:
+            lines.append(f"- SET, appendonly {r['mode']}, -P {r['pipeline']}, {r['server']} rep {r['rep']}: {r['status']}")
+        else:
+            lines.append(f"- {r['metric']}, {r['server']} rep {r['rep']}: {r['status']}")
+    return "\n".join(lines)
 
 
 def raw_table(snap_rows):
@@ -157,7 +172,7 @@ def section(meta, set_rows, snap_rows):
         "`redis-benchmark -t set -r 100000 -c 50 -P {1,16} --csv` against each server started with "
         "`--appendonly no`, or `--appendonly yes --appendfsync {everysec,always}` (both servers the same "
         "flags; ringdb logs each write as a RESTORE of the key's new state, Redis the command). Median "
-        "of the runs; rps also shows the range.",
+        "of the runs (failed runs, listed below the tables, left out); rps also shows the range.",
         "",
         set_table(set_rows) if set_rows else "(not run)",
         "",

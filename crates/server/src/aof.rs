@@ -5,7 +5,11 @@
 //! drains the funnel's pending changes into records (see
 //! `ringdb_engine::persist::aof`) and writes them; with `appendfsync always`
 //! it also syncs them then, so one fsync covers every write of that unit of
-//! work (group commit). Every path that runs writes on a shard (batches,
+//! work. Batches (the path of single-shard commands) go further: their
+//! records are written without a sync and their replies wait for a group
+//! commit, a task that lets every other ready task of the core run first
+//! and then syncs once for all of them (`Core::after_log_sync`), as Redis
+//! syncs once per event-loop turn. Every path that runs writes on a shard (batches,
 //! split and gathered cross-shard commands, transaction steps, whole-shard
 //! commands, expiry) does this before its reply leaves the shard, through
 //! `Core::publish_changes` or the batch's completion. `everysec`
