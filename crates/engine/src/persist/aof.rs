@@ -750,8 +750,7 @@ mod tests {
         let mut ks = Keyspace::for_slots(16, 0, 16384);
         put(&mut ks, 0, "a", "1", None);
         put(&mut ks, 0, "b", "2", None);
-        let mut log = LogState::default();
-        log.events = vec![key(0, "x")];
+        let mut log = LogState { events: vec![key(0, "x")], ..Default::default() };
         let mark = log.mark();
         log.events.push(key(0, "a"));
         log.events.push(key(0, "a"));
@@ -837,14 +836,14 @@ mod tests {
         put(&mut ks, 0, "b", "2", None);
         let mut log = rewrite_with_preamble(&ks, &state, 0);
         let preamble = log.len();
-        let mut pending = LogState::default();
-        pending.events = vec![
+        let events = vec![
             LogEvent::TxBegin(3, 1),
             key(0, "a"),
             key(0, "b"),
             LogEvent::TxEnd(3),
             key(0, "a"),
         ];
+        let mut pending = LogState { events, ..Default::default() };
         drain(&mut pending, &ks, 0, &mut log);
         let sane = check(&log);
         assert_eq!(
