@@ -27,6 +27,10 @@ NOTES_START = "<!-- notes:start -->"
 NOTES_END = "<!-- notes:end -->"
 LOADGEN_START = "<!-- loadgen:start -->"
 LOADGEN_END = "<!-- loadgen:end -->"
+# The section benches/persistence.sh writes (benches/persistence_report.py):
+# carried over unchanged, as the notes are.
+PERSIST_START = "<!-- persistence:start -->"
+PERSIST_END = "<!-- persistence:end -->"
 # What each loadgen scenario does, by the scenario column of loadgen.csv.
 SCENARIO_TEXT = {
     "multi": "`MULTI`, 10 × `INCR`, `EXEC` per transaction from CLIENTS closed-loop clients; "
@@ -91,16 +95,17 @@ def read_csv(path):
         return list(csv.DictReader(f))
 
 
-def old_notes(path):
-    """The notes block of an existing report, markers included, or None."""
+def old_notes(path, start_mark=NOTES_START, end_mark=NOTES_END):
+    """The notes block (or another carried-over block) of an existing
+    report, markers included, or None."""
     if not os.path.exists(path):
         return None
     text = open(path).read()
-    start = text.find(NOTES_START)
-    end = text.find(NOTES_END)
+    start = text.find(start_mark)
+    end = text.find(end_mark)
     if start < 0 or end < start:
         return None
-    return text[start : end + len(NOTES_END)]
+    return text[start : end + len(end_mark)]
 
 
 def num(row, key):
@@ -575,7 +580,7 @@ def replace_loadgen_section(text, section):
     return text[:anchor] + section + "\n\n" + text[anchor:]
 
 
-def render(meta, rows, raw, mem, notes, loadgen=""):
+def render(meta, rows, raw, mem, notes, loadgen="", persistence=None):
     shards_list = sorted({r["shards"] for r in rows}, key=phase_key)
     parts = [
         "# ringdb vs Redis: load benchmark",
@@ -615,6 +620,8 @@ def render(meta, rows, raw, mem, notes, loadgen=""):
     ]
     if loadgen:
         parts += [loadgen, ""]
+    if persistence:
+        parts += [persistence, ""]
     parts += [
         "## Errors and crashes",
         "",
@@ -648,7 +655,9 @@ def main():
     if runs and not raw and not mem and os.path.exists(results):
         text = replace_loadgen_section(open(results).read(), loadgen_section(meta, runs, own_run=True))
     else:
-        text = render(meta, rows, raw, mem, old_notes(results), loadgen_section(meta, runs, own_run=False))
+        persistence = old_notes(results, PERSIST_START, PERSIST_END)
+        loadgen = loadgen_section(meta, runs, own_run=False)
+        text = render(meta, rows, raw, mem, old_notes(results), loadgen, persistence)
     with open(results, "w") as f:
         f.write(text)
 

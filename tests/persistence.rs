@@ -861,3 +861,299 @@ fn a_crash_never_leaves_half_of_a_cross_shard_mset() {
     let v: Vec<Option<String>> = q(&mut c, &["MGET", &a, &b]).unwrap();
     assert_eq!(v, vec![None, Some("old".into())]);
 }
+
+/// Keys under the hash tags of `a` and `b` (one per shard): they live on
+/// `a`'s and `b`'s shards.
+fn tagged(a: &str, b: &str, names: &[&str]) -> Vec<String> {
+    names
+        .iter()
+        .map(|n| if n.starts_with('a') { format!("{{{a}}}{n}") } else { format!("{{{b}}}{n}") })
+        .collect()
+}
+
+const INCR_ALL: &str =
+    "local last = 0 for _, k in ipairs(KEYS) do last = redis.call('INCR', k) end return last";
+
+/// One kind of transaction a crash test runs over and over: every call
+/// increments each of its keys once, so they stay equal.
+#[derive(Clone, Copy, Debug)]
+enum Writer {
+    Multi,
+    Script,
+}
+
+/// Runs `kind` on `keys` until the server dies; returns the highest value
+/// an acknowledged call returned.
+fn write_until_killed(url: String, kind: Writer, keys: Vec<String>, start: i64) -> i64 {
+    let Ok(mut c) = redis::Client::open(url).and_then(|c| c.get_connection()) else {
+        return start;
+    };
+    let mut acked = start;
+    loop {
+        let result: redis::RedisResult<i64> = match kind {
+            Writer::Multi => {
+                let mut pipe = redis::pipe();
+                pipe.atomic();
+                for k in &keys {
+                    pipe.cmd("INCR").arg(k);
+                }
+                pipe.query::<Vec<i64>>(&mut c).map(|v| v.iter().copied().max().unwrap_or(0))
+            }
+            Writer::Script => {
+                let mut cmd = redis::cmd("EVAL");
+                cmd.arg(INCR_ALL).arg(keys.len());
+                for k in &keys {
+                    cmd.arg(k);
+                }
+                cmd.query(&mut c)
+            }
+        };
+        match result {
+            Ok(v) => acked = acked.max(v),
+            Err(_) => return acked,
+        }
+    }
+}
+
+#[test]
+fn transactions_and_scripts_are_all_or_nothing_after_kill_9() {
+    let dir = TempDir::new("txcrash");
+    let (a, b) = keys_on_two_shards();
+    // Each group's keys are incremented together; (kind, keys) per writer.
+    let groups: Vec<(Writer, Vec<String>)> = vec![
+        (Writer::Multi, tagged(&a, &b, &["a1", "b1", "a2", "b2"])),
+        (Writer::Multi, tagged(&a, &b, &["a1", "b1", "a2", "b2"])),
+        (Writer::Script, tagged(&a, &b, &["a1", "b1", "a2", "b2"])),
+        (Writer::Script, tagged(&a, &b, &["a3", "a4"])),
+        (Writer::Multi, tagged(&a, &b, &["b3", "b4"])),
+    ];
+    let mut acked: Vec<i64> = vec![0; groups.len()];
+    for round in 0..5u64 {
+        let server = server_on(&dir, ALWAYS);
+        let mut c = server.client();
+        for (i, (_, keys)) in groups.iter().enumerate() {
+            let values: Vec<Option<i64>> = q(
+                &mut c,
+                &["MGET".to_string()].iter().chain(keys).map(String::as_str).collect::<Vec<_>>(),
+            )
+            .unwrap();
+            let values: Vec<i64> = values.into_iter().map(|v| v.unwrap_or(0)).collect();
+            // No half transaction: the keys of a group are equal.
+            assert!(values.iter().all(|v| *v == values[0]), "round {round}: {keys:?} = {values:?}");
+            // Every acknowledged call is there (writers of one group share
+            // keys, so the highest acknowledged value of any of them).
+            let highest = groups
+                .iter()
+                .zip(&acked)
+                .filter(|((_, k), _)| k == keys)
+                .map(|(_, v)| *v)
+                .max()
+                .unwrap_or(0);
+            assert!(
+                values[0] >= highest,
+                "round {round}: {keys:?} = {values:?}, acknowledged {highest}"
+            );
+            acked[i] = values[0];
+        }
+        let writers: Vec<_> = groups
+            .iter()
+            .zip(&acked)
+            .map(|((kind, keys), start)| {
+                let (url, kind, keys, start) = (server.url(), *kind, keys.clone(), *start);
+                std::thread::spawn(move || write_until_killed(url, kind, keys, start))
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(300 + (round * 131) % 300));
+        drop(server);
+        for (i, w) in writers.into_iter().enumerate() {
+            acked[i] = w.join().unwrap();
+        }
+    }
+    let server = server_on(&dir, ALWAYS);
+    let mut c = server.client();
+    let first: i64 = q(&mut c, &["GET", &groups[0].1[0]]).unwrap();
+    assert!(first > 10, "the writers wrote: {first}");
+    let single: i64 = q(&mut c, &["GET", &groups[3].1[0]]).unwrap();
+    assert!(single > 10, "the single-shard script wrote: {single}");
+    // The cross-shard script runs (its writer did not stop at an error).
+    let mut args = vec!["EVAL", INCR_ALL, "4"];
+    args.extend(groups[2].1.iter().map(String::as_str));
+    assert_eq!(q::<i64>(&mut c, &args).unwrap(), first + 1);
+}
+
+#[test]
+fn a_crash_never_leaves_half_of_a_cross_shard_exec() {
+    let dir = TempDir::new("halfexec");
+    let (a, b) = keys_on_two_shards();
+    {
+        let server = server_on(&dir, ALWAYS);
+        let mut c = server.client();
+        q::<String>(&mut c, &["MSET", &a, "1", &b, "1"]).unwrap();
+        let _: Vec<i64> =
+            redis::pipe().atomic().cmd("INCR").arg(&a).cmd("INCR").arg(&b).query(&mut c).unwrap();
+    }
+    // As if the process died after shard 0 logged its part of the EXEC and
+    // before shard 1 logged the end of its part.
+    let log = shard_log(&dir, 1);
+    let data = std::fs::read(&log).unwrap();
+    let end = data.windows(5).rposition(|w| w == b"TXEND").expect("a transaction end");
+    let record_start = data[..end].iter().rposition(|&c| c == b'*').unwrap();
+    std::fs::write(&log, &data[..record_start]).unwrap();
+    let server = server_on(&dir, ALWAYS);
+    let mut c = server.client();
+    let v: Vec<i64> = q(&mut c, &["MGET", &a, &b]).unwrap();
+    assert_eq!(v, vec![1, 1], "the EXEC is gone from both shards");
+    // A whole EXEC (and a cross-shard script) survives.
+    let _: Vec<i64> =
+        redis::pipe().atomic().cmd("INCR").arg(&a).cmd("INCR").arg(&b).query(&mut c).unwrap();
+    q::<i64>(&mut c, &["EVAL", INCR_ALL, "2", &a, &b]).unwrap();
+    drop(server);
+    let server = server_on(&dir, ALWAYS);
+    let mut c = server.client();
+    let v: Vec<i64> = q(&mut c, &["MGET", &a, &b]).unwrap();
+    assert_eq!(v, vec![3, 3]);
+}
+
+/// Runs `ringdb check-aof` with `args`, answering `answer` to its question.
+fn check_aof(args: &[&str], answer: &str) -> (bool, String) {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ringdb"))
+        .arg("check-aof")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(answer.as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.success(), text)
+}
+
+/// Starts a server on `dir` and returns its stderr if it fails to start.
+fn start_fails(dir: &TempDir) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_ringdb"))
+        .args([
+            "--port",
+            "0",
+            "--shards",
+            "2",
+            "--pin-cpus",
+            "no",
+            "--save",
+            "",
+            "--dir",
+            dir.str(),
+        ])
+        .args(["--appendonly", "yes", "--aof-load-truncated", "no"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+#[test]
+fn a_log_torn_inside_a_transaction_loses_the_whole_transaction() {
+    let dir = TempDir::new("torntx");
+    let (a, b) = keys_on_two_shards();
+    let keys = tagged(&a, &b, &["a1", "a2"]);
+    let before = {
+        let server = server_on(&dir, ALWAYS);
+        let mut c = server.client();
+        q::<String>(&mut c, &["MSET", &keys[0], "1", &keys[1], "1"]).unwrap();
+        let before = std::fs::read(shard_log(&dir, 0)).unwrap().len();
+        let replies: Vec<i64> = redis::pipe()
+            .atomic()
+            .cmd("INCR")
+            .arg(&keys[0])
+            .cmd("INCR")
+            .arg(&keys[1])
+            .query(&mut c)
+            .unwrap();
+        assert_eq!(replies, vec![2, 2]);
+        before
+    };
+    let log = shard_log(&dir, 0);
+    let data = std::fs::read(&log).unwrap();
+    // The EXEC is one block: TXBEGIN, its records, TXEND.
+    assert!(
+        data[before..].starts_with(b"*3\r\n$7\r\nTXBEGIN"),
+        "{:?}",
+        String::from_utf8_lossy(&data[before..])
+    );
+    assert!(
+        data.ends_with(b"\r\n") && data.windows(5).rposition(|w| w == b"TXEND").unwrap() > before
+    );
+    // As if the machine lost the end of the block: 3 bytes short.
+    std::fs::write(&log, &data[..data.len() - 3]).unwrap();
+    let (ok, text) = check_aof(&[dir.str()], "");
+    assert!(!ok);
+    assert!(text.contains(&format!("begun at byte {before}")), "{text}");
+    assert!(
+        text.contains(&format!("a fix would truncate {} bytes", data.len() - 3 - before)),
+        "{text}"
+    );
+    let stderr = start_fails(&dir);
+    assert!(
+        stderr.contains("Unexpected end of file") && stderr.contains("ringdb check-aof --fix"),
+        "{stderr}"
+    );
+    // aof-load-truncated yes (the default): neither INCR, and the log is
+    // cut back to the transaction's start.
+    let server = server_on(&dir, ALWAYS);
+    let mut c = server.client();
+    let v: Vec<i64> = q(&mut c, &["MGET", &keys[0], &keys[1]]).unwrap();
+    assert_eq!(v, vec![1, 1]);
+    drop(server);
+    assert_eq!(std::fs::read(&log).unwrap().len(), before);
+}
+
+#[test]
+fn check_aof_finds_and_fixes_a_corrupted_log() {
+    let dir = TempDir::new("checkaof");
+    let (a, b) = keys_on_two_shards();
+    {
+        let server = server_on(&dir, ALWAYS);
+        let mut c = server.client();
+        for i in 0..20 {
+            q::<String>(&mut c, &["MSET", &a, &i.to_string(), &b, &i.to_string()]).unwrap();
+        }
+    }
+    let (ok, text) = check_aof(&[dir.str()], "");
+    assert!(ok, "{text}");
+    assert!(text.contains("All 2 AOF files are valid"), "{text}");
+    // Damage a record in the middle of shard 1's log.
+    let log = shard_log(&dir, 1);
+    let data = std::fs::read(&log).unwrap();
+    let middle = data.len() / 2;
+    let at = middle + data[middle..].windows(3).position(|w| w == b"\r\n*").unwrap() + 2;
+    let mut bad = data.clone();
+    bad[at] = b'?';
+    std::fs::write(&log, &bad).unwrap();
+    let stderr = start_fails(&dir);
+    assert!(
+        stderr.contains(&format!("at byte {at}")) && stderr.contains("ringdb check-aof"),
+        "{stderr}"
+    );
+    let (ok, text) = check_aof(&[dir.str()], "");
+    assert!(!ok);
+    assert!(text.contains(&format!("{}: bad record at byte {at}", log.display())), "{text}");
+    assert!(text.contains("Use the --fix option"), "{text}");
+    // --fix asks; without a yes nothing changes.
+    let (ok, text) = check_aof(&["--fix", log.to_str().unwrap()], "n\n");
+    assert!(!ok && text.contains("Continue? [y/N]: Aborting..."), "{text}");
+    assert_eq!(std::fs::read(&log).unwrap(), bad);
+    let (ok, text) = check_aof(&["--fix", dir.str()], "y\n");
+    assert!(ok, "{text}");
+    assert!(text.contains(&format!("Successfully truncated AOF {}", log.display())), "{text}");
+    assert!(std::fs::read(&log).unwrap().len() <= at);
+    // The server starts again; the MSETs whose part on shard 1 was cut off
+    // are gone on both shards.
+    let server = server_on(&dir, ALWAYS);
+    let mut c = server.client();
+    let v: Vec<Option<String>> = q(&mut c, &["MGET", &a, &b]).unwrap();
+    assert_eq!(v[0], v[1], "no half MSET");
+    assert!(v[0].as_deref() != Some("19"), "the last MSETs were cut off: {v:?}");
+}

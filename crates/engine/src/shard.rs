@@ -700,7 +700,11 @@ pub fn execute_timed(
 ) {
     record_accesses(state, cmd, clock.now_ms);
     let mark = out.len();
+    let log_mark = state.funnel.log.as_ref().map(|log| log.mark());
     let failed = run_handler(keyspace, state, cmd, out, clock.now_ms);
+    if let Some(log_mark) = log_mark {
+        atomic_in_log(state, log_mark);
+    }
     if !state.funnel.replicas.is_empty() && failed.is_none() {
         fill_replica(keyspace, state, cmd, &out[mark..]);
     }
@@ -714,6 +718,18 @@ pub fn execute_timed(
     stat.failed_calls += failed.is_some() as u64;
     state.stats.commands_processed += 1;
     state.stats.busy_usec += usec;
+}
+
+/// A command that changed several keys (MSET, RENAME, a script) is one
+/// transaction in the append-only log: a crash that tears its records
+/// loses all of them at replay, never some.
+fn atomic_in_log(state: &mut ShardState, log_mark: usize) {
+    if state.funnel.log.as_ref().is_some_and(|log| log.several_changes_since(log_mark)) {
+        let id = state.random();
+        if let Some(log) = &mut state.funnel.log {
+            log.wrap_since(log_mark, id);
+        }
+    }
 }
 
 /// Counts each key `cmd` names as one access, for hot-key detection: a

@@ -5,14 +5,20 @@
 //! drains the funnel's pending changes into records (see
 //! `ringdb_engine::persist::aof`) and writes them; with `appendfsync always`
 //! it also syncs them then, so one fsync covers every write of that unit of
-//! work (group commit). Every path that runs writes on a shard (batches,
+//! work. Batches (the path of single-shard commands) go further: their
+//! records are written without a sync and their replies wait for a group
+//! commit, a task that lets every other ready task of the core run first
+//! and then syncs once for all of them (`Core::after_log_sync`), as Redis
+//! syncs once per event-loop turn. Every path that runs writes on a shard (batches,
 //! split and gathered cross-shard commands, transaction steps, whole-shard
 //! commands, expiry) does this before its reply leaves the shard, through
 //! `Core::publish_changes` or the batch's completion. `everysec`
 //! syncs once a second from a timer; `no` leaves syncing to the kernel.
 //!
-//! Start-up replays each shard's log (a torn last record is cut off when
-//! `aof-load-truncated` is yes, and stops start-up otherwise); a log exists
+//! Start-up replays each shard's log (a torn last record, or a transaction
+//! the log ends inside, is cut off when `aof-load-truncated` is yes, and
+//! stops start-up otherwise; other damage stops start-up, naming
+//! `ringdb check-aof`, which checks and fixes logs offline); a log exists
 //! only for the shard count that wrote it. BGREWRITEAOF (and turning
 //! `appendonly` on) replaces each log with the shard's current state.
 //!
@@ -25,8 +31,12 @@
 //! as RENAME or SUNIONSTORE across shards) mark their part in each shard's
 //! log with a transaction id and the number of parts; at start-up a part is
 //! replayed only when every part's log has it whole, so a crash between two
-//! shards' writes never leaves half of one. Not yet covered: MULTI/EXEC
-//! and scripts spanning shards (each command inside is logged on its own).
+//! shards' writes never leaves half of one. A single command that changes
+//! several keys on one shard (MSET, RENAME, a script) is a transaction of
+//! one part. MULTI/EXEC holds back what its commands change on each shard
+//! (other clients' writes to other keys run between its steps) and logs it
+//! as one part per shard it could write when it ends, before its reply:
+//! after a crash an EXEC is there whole or not at all.
 
 use crate::config::Config;
 use crate::node::Core;
@@ -65,6 +75,9 @@ pub struct AofWriter {
     pub fsync: Fsync,
     /// Written since the last sync.
     unsynced: bool,
+    /// Under `appendfsync always`, write without syncing: the caller's
+    /// replies wait for the group commit ([`Core::after_log_sync`]).
+    defer_sync: bool,
     buf: Vec<u8>,
     /// Bytes in the file, and right after its last rewrite
     /// (`auto-aof-rewrite-percentage` compares them).
@@ -118,9 +131,7 @@ pub fn committed_transactions(config: &Config, shards: usize) -> Result<Committe
     for i in 0..shards {
         let path = log_path(config, i, shards);
         let Ok(data) = std::fs::read(&path) else { continue };
-        let parts = aof::committed_parts(&data).map_err(|e| {
-            format!("Bad file format reading the append only file {}: {e}", path.display())
-        })?;
+        let parts = aof::committed_parts(&data).map_err(|e| bad_format(&path, e))?;
         for (id, n) in parts {
             let entry = seen.entry(id).or_insert((n, 0));
             entry.1 += 1;
@@ -141,6 +152,56 @@ pub fn end_part(shard: &mut Shard, id: u64) {
     if let Some(log) = &mut shard.state.funnel.log {
         log.events.push(aof::LogEvent::TxEnd(id));
     }
+}
+
+/// How a shard's share of a cross-shard step is logged.
+#[derive(Clone, Copy, Debug)]
+pub enum PartLog {
+    /// As any write (a step that writes nothing).
+    Plain,
+    /// As part of transaction `id` of `parts` parts, marked around it.
+    Own { id: u64, parts: usize },
+    /// Inside EXEC `id`: held back until the EXEC ends ([`end_exec`]).
+    Exec(u64),
+}
+
+/// Runs `work` on `shard`, logging what it changes as `how` says.
+pub fn log_part<T>(shard: &mut Shard, how: PartLog, work: impl FnOnce(&mut Shard) -> T) -> T {
+    match how {
+        PartLog::Plain => work(shard),
+        PartLog::Own { id, parts } => {
+            begin_part(shard, id, parts);
+            let result = work(shard);
+            end_part(shard, id);
+            result
+        }
+        PartLog::Exec(id) => {
+            let mark = shard.state.funnel.log.as_ref().map(|log| log.mark());
+            let result = work(shard);
+            if let (Some(mark), Some(log)) = (mark, &mut shard.state.funnel.log) {
+                log.hold_since(mark, id);
+            }
+            result
+        }
+    }
+}
+
+/// EXEC `id` ended: what it changed on this shard goes to the log, as one
+/// part of a transaction of `parts` parts (every shard where it could
+/// write), or as plain changes (`None`: a shard it only read, where reads
+/// may still have deleted expired keys). Then the caller flushes the log.
+pub fn end_exec(shard: &mut Shard, id: u64, parts: Option<usize>) {
+    if let Some(log) = &mut shard.state.funnel.log {
+        log.commit(id, parts.map(|n| n as u32));
+    }
+}
+
+/// The start-up error for a log damaged before its end.
+fn bad_format(path: &Path, e: impl std::fmt::Display) -> String {
+    let file = path.display();
+    format!(
+        "Bad file format reading the append only file {file}: {e}. Make a backup of it, then run `ringdb check-aof {file}` for details, or `ringdb check-aof --fix {file}` to truncate it at the bad record (what follows it is lost)"
+    )
 }
 
 /// Replays shard `shard`'s log at start-up. A torn last record is cut off
@@ -164,13 +225,14 @@ pub fn replay_shard(core: &Core, shards: usize, committed: &Committed) -> Result
     let report = aof::replay(&data, &mut shard.keyspace, &shard.state, &limits, now_ms(), &|id| {
         committed.contains(&id)
     })
-    .map_err(|e| format!("Bad file format reading the append only file {}: {e}", path.display()))?;
+    .map_err(|e| bad_format(&path, e))?;
     if report.valid_len < data.len() {
         if config.get("aof-load-truncated") != Some("yes") {
             return Err(format!(
-                "Unexpected end of file reading the append only file {} (at byte {}). You can: 1) Make a backup of your AOF file, then use ./redis-check-aof --fix <filename.manifest>. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server.",
+                "Unexpected end of file reading the append only file {} (at byte {}). You can: 1) Make a backup of your AOF file, then use `ringdb check-aof --fix {}`. 2) Alternatively you can set the 'aof-load-truncated' configuration option to yes and restart the server.",
                 path.display(),
-                report.valid_len
+                report.valid_len,
+                path.display()
             ));
         }
         warn!(
@@ -227,6 +289,7 @@ pub fn rewrite(core: &Core, shard: &mut Shard) -> Result<(), String> {
         path,
         fsync: Fsync::from_config(&config),
         unsynced: false,
+        defer_sync: false,
         buf: Vec::new(),
         size,
         base_size: size,
@@ -253,6 +316,7 @@ pub fn open(core: &Core) -> Result<(), String> {
         path,
         fsync: Fsync::from_config(&config),
         unsynced: false,
+        defer_sync: false,
         buf: Vec::new(),
         size,
         base_size: size,
@@ -280,10 +344,18 @@ impl Core {
         let Some(w) = aof.as_mut() else { return };
         w.buf.clear();
         aof::drain(log, &shard.keyspace, now_ms(), &mut w.buf);
-        let ok = w.file.write_all(&w.buf).is_ok()
-            && (w.fsync != Fsync::Always || w.file.sync_data().is_ok());
+        let sync_now = w.fsync == Fsync::Always && !w.defer_sync;
+        let ok = w.file.write_all(&w.buf).is_ok() && (!sync_now || w.file.sync_data().is_ok());
         w.size += w.buf.len() as u64;
-        w.unsynced = w.fsync == Fsync::EverySec;
+        w.unsynced = match w.fsync {
+            Fsync::Always => !sync_now || w.unsynced,
+            Fsync::EverySec => true,
+            Fsync::No => false,
+        };
+        if sync_now {
+            // This sync covered what deferred writers left too.
+            w.unsynced = false;
+        }
         let persist = &self.shared.persist;
         if !ok && persist.aof_last_write_ok.swap(false, Relaxed) {
             error!("Error writing to the AOF file {}", w.path.display());
@@ -300,6 +372,74 @@ impl Core {
         self.flush_log_of(&mut shard);
     }
 
+    /// [`publish_shard_changes`](Self::publish_shard_changes) for a batch
+    /// whose reply goes through [`after_log_sync`](Self::after_log_sync):
+    /// under `appendfsync always` the log is written but not synced yet.
+    /// When the changes wake blocked clients or send keyspace
+    /// notifications, which leave at once, the log is synced first as usual.
+    pub fn publish_group_committed(self: &std::rc::Rc<Self>, shard: &mut Shard) {
+        shard.serve_blocked();
+        let funnel = &shard.state.funnel;
+        self.set_defer_sync(funnel.blocked.outbox.is_empty() && funnel.outbox.is_empty());
+        self.publish_shard_changes(shard);
+        self.set_defer_sync(false);
+    }
+
+    /// [`publish_changes`](Self::publish_changes) for a connection whose
+    /// commands ran on this core: returns once the log has their writes on
+    /// disk (under `appendfsync always`, with the group commit of
+    /// [`after_log_sync`](Self::after_log_sync)).
+    pub async fn publish_durably(self: &std::rc::Rc<Self>) {
+        self.publish_group_committed(&mut self.shard.borrow_mut());
+        if !self.log_sync_pending() {
+            return;
+        }
+        let (tx, rx) = flume::bounded(1);
+        self.after_log_sync(Box::new(move || {
+            let _ = tx.send(());
+        }));
+        let _ = rx.recv_async().await;
+    }
+
+    fn log_sync_pending(&self) -> bool {
+        self.aof.borrow().as_ref().is_some_and(|w| w.fsync == Fsync::Always && w.unsynced)
+    }
+
+    fn set_defer_sync(&self, defer: bool) {
+        if let Some(w) = self.aof.borrow_mut().as_mut() {
+            w.defer_sync = defer && w.fsync == Fsync::Always;
+        }
+    }
+
+    /// Runs `then` (which sends a reply) once everything written to the
+    /// log so far is on disk: at once unless `appendfsync always` left
+    /// writes unsynced; otherwise after the next group commit, a task that
+    /// first lets every other ready task on this core run (the batches of
+    /// other connections add their writes and replies), then syncs once for
+    /// all of them, as Redis syncs once per event-loop turn.
+    pub fn after_log_sync(self: &std::rc::Rc<Self>, then: Box<dyn FnOnce()>) {
+        if !self.log_sync_pending() {
+            then();
+            return;
+        }
+        let mut group = self.log_sync.borrow_mut();
+        group.waiting.push(then);
+        if !group.scheduled {
+            group.scheduled = true;
+            let core = self.clone();
+            glommio::spawn_local(async move {
+                futures_lite::future::yield_now().await;
+                core.log_sync.borrow_mut().scheduled = false;
+                core.sync_log();
+                let waiting = std::mem::take(&mut core.log_sync.borrow_mut().waiting);
+                for then in waiting {
+                    then();
+                }
+            })
+            .detach();
+        }
+    }
+
     /// `appendfsync everysec`: syncs what was written in the last second.
     pub fn sync_log(&self) {
         if let Some(w) = self.aof.borrow_mut().as_mut() {
@@ -311,6 +451,14 @@ impl Core {
             }
         }
     }
+}
+
+/// Replies waiting for a group commit ([`Core::after_log_sync`]).
+#[derive(Default)]
+pub struct GroupCommit {
+    waiting: Vec<Box<dyn FnOnce()>>,
+    /// A task will sync and send them.
+    scheduled: bool,
 }
 
 /// Whether the log has grown enough since its last rewrite for an

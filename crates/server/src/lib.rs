@@ -12,6 +12,8 @@
 //! - [`node`]: start-up, one pinned glommio executor per shard;
 //! - [`config`]: settings, the TOML file and command-line flags;
 //! - [`expiry`]: the per-core active expiry task;
+//! - [`aof`], [`persist`]: the append-only logs and snapshots; [`check_aof`]:
+//!   `ringdb check-aof`, the offline check of the logs;
 //! - [`logging`]: `tracing` set up with Redis's log levels;
 //! - [`memory`]: allocation accounting for INFO memory;
 //! - [`metrics`]: the per-core sampler of INFO's instantaneous rates.
@@ -22,6 +24,7 @@
 //! touches glommio.
 
 pub mod aof;
+pub mod check_aof;
 pub mod cmd;
 pub mod config;
 pub mod expiry;

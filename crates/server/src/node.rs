@@ -75,6 +75,9 @@ pub struct Core {
     pub blocked: RefCell<crate::cmd::blocking::BlockedClients>,
     /// This shard's append-only log, when `appendonly` is on.
     pub aof: RefCell<Option<crate::aof::AofWriter>>,
+    /// Replies waiting for the log's next sync (group commit under
+    /// `appendfsync always`).
+    pub log_sync: RefCell<crate::aof::GroupCommit>,
     /// Read copies of other shards' hot keys (`hotkeys-replicate-reads`),
     /// shared with their owners (see ringdb_engine::hotkeys::replica).
     pub replicas: RefCell<std::collections::HashMap<(usize, bytes::Bytes), Arc<ReplicaSlot>>>,
@@ -637,6 +640,7 @@ async fn core_main(
         watch_rerun_scheduled: Cell::new(false),
         blocked: RefCell::new(Default::default()),
         aof: RefCell::new(None),
+        log_sync: RefCell::new(Default::default()),
         replicas: RefCell::new(std::collections::HashMap::new()),
         replica_reads: Cell::new(0),
         io_backend: Cell::new("glommio"),

@@ -40,18 +40,75 @@ pub enum LogEvent {
     TxEnd(u64),
 }
 
-/// What a shard has to log: the changes since the last drain, and the
-/// database the log's last `SELECT` chose.
+/// What a shard has to log: the changes since the last drain, the
+/// database the log's last `SELECT` chose, and the changes of transactions
+/// still running (MULTI/EXEC), held back until they end.
 #[derive(Debug, Default)]
 pub struct LogState {
     pub events: Vec<LogEvent>,
     selected: Option<usize>,
+    /// Changes made for an EXEC still running, by transaction id: the
+    /// EXEC's steps on this shard are separate jobs, and other clients'
+    /// writes to other keys run in between; held back, the EXEC's changes
+    /// reach the log as one block when it ends ([`LogState::commit`]).
+    held: Vec<(u64, Vec<LogEvent>)>,
 }
 
 impl LogState {
     /// After a rewrite: the new log starts with no database selected.
     pub fn reset_selected(&mut self) {
         self.selected = None;
+    }
+
+    /// Where the changes of what runs next start ([`LogState::wrap_since`],
+    /// [`LogState::hold_since`]).
+    pub fn mark(&self) -> usize {
+        self.events.len()
+    }
+
+    /// Makes the changes since `mark` (one command's) a transaction of one
+    /// part when there are several: a crash that tears the log in their
+    /// middle then loses all of them, never some (a single-shard MSET, a
+    /// RENAME, a script). One change is atomic by itself.
+    pub fn wrap_since(&mut self, mark: usize, id: u64) {
+        if self.several_changes_since(mark) {
+            self.events.insert(mark, LogEvent::TxBegin(id, 1));
+            self.events.push(LogEvent::TxEnd(id));
+        }
+    }
+
+    /// Whether the changes since `mark` are more than one record.
+    pub fn several_changes_since(&self, mark: usize) -> bool {
+        let changes = &self.events[mark.min(self.events.len())..];
+        changes.first().is_some_and(|first| changes.iter().any(|e| e != first))
+    }
+
+    /// Holds back the changes since `mark` as part of EXEC `tx`.
+    pub fn hold_since(&mut self, mark: usize, tx: u64) {
+        let changes = self.events.split_off(mark.min(self.events.len()));
+        match self.held.iter_mut().find(|(id, _)| *id == tx) {
+            Some((_, held)) => held.extend(changes),
+            None => self.held.push((tx, changes)),
+        }
+    }
+
+    /// EXEC `tx` ended: its held changes go to the log, as this shard's
+    /// part of a transaction of `parts` parts when `parts` is given (the
+    /// markers are written even when the part changed nothing, so that
+    /// every part is counted), as plain changes otherwise.
+    pub fn commit(&mut self, tx: u64, parts: Option<u32>) {
+        let held = match self.held.iter().position(|(id, _)| *id == tx) {
+            Some(i) => self.held.swap_remove(i).1,
+            None => Vec::new(),
+        };
+        match parts {
+            Some(parts) => {
+                self.events.push(LogEvent::TxBegin(tx, parts));
+                self.events.extend(held);
+                self.events.push(LogEvent::TxEnd(tx));
+            }
+            None => self.events.extend(held),
+        }
     }
 }
 
@@ -88,21 +145,10 @@ fn key_record(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, now_ms: u64)
 pub fn drain(log: &mut LogState, keyspace: &Keyspace, now_ms: u64, out: &mut Vec<u8>) {
     let events = std::mem::take(&mut log.events);
     let mut last: Option<&LogEvent> = None;
-    for (i, event) in events.iter().enumerate() {
-        // A transaction part that changed nothing (MGET's) is not logged.
-        if let (LogEvent::TxBegin(id, _), Some(LogEvent::TxEnd(end))) = (event, events.get(i + 1)) {
-            if id == end {
-                continue;
-            }
-        }
-        if let (LogEvent::TxEnd(id), Some(LogEvent::TxBegin(begin, _))) =
-            (event, i.checked_sub(1).map(|p| &events[p]))
-        {
-            if id == begin {
-                continue;
-            }
-        }
-        // A key written several times in a row is logged once.
+    for event in &events {
+        // A key written several times in a row is logged once. (Transaction
+        // markers are always written, even around nothing: every part of a
+        // cross-shard transaction must be found for it to count.)
         if last == Some(event) {
             continue;
         }
@@ -163,9 +209,37 @@ pub fn rewrite(keyspace: &Keyspace, now_ms: u64) -> Vec<u8> {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct ReplayReport {
     pub records: usize,
-    /// Bytes of whole records; less than the log's length when its last
-    /// record is torn.
+    /// Bytes of whole records outside unfinished transactions; less than
+    /// the log's length when its last record is torn, or when it ends
+    /// inside a transaction (whose records were left out).
     pub valid_len: usize,
+}
+
+/// The transactions a scan has seen begin and not yet end: (id, offset of
+/// the `TXBEGIN`), oldest first.
+#[derive(Debug, Default)]
+struct OpenTransactions(Vec<(u64, usize)>);
+
+impl OpenTransactions {
+    fn begin(&mut self, id: u64, at: usize) {
+        self.0.push((id, at));
+    }
+
+    /// Whether `id` was open.
+    fn end(&mut self, id: u64) -> bool {
+        match self.0.iter().rposition(|(open, _)| *open == id) {
+            Some(i) => {
+                self.0.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// The oldest unfinished transaction: (id, where it starts).
+    fn oldest(&self) -> Option<(u64, usize)> {
+        self.0.first().copied()
+    }
 }
 
 /// A record's arguments and its length in bytes.
@@ -277,6 +351,7 @@ pub fn replay(
         report.valid_len = at;
     }
     let mut skipping: Option<u64> = None;
+    let mut open = OpenTransactions::default();
     while at < data.len() {
         let fail = |reason: String| RdbError { offset: at, reason };
         let (args, len) = match parse_record(&data[at..]) {
@@ -287,12 +362,15 @@ pub fn replay(
         match (&args[0].to_ascii_uppercase()[..], args.len()) {
             (b"TXBEGIN", 3) => {
                 let id = number(args[1]).map_err(fail)?;
+                open.begin(id, at);
                 if skipping.is_none() && !committed(id) {
                     skipping = Some(id);
                 }
             }
             (b"TXEND", 2) => {
-                if skipping == Some(number(args[1]).map_err(fail)?) {
+                let id = number(args[1]).map_err(fail)?;
+                open.end(id);
+                if skipping == Some(id) {
                     skipping = None;
                 }
             }
@@ -308,7 +386,155 @@ pub fn replay(
         report.records += 1;
         report.valid_len = at;
     }
+    // A transaction the log ends inside was not applied (its end is not
+    // here, so it is not committed): the log is whole only up to its start.
+    if let Some((_, start)) = open.oldest() {
+        report.valid_len = report.valid_len.min(start);
+    }
     Ok(report)
+}
+
+/// What is wrong with a log ([`check`]).
+#[derive(Debug, PartialEq, Eq)]
+pub enum Problem {
+    /// Bytes that are not a valid record (or a bad RDB preamble).
+    Corrupt(RdbError),
+    /// The log ends inside the record that starts at `offset` (a torn
+    /// write).
+    Torn { offset: usize },
+    /// The log ends inside transaction `id`, whose `TXBEGIN` is at
+    /// `offset`: its records are never applied.
+    Unfinished { id: u64, offset: usize },
+}
+
+/// What checking a log found (`ringdb check-aof`).
+#[derive(Debug, PartialEq, Eq)]
+pub struct CheckReport {
+    /// Where the RDB preamble ends, when the log has one.
+    pub preamble_end: Option<usize>,
+    /// Whole records after the preamble.
+    pub records: usize,
+    /// Bytes up to the end of the last whole record outside any unfinished
+    /// transaction: what a fix keeps.
+    pub valid_len: usize,
+    /// The first problem; `None` for a sane log.
+    pub problem: Option<Problem>,
+    /// When the log also ends inside a transaction (besides `problem`):
+    /// (id, offset of its `TXBEGIN`).
+    pub unfinished: Option<(u64, usize)>,
+}
+
+/// Checks a log without loading it: the RDB preamble (structure, values
+/// and checksum), then every record (its RESP framing, that it is one of
+/// the records ringdb writes, RESTORE payloads and their checksums, the
+/// transaction markers' pairing). Stops at the first problem.
+pub fn check(data: &[u8]) -> CheckReport {
+    let mut report = CheckReport {
+        preamble_end: None,
+        records: 0,
+        valid_len: 0,
+        problem: None,
+        unfinished: None,
+    };
+    let mut at = 0;
+    if data.starts_with(b"REDIS") {
+        match check_preamble(data) {
+            Ok(end) => at = end,
+            Err(e) => {
+                report.problem = Some(Problem::Corrupt(e));
+                return report;
+            }
+        }
+        report.preamble_end = Some(at);
+        report.valid_len = at;
+    }
+    let limits = LoadLimits::default();
+    let mut open = OpenTransactions::default();
+    while at < data.len() {
+        let parsed = parse_record(&data[at..]).map_err(String::from);
+        let checked = parsed.and_then(|r| match r {
+            Some((args, len)) => check_record(&args, &limits, &mut open, at).map(|()| Some(len)),
+            None => Ok(None),
+        });
+        match checked {
+            Ok(Some(len)) => {
+                at += len;
+                report.records += 1;
+                if open.oldest().is_none() {
+                    report.valid_len = at;
+                }
+            }
+            Ok(None) => {
+                report.problem = Some(Problem::Torn { offset: at });
+                break;
+            }
+            Err(reason) => {
+                report.problem = Some(Problem::Corrupt(RdbError { offset: at, reason }));
+                break;
+            }
+        }
+    }
+    report.unfinished = open.oldest();
+    if let (None, Some((id, offset))) = (&report.problem, report.unfinished) {
+        report.problem = Some(Problem::Unfinished { id, offset });
+    }
+    report
+}
+
+/// Reads the whole RDB preamble, decoding every value; returns where it
+/// ends.
+fn check_preamble(data: &[u8]) -> Result<usize, RdbError> {
+    let limits = LoadLimits::default();
+    let mut reader = super::rdb::file::RdbReader::new(data, true)?;
+    loop {
+        match reader.next_record()? {
+            super::rdb::file::Record::End => return Ok(reader.position()),
+            super::rdb::file::Record::Key(key) => {
+                key.decode(&limits)?;
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Whether a record is one ringdb writes, well formed.
+fn check_record(
+    args: &[&[u8]],
+    limits: &LoadLimits,
+    open: &mut OpenTransactions,
+    at: usize,
+) -> Result<(), String> {
+    let is = |i: usize, word: &[u8]| args[i].eq_ignore_ascii_case(word);
+    match (&args[0].to_ascii_uppercase()[..], args.len()) {
+        (b"SELECT", 2) => {
+            std::str::from_utf8(args[1])
+                .ok()
+                .and_then(|t| t.parse::<usize>().ok())
+                .ok_or("SELECT of a bad database number")?;
+        }
+        (b"FLUSHDB", 1) | (b"DEL", 2) => {}
+        (b"RESTORE", 6) if is(4, b"REPLACE") && is(5, b"ABSTTL") => {
+            std::str::from_utf8(args[2])
+                .ok()
+                .and_then(|t| t.parse::<u64>().ok())
+                .ok_or("RESTORE with a bad expiry")?;
+            dump::decode(args[3], limits).map_err(|e| {
+                format!("RESTORE of key '{}': {}", String::from_utf8_lossy(args[1]), e.text())
+            })?;
+        }
+        (b"TXBEGIN", 3) => {
+            number(args[2])?;
+            open.begin(number(args[1])?, at);
+        }
+        (b"TXEND", 2) => {
+            let id = number(args[1])?;
+            if !open.end(id) {
+                return Err(format!("TXEND of transaction {id}, which did not begin"));
+            }
+        }
+        _ => return Err(format!("unknown record '{}'", String::from_utf8_lossy(args[0]))),
+    }
+    Ok(())
 }
 
 fn apply(
@@ -499,10 +725,195 @@ mod tests {
         let mut back = Keyspace::for_slots(16, 0, 16384);
         replay(&out, &mut back, &state, &LoadLimits::default(), 0, &|_| false).unwrap();
         assert_eq!(get(&back, 0, "a"), None, "transaction 7 did not end on its other shard");
-        // A part that changed nothing leaves no trace.
+        // A part that changed nothing is still marked: its transaction
+        // counts it among its parts.
         let mut empty = Vec::new();
         log.events = vec![LogEvent::TxBegin(9, 2), LogEvent::TxEnd(9)];
         drain(&mut log, &ks, 0, &mut empty);
-        assert!(empty.is_empty());
+        assert_eq!(committed_parts(&empty).unwrap(), vec![(9, 2)]);
+    }
+
+    /// Values of "a" and "b" after replaying `log`, all transactions
+    /// whose end is in it committed.
+    fn replay_ab(log: &[u8]) -> (ReplayReport, Option<String>, Option<String>) {
+        let state = ShardState::new(ShardSettings::default(), 1);
+        let done: Vec<u64> = committed_parts(log).unwrap().into_iter().map(|(id, _)| id).collect();
+        let mut back = Keyspace::for_slots(16, 0, 16384);
+        let report =
+            replay(log, &mut back, &state, &LoadLimits::default(), 0, &|id| done.contains(&id))
+                .unwrap();
+        (report, get(&back, 0, "a"), get(&back, 0, "b"))
+    }
+
+    #[test]
+    fn a_command_changing_several_keys_is_one_transaction() {
+        let mut ks = Keyspace::for_slots(16, 0, 16384);
+        put(&mut ks, 0, "a", "1", None);
+        put(&mut ks, 0, "b", "2", None);
+        let mut log = LogState { events: vec![key(0, "x")], ..Default::default() };
+        let mark = log.mark();
+        log.events.push(key(0, "a"));
+        log.events.push(key(0, "a"));
+        log.wrap_since(mark, 5);
+        assert_eq!(log.events, vec![key(0, "x"), key(0, "a"), key(0, "a")], "one key: as it is");
+        log.events.push(key(0, "b"));
+        log.wrap_since(mark, 5);
+        assert_eq!(
+            log.events,
+            vec![
+                key(0, "x"),
+                LogEvent::TxBegin(5, 1),
+                key(0, "a"),
+                key(0, "a"),
+                key(0, "b"),
+                LogEvent::TxEnd(5)
+            ]
+        );
+        log.events.remove(0);
+        let mut out = Vec::new();
+        drain(&mut log, &ks, 0, &mut out);
+        let (report, a, b) = replay_ab(&out);
+        assert_eq!(
+            (report.valid_len, a.as_deref(), b.as_deref()),
+            (out.len(), Some("1"), Some("2"))
+        );
+        // Cut anywhere inside: both keys or neither, and the log is whole
+        // only up to the transaction's start.
+        assert!(out.starts_with(b"*3\r\n$7\r\nTXBEGIN"));
+        for cut in 1..out.len() {
+            let (report, a, b) = replay_ab(&out[..cut]);
+            assert_eq!((a, b, report.valid_len), (None, None, 0), "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn exec_changes_are_held_back_and_logged_as_one_block() {
+        let mut ks = Keyspace::for_slots(16, 0, 16384);
+        put(&mut ks, 0, "a", "1", None);
+        put(&mut ks, 0, "b", "2", None);
+        put(&mut ks, 0, "other", "3", None);
+        let mut log = LogState::default();
+        // EXEC 7's first step writes a; another client then writes other;
+        // EXEC 7's second step writes b.
+        let mark = log.mark();
+        log.events.push(key(0, "a"));
+        log.hold_since(mark, 7);
+        log.events.push(key(0, "other"));
+        let mark = log.mark();
+        log.events.push(key(0, "b"));
+        log.hold_since(mark, 7);
+        assert_eq!(log.events, vec![key(0, "other")]);
+        log.commit(7, Some(2));
+        assert_eq!(
+            log.events,
+            vec![
+                key(0, "other"),
+                LogEvent::TxBegin(7, 2),
+                key(0, "a"),
+                key(0, "b"),
+                LogEvent::TxEnd(7)
+            ]
+        );
+        // Nothing held and no part: nothing; nothing held, a part: markers.
+        log.events.clear();
+        log.commit(8, None);
+        assert!(log.events.is_empty());
+        log.commit(8, Some(3));
+        assert_eq!(log.events, vec![LogEvent::TxBegin(8, 3), LogEvent::TxEnd(8)]);
+        // A shard it only read logs what it held as plain changes.
+        log.events.clear();
+        log.events.push(key(0, "a"));
+        log.hold_since(0, 9);
+        log.commit(9, None);
+        assert_eq!(log.events, vec![key(0, "a")]);
+    }
+
+    #[test]
+    fn checks_name_the_first_problem_and_what_a_fix_keeps() {
+        let state = ShardState::new(ShardSettings::default(), 1);
+        let mut ks = Keyspace::for_slots(16, 0, 16384);
+        put(&mut ks, 0, "a", "1", None);
+        put(&mut ks, 0, "b", "2", None);
+        let mut log = rewrite_with_preamble(&ks, &state, 0);
+        let preamble = log.len();
+        let events = vec![
+            LogEvent::TxBegin(3, 1),
+            key(0, "a"),
+            key(0, "b"),
+            LogEvent::TxEnd(3),
+            key(0, "a"),
+        ];
+        let mut pending = LogState { events, ..Default::default() };
+        drain(&mut pending, &ks, 0, &mut log);
+        let sane = check(&log);
+        assert_eq!(
+            sane,
+            CheckReport {
+                preamble_end: Some(preamble),
+                records: 6,
+                valid_len: log.len(),
+                problem: None,
+                unfinished: None
+            }
+        );
+        // Torn last record.
+        let torn = check(&log[..log.len() - 3]);
+        let last = log.len() - key_len(&log, "a");
+        assert_eq!(torn.problem, Some(Problem::Torn { offset: last }));
+        assert_eq!(torn.valid_len, last);
+        // Torn inside the transaction: a fix keeps what precedes it.
+        let begin = preamble;
+        let cut = check(&log[..begin + 40]);
+        assert_eq!(cut.valid_len, begin);
+        assert_eq!(cut.unfinished, Some((3, begin)));
+        assert!(matches!(cut.problem, Some(Problem::Torn { .. })));
+        let whole_records = check(&log[..last - tx_end_len(3)]);
+        assert_eq!(whole_records.problem, Some(Problem::Unfinished { id: 3, offset: begin }));
+        assert_eq!(whole_records.valid_len, begin);
+        // A flipped byte in a RESTORE payload fails its checksum.
+        let mut flipped = log.clone();
+        let at = log.len() - 28;
+        flipped[at] ^= 0x55;
+        match check(&flipped).problem {
+            Some(Problem::Corrupt(e)) => {
+                assert_eq!(e.offset, last);
+                assert!(e.reason.contains("RESTORE of key 'a'"), "{}", e.reason);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Bytes that are no record at all.
+        let mut garbage = log.clone();
+        garbage.extend_from_slice(b"hello\r\n");
+        let report = check(&garbage);
+        assert_eq!(report.valid_len, log.len());
+        assert!(matches!(&report.problem, Some(Problem::Corrupt(e)) if e.offset == log.len()));
+        // An unpaired TXEND, an unknown record.
+        for bad in [&[&b"TXEND"[..], b"4"][..], &[b"SET", b"a", b"b"]] {
+            let mut extra = log.clone();
+            command(&mut extra, bad);
+            assert!(matches!(check(&extra).problem, Some(Problem::Corrupt(_))));
+        }
+        // A damaged preamble.
+        let mut rdb = log.clone();
+        rdb[preamble - 3] ^= 1;
+        assert!(matches!(check(&rdb).problem, Some(Problem::Corrupt(_))));
+        assert!(check(b"").problem.is_none());
+    }
+
+    fn key_len(_log: &[u8], key: &str) -> usize {
+        let ks = {
+            let mut ks = Keyspace::for_slots(16, 0, 16384);
+            put(&mut ks, 0, key, "1", None);
+            ks
+        };
+        let mut out = Vec::new();
+        key_record(&mut out, key.as_bytes(), ks.db(0).get(key.as_bytes()), 0);
+        out.len()
+    }
+
+    fn tx_end_len(id: u64) -> usize {
+        let mut out = Vec::new();
+        command(&mut out, &[b"TXEND", id.to_string().as_bytes()]);
+        out.len()
     }
 }

@@ -59,6 +59,9 @@ pub struct ClientState {
     pub watched: Vec<crate::route::multi::WatchedKey>,
     /// EXEC is running this connection's transaction, which holds its locks.
     pub in_exec: bool,
+    /// The running EXEC's transaction id in the append-only logs (its
+    /// changes are held back on each shard until it ends).
+    pub exec_id: u64,
     /// Pub/Sub subscriptions (also registered in the core's push hub).
     pub subscriptions: std::collections::BTreeSet<(crate::push::Kind, bytes::Bytes)>,
     /// The core this connection lives on.
@@ -168,6 +171,7 @@ impl Connection {
                 multi: None,
                 watched: Vec::new(),
                 in_exec: false,
+                exec_id: 0,
                 subscriptions: Default::default(),
                 home: core.id.0,
                 tracking: None,

@@ -20,6 +20,7 @@
 //! transactions never wait for each other in a cycle; the last step on each
 //! shard releases them. A scheduled transaction never rolls back.
 
+use crate::aof::{log_part, PartLog};
 use crate::mesh::NO_ANSWER;
 use crate::net::connection::Connection;
 use bytes::Bytes;
@@ -98,8 +99,15 @@ async fn split(
             acquire_in_order(conn, steps).await?;
         }
         let mut waiting = Vec::new();
-        // The parts are one transaction in the append-only logs too.
-        let (tx_id, n_parts) = (transaction_id(conn), parts.len());
+        // The parts of a write are one transaction in the append-only logs
+        // too (inside EXEC, part of the EXEC's).
+        let how = if held {
+            PartLog::Exec(conn.state.exec_id)
+        } else if command.spec.is_write() {
+            PartLog::Own { id: transaction_id(conn), parts: parts.len() }
+        } else {
+            PartLog::Plain
+        };
         for (part, (_, locks)) in parts.iter().zip(plan) {
             let cmd = part.command.clone();
             let (tx, rx) = flume::bounded(1);
@@ -109,9 +117,7 @@ async fn split(
                     Box::new(move |core| {
                         let mut shard = core.shard.borrow_mut();
                         let mut out = Vec::new();
-                        crate::aof::begin_part(&mut shard, tx_id, n_parts);
-                        shard.execute(&cmd, &mut out);
-                        crate::aof::end_part(&mut shard, tx_id);
+                        log_part(&mut shard, how, |shard| shard.execute(&cmd, &mut out));
                         if !locks.is_empty() {
                             shard.tx_release(&locks);
                         }
@@ -240,6 +246,12 @@ where
         .collect();
     acquire_in_order(conn, steps).await?;
     let held = conn.state.in_exec;
+    // All shards or none in the append-only logs too.
+    let how = if held {
+        PartLog::Exec(conn.state.exec_id)
+    } else {
+        PartLog::Own { id: transaction_id(conn), parts: shards }
+    };
     let mut waiting = Vec::with_capacity(shards);
     for i in 0..shards {
         let (f, whole) = (f.clone(), whole.clone());
@@ -249,7 +261,7 @@ where
                 ShardId(i as u16),
                 Box::new(move |core| {
                     let mut shard = core.shard.borrow_mut();
-                    f(&mut shard);
+                    log_part(&mut shard, how, |shard| f(shard));
                     if !held {
                         shard.tx_release(&whole);
                     }
@@ -358,6 +370,7 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
     // Only shards that change something write a part to their logs.
     let writers = changes.values().filter(|list| !list.is_empty()).count();
     let (tx_id, n_parts) = (transaction_id(conn), writers);
+    let exec_id = conn.state.exec_id;
     for (shard, locks) in plan {
         let list = changes.remove(&shard).unwrap_or_default();
         let reads = remembered.remove(&shard).unwrap_or_default();
@@ -373,17 +386,15 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
                         readers.into_iter().for_each(|reader| tracking.remember(&key, reader));
                     }
                     tracking.limit_used_slots();
-                    let writes = !list.is_empty();
-                    if writes {
-                        crate::aof::begin_part(&mut shard, tx_id, n_parts);
-                    }
+                    let how = match (held, list.is_empty()) {
+                        (true, _) => PartLog::Exec(exec_id),
+                        (false, false) => PartLog::Own { id: tx_id, parts: n_parts },
+                        (false, true) => PartLog::Plain,
+                    };
                     // The changes are this client's (NOLOOP).
                     let before = shard.state.funnel.tracking.changes_by(writer);
-                    apply_changes(&mut shard, list);
+                    log_part(&mut shard, how, |shard| apply_changes(shard, list));
                     shard.state.funnel.tracking.changes_by(before);
-                    if writes {
-                        crate::aof::end_part(&mut shard, tx_id);
-                    }
                     if !held {
                         shard.tx_release(&locks);
                     }
@@ -436,7 +447,7 @@ fn lock_set_for(command: &ShardCommand, keys: &[Bytes], databases: usize) -> Loc
 /// Applies a gathered command's changes on their owner, through its funnel.
 /// A random id for a cross-shard transaction's parts in the append-only
 /// logs (random, so that ids of earlier runs never match new ones).
-fn transaction_id(conn: &Connection) -> u64 {
+pub(crate) fn transaction_id(conn: &Connection) -> u64 {
     conn.core.shard.borrow_mut().state.random()
 }
 

@@ -41,6 +41,8 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
         // pipeline back instead of growing our buffers).
         if conn.out.len() + segment.buffered() >= OUTPUT_FLUSH_BYTES {
             segment.finish(conn).await;
+            // The replies of writes leave once the log has them.
+            conn.core.publish_durably().await;
             if conn.flush().await.is_err() {
                 conn.state.close_after_reply = true;
                 break;
@@ -150,7 +152,7 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
         }
     }
     segment.finish(conn).await;
-    conn.core.publish_changes();
+    conn.core.publish_durably().await;
 }
 
 /// Whether CLIENT CACHING stops applying once this command has run: it

@@ -18,7 +18,14 @@
 //! No other client can touch a locked key in between, so nobody observes a
 //! partial transaction. Runtime errors are replies in place; nothing rolls
 //! back, as in Redis.
+//!
+//! In the append-only logs the transaction is all or nothing, as Redis
+//! wraps it in MULTI … EXEC in its AOF: each shard holds back what the
+//! transaction's steps change, and the release step logs it as that
+//! shard's part of one cross-shard transaction (see `crate::aof`), before
+//! EXEC's reply leaves.
 
+use crate::aof::{end_exec, log_part, PartLog};
 use crate::net::connection::Connection;
 use bytes::Bytes;
 use ringdb_engine::command::spec::flags;
@@ -177,17 +184,24 @@ pub async fn exec(conn: &mut Connection) -> CmdResult {
         .collect();
     let unchanged = super::cross::acquire_in_order(conn, steps).await?;
 
+    let mut ran = None;
     if unchanged.iter().all(|ok| *ok) {
         conn.state.in_exec = true;
+        conn.state.exec_id = super::cross::transaction_id(conn);
         conn.reply().array(multi.queued.len());
-        run_queued(conn, multi.queued).await;
+        let visited = run_queued(conn, multi.queued).await;
         conn.state.in_exec = false;
+        ran = Some((conn.state.exec_id, visited));
     } else {
         conn.reply().null_array();
     }
-    release(conn, plan).await;
+    release(conn, plan, ran).await;
     Ok(())
 }
+
+/// The shards EXEC ran commands on itself (not through a cross-shard step),
+/// and whether one of those commands may write.
+type Visited = BTreeMap<ShardId, bool>;
 
 /// The locks EXEC takes, by shard in ascending order.
 fn lock_plan(
@@ -213,7 +227,9 @@ fn lock_plan(
             }
             Exec::Node(cmd) if visits_every_shard(cmd) => whole = true,
             Exec::Shard(_) | Exec::Split { .. } => {
-                let mode = if spec.is_write() { LockMode::Exclusive } else { LockMode::Shared };
+                // Scripts (EVAL, FCALL) may write: exclusive too.
+                let mode =
+                    if spec.locks_exclusively() { LockMode::Exclusive } else { LockMode::Shared };
                 // COPY … DB and MOVE also touch the key in another database.
                 let every_db = matches!(spec.name, "copy" | "move");
                 spec.for_each_key(&q.args, |i| {
@@ -239,23 +255,28 @@ fn lock_plan(
     plan.into_iter().collect()
 }
 
-/// Runs the queued commands in order, writing each reply to `conn.out`.
-async fn run_queued(conn: &mut Connection, queued: Vec<Queued>) {
+/// Runs the queued commands in order, writing each reply to `conn.out`;
+/// returns the shards it ran commands on.
+async fn run_queued(conn: &mut Connection, queued: Vec<Queued>) -> Visited {
     // Consecutive commands for one shard, sent as one hop.
     let mut group: Option<(ShardId, Vec<ShardCommand>)> = None;
+    let mut visited = Visited::new();
     for Queued { reg, args } in queued {
         let spec = reg.spec;
         match spec.exec {
             Exec::Shard(_) | Exec::Split { .. } => {
                 let command = ShardCommand { id: reg.id, spec, args, client: conn.state.info() };
                 match super::target(conn, &command) {
-                    super::Target::One(shard) => match &mut group {
-                        Some((s, cmds)) if *s == shard => cmds.push(command),
-                        _ => {
-                            run_group(conn, group.take()).await;
-                            group = Some((shard, vec![command]));
+                    super::Target::One(shard) => {
+                        *visited.entry(shard).or_default() |= spec.locks_exclusively();
+                        match &mut group {
+                            Some((s, cmds)) if *s == shard => cmds.push(command),
+                            _ => {
+                                run_group(conn, group.take()).await;
+                                group = Some((shard, vec![command]));
+                            }
                         }
-                    },
+                    }
                     super::Target::Many => {
                         run_group(conn, group.take()).await;
                         let mark = conn.out.len();
@@ -280,6 +301,7 @@ async fn run_queued(conn: &mut Connection, queued: Vec<Queued>) {
         }
     }
     run_group(conn, group).await;
+    visited
 }
 
 /// Runs a group of commands on their shard in one hop, without lock checks
@@ -287,15 +309,18 @@ async fn run_queued(conn: &mut Connection, queued: Vec<Queued>) {
 async fn run_group(conn: &mut Connection, group: Option<(ShardId, Vec<ShardCommand>)>) {
     let Some((shard, commands)) = group else { return };
     let n = commands.len();
+    let held = PartLog::Exec(conn.state.exec_id);
     let result = conn
         .core
         .invoke_on(shard, move |core| {
             let mut shard = core.shard.borrow_mut();
             let mut clock = Clock::start();
             let mut out = Vec::new();
-            for command in &commands {
-                shard.execute_with(command, &mut out, &mut clock);
-            }
+            log_part(&mut shard, held, |shard| {
+                for command in &commands {
+                    shard.execute_with(command, &mut out, &mut clock);
+                }
+            });
             drop(shard);
             core.publish_changes();
             out
@@ -311,15 +336,38 @@ async fn run_group(conn: &mut Connection, group: Option<(ShardId, Vec<ShardComma
     }
 }
 
-/// Releases EXEC's locks, one hop per shard.
-async fn release(conn: &Connection, plan: Vec<(ShardId, LockSet)>) {
-    let mut waiting = Vec::with_capacity(plan.len());
-    for (shard, locks) in plan {
+/// Releases EXEC's locks, one hop per shard. When the transaction ran
+/// (`ran`: its id and the shards it visited), each shard first logs what it
+/// held back for it: a part of one transaction on every shard where it
+/// could write (an exclusive lock, or a command that may write), so that
+/// after a crash it is replayed only if every such shard's log has its part.
+async fn release(conn: &Connection, plan: Vec<(ShardId, LockSet)>, ran: Option<(u64, Visited)>) {
+    let mut shards: BTreeMap<ShardId, (LockSet, bool)> = plan
+        .into_iter()
+        .map(|(shard, locks)| {
+            let writes = locks.iter().any(|(_, mode)| *mode == LockMode::Exclusive);
+            (shard, (locks, writes))
+        })
+        .collect();
+    let exec_id = ran.as_ref().map(|(id, _)| *id);
+    for (shard, writes) in ran.map(|(_, visited)| visited).unwrap_or_default() {
+        shards.entry(shard).or_default().1 |= writes;
+    }
+    let parts = shards.values().filter(|(_, writes)| *writes).count();
+    let mut waiting = Vec::with_capacity(shards.len());
+    for (shard, (locks, writes)) in shards {
         let (tx, rx) = flume::bounded(1);
         conn.core
             .send_job(
                 shard,
                 Box::new(move |core| {
+                    if let Some(id) = exec_id {
+                        let mut shard = core.shard.borrow_mut();
+                        end_exec(&mut shard, id, writes.then_some(parts));
+                        drop(shard);
+                        // Logged (and synced) before EXEC's reply leaves.
+                        core.publish_changes();
+                    }
                     core.shard.borrow_mut().tx_release(&locks);
                     let _ = tx.send(());
                 }),

@@ -164,9 +164,14 @@ impl Segment {
                     core.shard.borrow_mut().run_batch(
                         commands,
                         Box::new(move |shard, reply| {
-                            // Pushes leave before the reply does.
-                            notifier.publish_shard_changes(shard);
-                            let _ = tx.send(reply);
+                            // Pushes leave before the reply does; the reply
+                            // once the log has the batch's writes on disk
+                            // (one sync for every batch of the moment under
+                            // `appendfsync always`).
+                            notifier.publish_group_committed(shard);
+                            notifier.after_log_sync(Box::new(move || {
+                                let _ = tx.send(reply);
+                            }));
                         }),
                     );
                 });
