@@ -369,6 +369,22 @@ fn undeclared_keys_are_refused_unless_allowed() {
 
 /// A connection whose core is not `busy_shard`'s: connections land on cores
 /// as the kernel spreads them, so try until one answers.
+/// A connection on a core that answers while `key`'s shard runs a script,
+/// once that script is past the busy threshold (GET `key` gets BUSY): polls
+/// rather than sleeping a fixed time, which a loaded machine can outlast.
+fn busy_connection_off(server: &Server, key: &str) -> Raw {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let (conn, reply) = connection_off(server, &["GET", key]);
+        if reply.starts_with("-BUSY") {
+            assert_eq!(reply, "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n");
+            return conn;
+        }
+        assert!(Instant::now() < deadline, "the script never became busy: {reply}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
 fn connection_off(server: &Server, probe: &[&str]) -> (Raw, String) {
     for _ in 0..40 {
         let mut r = server.raw();
@@ -395,11 +411,9 @@ fn busy_scripts_get_busy_replies_and_script_kill() {
     // A script that never ends, on a's shard.
     let mut runner = server.raw();
     runner.cmd(&[b"EVAL", b"while true do end", b"1", a.as_bytes()]);
-    thread::sleep(Duration::from_millis(300));
     // A client on the other core gets BUSY for a's shard, and is served
     // for b's.
-    let (mut other, reply) = connection_off(&server, &["GET", &a]);
-    assert_eq!(reply, "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n");
+    let mut other = busy_connection_off(&server, &a);
     assert_eq!(other.call(&["SET", &b, "1"]), "+OK\r\n");
     assert!(other.call(&["DBSIZE"]).starts_with("-BUSY"));
     assert_eq!(other.call(&["FUNCTION", "KILL"]), "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n");
@@ -423,17 +437,22 @@ fn busy_scripts_get_busy_replies_and_script_kill() {
         b"1",
         a.as_bytes(),
     ]);
-    thread::sleep(Duration::from_millis(300));
-    let (mut other, reply) = connection_off(&server, &["SCRIPT", "KILL"]);
-    assert_eq!(reply, "+OK\r\n");
+    let mut other = busy_connection_off(&server, &a);
+    assert_eq!(other.call(&["SCRIPT", "KILL"]), "+OK\r\n");
     let killed = String::from_utf8_lossy(&runner.read_frame()).into_owned();
     assert!(killed.contains("Script killed by user with SCRIPT KILL..."), "{killed}");
 
     // A script that wrote cannot be killed; it ends by itself.
     let wrote = "redis.call('set', KEYS[1], 'w') local t = tonumber(redis.call('time')[1]) while tonumber(redis.call('time')[1]) < t + 2 do end return 'done'";
     runner.cmd(&[b"EVAL", wrote.as_bytes(), b"1", a.as_bytes()]);
-    thread::sleep(Duration::from_millis(400));
-    let reply = other.call(&["SCRIPT", "KILL"]);
+    // `other` is on a core that answers: ask until the script is past the
+    // busy threshold (it runs for 2 s).
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut reply = other.call(&["SCRIPT", "KILL"]);
+    while reply.starts_with("-NOTBUSY") && Instant::now() < deadline {
+        thread::sleep(Duration::from_millis(10));
+        reply = other.call(&["SCRIPT", "KILL"]);
+    }
     assert!(
         reply.starts_with("-UNKILLABLE Sorry the script already executed write commands"),
         "{reply}"
