@@ -90,9 +90,10 @@ pub fn start(core: &Rc<Core>, fds: Vec<OwnedFd>) -> Result<&'static str, String>
                 for fd in fds {
                     driver.listen(fd);
                 }
+                let spin = Duration::from_micros(core.config.borrow().spin_before_park_us());
                 let core = core.clone();
-                glommio::spawn_local(driver.run(move |stream| admit(&core, Socket::Uring(stream))))
-                    .detach();
+                let run = driver.run(spin, move |stream| admit(&core, Socket::Uring(stream)));
+                glommio::spawn_local(run).detach();
                 return Ok("uring");
             }
             Err(e) if wanted == "uring" => {

@@ -163,14 +163,21 @@ impl Driver {
 
     /// Runs the shard's network for ever; `on_accept` receives every new
     /// connection.
-    pub async fn run(self: Rc<Self>, on_accept: impl Fn(UringStream)) {
+    pub async fn run(self: Rc<Self>, spin: Duration, on_accept: impl Fn(UringStream)) {
         // SAFETY: a duplicate of our eventfd, owned by the glommio file.
         let efile =
             Rc::new(unsafe { BufferedFile::from_raw_fd(libc::dup(self.eventfd.as_raw_fd())) });
         let mut wait: Option<Pin<Box<dyn Future<Output = ()>>>> = None;
+        let mut last_work = Instant::now();
         loop {
             if self.turn(&on_accept) > 0 {
                 // Let the connections just woken run and queue their replies.
+                last_work = Instant::now();
+                glommio::executor().yield_now().await;
+                continue;
+            }
+            if !spin.is_zero() && last_work.elapsed() < spin {
+                // `spin-before-park`: keep turning a while before sleeping.
                 glommio::executor().yield_now().await;
                 continue;
             }
