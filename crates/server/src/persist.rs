@@ -51,10 +51,10 @@ use tracing::{info, warn};
 const BGSAVE_RETRY_DELAY_S: u64 = 5;
 
 /// Bytes a shard serialises in one step before it lets commands run.
-const STEP_BYTES: usize = 256 * 1024;
+const STEP_BYTES: usize = 128 * 1024;
 
 /// Steps on their way from the shards to the file writer (about 4 MB).
-const IN_FLIGHT: usize = 16;
+const IN_FLIGHT: usize = 32;
 
 pub const SAVE_IN_PROGRESS: CmdError = CmdError::new("ERR Background save already in progress");
 
@@ -233,8 +233,42 @@ fn begin_shard(core: &Rc<Core>, pieces: flume::Sender<Piece>, params: SnapshotPa
         let dirty = shard.state.funnel.dirty;
         Started { counts: shard.keyspace.begin_snapshot(params), dirty, functions }
     };
-    glommio::spawn_local(stream_shard(core.clone(), pieces)).detach();
+    match glommio::spawn_local_into(stream_shard(core.clone(), pieces), step_queue()) {
+        Ok(task) => {
+            task.detach();
+        }
+        Err(e) => {
+            // The writer will miss this shard's part and fail the save.
+            warn!("cannot start the snapshot task: {e}");
+            core.shard.borrow_mut().keyspace.abort_snapshot();
+        }
+    }
     started
+}
+
+/// How long a shard's snapshot task may run before the executor polls for
+/// I/O (the task yields between steps when that time is up).
+const STEP_LATENCY: Duration = Duration::from_millis(1);
+
+thread_local! {
+    static STEP_QUEUE: std::cell::OnceCell<glommio::TaskQueueHandle> =
+        const { std::cell::OnceCell::new() };
+}
+
+/// This core's task queue for snapshot steps: its latency requirement
+/// shortens the executor's preemption timer while a snapshot runs (plain
+/// yields would not poll for I/O, and sleeping between steps would hand
+/// the CPU to other processes).
+fn step_queue() -> glommio::TaskQueueHandle {
+    STEP_QUEUE.with(|q| {
+        *q.get_or_init(|| {
+            glommio::executor().create_task_queue(
+                glommio::Shares::default(),
+                glommio::Latency::Matters(STEP_LATENCY),
+                "snapshot",
+            )
+        })
+    })
 }
 
 /// The shard's background part: serialise a step, hand it to the writer,
@@ -253,9 +287,10 @@ async fn stream_shard(core: Rc<Core>, pieces: flume::Sender<Piece>) {
             let _ = pieces.send_async(Piece::Done).await;
             return;
         }
-        // Back to the reactor: connections with input are served before
-        // the next step.
-        glommio::executor().yield_task_queue_now().await;
+        // The task queue's latency makes the executor poll for I/O at least
+        // every STEP_LATENCY: then connections with input run before the
+        // next step.
+        glommio::yield_if_needed().await;
     }
 }
 
