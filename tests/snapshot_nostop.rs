@@ -38,6 +38,10 @@ fn wait_bgsave(c: &mut redis::Connection) -> String {
     info_field(c, "rdb_last_bgsave_status")
 }
 
+fn bgsave(c: &mut redis::Connection) -> String {
+    q::<String>(c, &["BGSAVE"]).unwrap_or_else(|e| panic!("BGSAVE: {e:?}"))
+}
+
 /// A value of about 100 bytes, so that the snapshot takes a while.
 fn value(tag: &str, i: usize) -> String {
     format!("{tag}:{i}:{}", "v".repeat(90))
@@ -110,7 +114,7 @@ fn a_bgsave_holds_exactly_the_data_of_its_start_while_clients_write() {
         while msets.load(Ordering::Relaxed) < 20 {
             std::thread::sleep(Duration::from_millis(1));
         }
-        assert_eq!(q::<String>(&mut c, &["BGSAVE"]).unwrap(), "Background saving started");
+        assert_eq!(bgsave(&mut c), "Background saving started");
         // From here on every change is after the snapshot point. Two
         // writers overwrite, delete and add keys all over both shards.
         let writers: Vec<_> = (0..2)
@@ -167,7 +171,7 @@ fn commands_are_answered_while_a_snapshot_runs() {
     let mut probe = server.client();
     let (a, b) = keys_on_two_shards();
     q::<String>(&mut probe, &["MSET", &a, "1", &b, "1"]).unwrap();
-    assert_eq!(q::<String>(&mut c, &["BGSAVE"]).unwrap(), "Background saving started");
+    assert_eq!(bgsave(&mut c), "Background saving started");
     let (mut answered, mut slowest) = (0, Duration::ZERO);
     while saving(&mut c) {
         let at = Instant::now();
@@ -195,7 +199,7 @@ fn swapdb_flushall_and_a_second_save_during_a_snapshot() {
         fill(&mut c, "zero", 60_000);
         q::<String>(&mut c, &["SELECT", "1"]).unwrap();
         fill(&mut c, "one", 60_000);
-        assert_eq!(q::<String>(&mut c, &["BGSAVE"]).unwrap(), "Background saving started");
+        assert_eq!(bgsave(&mut c), "Background saving started");
         let err = q::<String>(&mut c, &["BGSAVE"]).unwrap_err();
         assert!(err.to_string().contains("Background save already in progress"), "{err}");
         let err = q::<String>(&mut c, &["BGSAVE", "SCHEDULE"]).unwrap_err();
@@ -234,7 +238,7 @@ fn shutdown_during_a_bgsave_saves_the_latest_data() {
         let mut server = server_on(&dir);
         let mut c = server.client();
         fill(&mut c, "k", N);
-        assert_eq!(q::<String>(&mut c, &["BGSAVE"]).unwrap(), "Background saving started");
+        assert_eq!(bgsave(&mut c), "Background saving started");
         q::<String>(&mut c, &["MSET", &a, "latest", &b, "latest"]).unwrap();
         let _ = q::<String>(&mut c, &["SHUTDOWN", "SAVE"]);
         let deadline = Instant::now() + Duration::from_secs(60);

@@ -59,7 +59,7 @@ pub struct DbSnapshot {
 impl DbSnapshot {
     pub fn new(db: usize, params: SnapshotParams, tables: usize) -> Self {
         let mut done = vec![0u64; tables.div_ceil(64)];
-        if tables % 64 != 0 {
+        if !tables.is_multiple_of(64) {
             // Bits past the last table count as done.
             if let Some(last) = done.last_mut() {
                 *last = !0 << (tables % 64);
