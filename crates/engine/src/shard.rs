@@ -367,12 +367,7 @@ impl ShardState {
 
     /// The LFU counter of an access field after decay (OBJECT FREQ).
     pub fn lfu_decayed(&self, access: u32, now_ms: u64) -> u32 {
-        let ldt = access >> 8;
-        let counter = access & 255;
-        let now = lfu_minutes(now_ms);
-        let elapsed = if now >= ldt { now - ldt } else { 65535 - ldt + now };
-        let periods = elapsed.checked_div(self.settings.lfu_decay_time).unwrap_or(0);
-        counter.saturating_sub(periods)
+        lfu_decayed(access, now_ms, self.settings.lfu_decay_time)
     }
 
     fn lfu_log_incr(&mut self, counter: u32) -> u32 {
@@ -388,6 +383,17 @@ impl ShardState {
             counter
         }
     }
+}
+
+/// The LFU counter of an access field after `decay_time` minutes per step
+/// of decay (Redis's `LFUDecrAndReturn`); 0 turns decay off.
+pub fn lfu_decayed(access: u32, now_ms: u64, decay_time: u32) -> u32 {
+    let ldt = access >> 8;
+    let counter = access & 255;
+    let now = lfu_minutes(now_ms);
+    let elapsed = if now >= ldt { now - ldt } else { 65535 - ldt + now };
+    let periods = elapsed.checked_div(decay_time).unwrap_or(0);
+    counter.saturating_sub(periods)
 }
 
 fn lfu_minutes(now_ms: u64) -> u32 {

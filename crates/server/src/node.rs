@@ -571,6 +571,7 @@ fn wait_for_signal(shared: &Shared) {
                     }
                     let core = core.clone();
                     glommio::spawn_local(async move {
+                        crate::persist::stop_background_save(&core).await;
                         info!("Saving the final RDB snapshot before exiting.");
                         if let Err(e) = crate::persist::save(&core, false).await {
                             error!("Error trying to save the DB before exiting: {e}");

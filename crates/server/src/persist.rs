@@ -2,39 +2,67 @@
 //! RELOAD, saving at SHUTDOWN, and loading `dir`/`dbfilename` at start-up.
 //!
 //! One RDB file for the whole node, as redis-server writes it (so that
-//! redis-server and redis-check-rdb read it). Consistency across shards:
-//! a snapshot locks every whole shard through the cross-shard transaction
-//! scheme (intent locks taken in ascending shard order, as FLUSHALL takes
-//! them), so it is taken at one logical point: a cross-shard transaction
-//! (MSET over two shards, MULTI/EXEC, a gathered RENAME) is entirely in it
-//! or entirely out. Once every lock is held, all shards serialise their own
-//! keys in parallel into memory, then release; BGSAVE assembles and writes
-//! the file on a background thread while the shards serve again.
+//! redis-server and redis-check-rdb read it). No fork and no stop: the
+//! shards keep serving commands, writes included, while their snapshot is
+//! written (see `ringdb_engine::persist::live`).
 //!
-//! What this does not do yet: the "no stop" snapshot of the issue (keeping
-//! pre-images of entries changed while a shard is being written): a shard
-//! is busy while it serialises its keys to bytes (not while the file is
-//! written).
+//! - Starting: every whole shard is locked through the cross-shard
+//!   transaction scheme (intent locks in ascending shard order, as FLUSHALL
+//!   takes them) only for the instant it takes to start the snapshot on
+//!   each shard, so all shards snapshot at one logical point: a cross-shard
+//!   transaction (MSET over two shards, MULTI/EXEC, a gathered RENAME) is
+//!   entirely in it or entirely out.
+//! - Running: each shard serialises its slot tables in a background task of
+//!   its own, [`STEP_BYTES`] at a time, yielding to commands between steps;
+//!   a write to a table not serialised yet serialises the table first (its
+//!   pre-image). The bytes go through a bounded channel ([`IN_FLIGHT`]
+//!   steps) to a thread that writes the file, so memory grows by the bytes
+//!   in flight and the pre-images, not by a copy of the data.
+//! - The file: header and function libraries, then the pieces in the order
+//!   they come, each preceded by `SELECTDB` when its database differs from
+//!   the previous piece's (the first time with `RESIZEDB` and the database's
+//!   size at the snapshot point: a hint, as Redis's loader takes it), then
+//!   `EOF` and the CRC64, computed as the bytes go by.
+//!
+//! One snapshot file is written at a time (`snapshot_busy`). SAVE waits for
+//! its end (commands still run meanwhile); SHUTDOWN stops a running
+//! background save first (as Redis kills its child) and then saves.
 
-use crate::node::Core;
+use crate::node::{Core, Shared};
 use ringdb_engine::command::CmdError;
 use ringdb_engine::families::dump::load_limits;
 use ringdb_engine::locks::{LockMode, LockSet, WHOLE_SHARD};
-use ringdb_engine::persist::rdb::encode::Encoder;
-use ringdb_engine::persist::snapshot::{self, ShardPart};
+use ringdb_engine::persist::crc64;
+use ringdb_engine::persist::live::{DbCount, SnapshotParams};
+use ringdb_engine::persist::rdb::encode::{self, Encoder};
+use ringdb_engine::persist::snapshot;
 use ringdb_engine::shard::now_ms;
 use ringdb_engine::ShardId;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
 use tracing::{info, warn};
 
 /// Seconds before a failed background save is retried by the schedule
 /// (Redis's `CONFIG_BGSAVE_RETRY_DELAY`).
 const BGSAVE_RETRY_DELAY_S: u64 = 5;
 
+/// Bytes a shard serialises in one step before it lets commands run.
+const STEP_BYTES: usize = 128 * 1024;
+
+/// Steps on their way from the shards to the file writer (about 4 MB).
+const IN_FLIGHT: usize = 32;
+
 pub const SAVE_IN_PROGRESS: CmdError = CmdError::new("ERR Background save already in progress");
+
+/// BGSAVE while a foreground save (SAVE, DEBUG RELOAD) writes the file:
+/// Redis's answer when another child process is busy.
+pub const OTHER_SAVE_RUNNING: CmdError = CmdError::new(
+    "ERR Another child process is active (AOF?): can't BGSAVE right now. Use BGSAVE SCHEDULE in order to schedule a BGSAVE whenever possible.",
+);
 
 /// The node's snapshot state (INFO persistence, LASTSAVE), shared by all
 /// cores.
@@ -43,6 +71,11 @@ pub struct Persistence {
     /// Unix seconds of the last successful save (or of start-up).
     pub last_save: AtomicU64,
     pub bgsave_in_progress: AtomicBool,
+    /// A snapshot file is being written (by BGSAVE, SAVE or DEBUG RELOAD):
+    /// only one at a time.
+    pub snapshot_busy: AtomicBool,
+    /// Stop the running background save (SHUTDOWN).
+    pub cancel: AtomicBool,
     /// BGSAVE SCHEDULE (or BGSAVE inside MULTI) waiting to start.
     pub bgsave_scheduled: AtomicBool,
     pub last_bgsave_ok: AtomicBool,
@@ -66,6 +99,8 @@ impl Default for Persistence {
         Persistence {
             last_save: AtomicU64::new(now_ms() / 1000),
             bgsave_in_progress: AtomicBool::new(false),
+            snapshot_busy: AtomicBool::new(false),
+            cancel: AtomicBool::new(false),
             bgsave_scheduled: AtomicBool::new(false),
             last_bgsave_ok: AtomicBool::new(true),
             last_bgsave_time_s: AtomicI64::new(-1),
@@ -111,18 +146,27 @@ async fn unlock_all(core: &Rc<Core>, in_exec: bool) -> Result<(), CmdError> {
     Ok(())
 }
 
-/// Every shard's part of a snapshot, taken at one logical point.
-async fn take_parts(core: &Rc<Core>, in_exec: bool) -> Result<Vec<ShardPart>, CmdError> {
-    lock_all(core, in_exec).await?;
-    let parts = core
-        .invoke_on_all(|core| {
-            let encoder = Encoder { compress: core.config.borrow().rdbcompression() };
-            let shard = core.shard.borrow();
-            snapshot::serialize(&shard.keyspace, &shard.state, now_ms(), encoder)
-        })
-        .await;
-    unlock_all(core, in_exec).await?;
-    parts
+/// Takes the right to write the snapshot file. `wait`: until the running
+/// foreground save ends (never inside EXEC: that save may be waiting for
+/// the locks this EXEC holds). A background save running is an error.
+async fn claim(core: &Core, wait: bool) -> Result<(), CmdError> {
+    let p = &core.shared.persist;
+    loop {
+        if p.bgsave_in_progress.load(Relaxed) {
+            return Err(SAVE_IN_PROGRESS);
+        }
+        if !p.snapshot_busy.swap(true, Relaxed) {
+            return Ok(());
+        }
+        if !wait {
+            return Err(SAVE_IN_PROGRESS);
+        }
+        glommio::timer::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+fn release(core: &Core) {
+    core.shared.persist.snapshot_busy.store(false, Relaxed);
 }
 
 /// How a file is written, fixed when the snapshot is taken.
@@ -153,38 +197,277 @@ fn aux_fields() -> Vec<(&'static str, String)> {
     ]
 }
 
-/// Assembles and writes the file: a temporary file in the same directory,
-/// synced, then renamed over the old one (a crash leaves the old file or
-/// the new one, never half of one).
-fn write_file(target: &Target, parts: &[ShardPart]) -> std::io::Result<usize> {
-    let bytes = snapshot::assemble(
-        &aux_fields(),
-        parts,
-        Encoder { compress: target.compress },
-        target.checksum,
-    );
-    let dir = target.path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let tmp = dir.join(format!("temp-{}.rdb", std::process::id()));
-    let result = (|| {
-        let mut file = std::fs::File::create(&tmp)?;
-        file.write_all(&bytes)?;
-        file.sync_all()?;
-        std::fs::rename(&tmp, &target.path)?;
-        if let Ok(d) = std::fs::File::open(dir) {
-            let _ = d.sync_all();
+/// What a shard streams to the file writer.
+enum Piece {
+    /// Serialised keys of database `db` (its number at the snapshot point).
+    Keys { db: usize, bytes: Vec<u8> },
+    /// The shard's last piece was sent.
+    Done,
+}
+
+/// What a shard reports when its snapshot starts.
+struct Started {
+    counts: Vec<DbCount>,
+    /// The shard's change counter at the snapshot point (what a successful
+    /// save subtracts, as Redis's `dirty_before_bgsave`).
+    dirty: u64,
+    /// The code of every function library (the same on every shard).
+    functions: Vec<Vec<u8>>,
+}
+
+/// Starts the snapshot on this core's shard and the task that streams it.
+fn begin_shard(core: &Rc<Core>, pieces: flume::Sender<Piece>, params: SnapshotParams) -> Started {
+    let started = {
+        let mut shard = core.shard.borrow_mut();
+        let settings = &shard.state.settings;
+        let params = SnapshotParams {
+            lfu_decay_time: settings.lfu.then_some(settings.lfu_decay_time),
+            ..params
+        };
+        let functions = shard
+            .state
+            .scripting
+            .libraries()
+            .map(|libs| libs.libs.values().map(|l| l.code.to_vec()).collect())
+            .unwrap_or_default();
+        let dirty = shard.state.funnel.dirty;
+        Started { counts: shard.keyspace.begin_snapshot(params), dirty, functions }
+    };
+    match glommio::spawn_local_into(stream_shard(core.clone(), pieces), step_queue()) {
+        Ok(task) => {
+            task.detach();
         }
-        Ok(bytes.len())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        Err(e) => {
+            // The writer will miss this shard's part and fail the save.
+            warn!("cannot start the snapshot task: {e}");
+            core.shard.borrow_mut().keyspace.abort_snapshot();
+        }
     }
-    result
+    started
+}
+
+/// How long a shard's snapshot task may run before the executor polls for
+/// I/O (the task yields between steps when that time is up).
+const STEP_LATENCY: Duration = Duration::from_millis(1);
+
+thread_local! {
+    static STEP_QUEUE: std::cell::OnceCell<glommio::TaskQueueHandle> =
+        const { std::cell::OnceCell::new() };
+}
+
+/// This core's task queue for snapshot steps: its latency requirement
+/// shortens the executor's preemption timer while a snapshot runs (plain
+/// yields would not poll for I/O, and sleeping between steps would hand
+/// the CPU to other processes).
+fn step_queue() -> glommio::TaskQueueHandle {
+    STEP_QUEUE.with(|q| {
+        *q.get_or_init(|| {
+            glommio::executor().create_task_queue(
+                glommio::Shares::default(),
+                glommio::Latency::Matters(STEP_LATENCY),
+                "snapshot",
+            )
+        })
+    })
+}
+
+/// The shard's background part: serialise a step, hand it to the writer,
+/// let the commands waiting run, again until every table is written. When
+/// the writer is gone (an error, a cancelled save) the snapshot is dropped.
+async fn stream_shard(core: Rc<Core>, pieces: flume::Sender<Piece>) {
+    loop {
+        let step = core.shard.borrow_mut().keyspace.snapshot_step(STEP_BYTES);
+        for (db, bytes) in step.chunks {
+            if pieces.send_async(Piece::Keys { db, bytes }).await.is_err() {
+                core.shard.borrow_mut().keyspace.abort_snapshot();
+                return;
+            }
+        }
+        if step.finished {
+            let _ = pieces.send_async(Piece::Done).await;
+            return;
+        }
+        // The task queue's latency makes the executor poll for I/O at least
+        // every STEP_LATENCY: then connections with input run before the
+        // next step.
+        glommio::yield_if_needed().await;
+    }
+}
+
+/// A snapshot started on every shard, its file being written.
+struct Running {
+    result: flume::Receiver<std::io::Result<usize>>,
+    /// Every shard's change counter at the snapshot point.
+    dirty: Vec<u64>,
+    path: PathBuf,
+}
+
+/// Starts a snapshot of every shard at one logical point and the thread
+/// that writes its file. `locked`: the caller holds every shard's lock
+/// already (EXEC, DEBUG RELOAD).
+async fn start(core: &Rc<Core>, target: Target, locked: bool) -> Result<Running, CmdError> {
+    let (pieces, received) = flume::bounded(IN_FLIGHT);
+    let params = SnapshotParams {
+        now_ms: now_ms(),
+        encoder: Encoder { compress: target.compress },
+        lfu_decay_time: None,
+    };
+    lock_all(core, locked).await?;
+    let started = core.invoke_on_all(move |core| begin_shard(core, pieces.clone(), params)).await;
+    unlock_all(core, locked).await?;
+    let started = started?;
+    let path = target.path.clone();
+    let writer = FileWriter::new(target, &started, received, core.shared.clone());
+    let (done, result) = flume::bounded(1);
+    std::thread::Builder::new()
+        .name("ringdb-snapshot".into())
+        .spawn(move || {
+            let _ = done.send(writer.write());
+        })
+        .map_err(|e| CmdError::owned(format!("ERR Can't save in background: {e}")))?;
+    Ok(Running { result, dirty: started.iter().map(|s| s.dirty).collect(), path })
+}
+
+impl Running {
+    /// Waits for the file: its size, or why it could not be written.
+    async fn finish(&self) -> Result<usize, String> {
+        match self.result.recv_async().await {
+            Ok(Ok(bytes)) => Ok(bytes),
+            Ok(Err(e)) => Err(format!("Failed saving the RDB file {}: {e}", self.path.display())),
+            Err(_) => Err("the snapshot writer stopped".into()),
+        }
+    }
+}
+
+/// Writes a snapshot's file from the pieces the shards stream.
+struct FileWriter {
+    target: Target,
+    /// Header and function libraries.
+    head: Vec<u8>,
+    /// Every database's size at the snapshot point, summed over shards.
+    counts: Vec<DbCount>,
+    shards: usize,
+    pieces: flume::Receiver<Piece>,
+    shared: Arc<Shared>,
+}
+
+impl FileWriter {
+    fn new(
+        target: Target,
+        started: &[Started],
+        pieces: flume::Receiver<Piece>,
+        shared: Arc<Shared>,
+    ) -> Self {
+        let encoder = Encoder { compress: target.compress };
+        let mut head = Vec::new();
+        encode::header(&mut head, &aux_fields());
+        for code in started.first().map(|s| &s.functions[..]).unwrap_or_default() {
+            encode::function(&mut head, &encoder, code);
+        }
+        let databases = started.iter().map(|s| s.counts.len()).max().unwrap_or(0);
+        let counts = (0..databases)
+            .map(|db| {
+                let of_db = || started.iter().filter_map(move |s| s.counts.get(db));
+                DbCount {
+                    keys: of_db().map(|c| c.keys).sum(),
+                    volatile: of_db().map(|c| c.volatile).sum(),
+                }
+            })
+            .collect();
+        FileWriter { target, head, counts, shards: started.len(), pieces, shared }
+    }
+
+    /// Writes a temporary file in the same directory, syncs it and renames
+    /// it over the old one (a crash leaves the old file or the new one,
+    /// never half of one). Returns the file's size.
+    fn write(self) -> std::io::Result<usize> {
+        let path = &self.target.path;
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let tmp = dir.join(format!("temp-{}.rdb", std::process::id()));
+        let result = self.write_to(&tmp).and_then(|size| {
+            std::fs::rename(&tmp, path)?;
+            if let Ok(d) = std::fs::File::open(dir) {
+                let _ = d.sync_all();
+            }
+            Ok(size)
+        });
+        if result.is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+        result
+    }
+
+    fn write_to(&self, tmp: &Path) -> std::io::Result<usize> {
+        let file = std::fs::File::create(tmp)?;
+        let mut out = Output {
+            file: std::io::BufWriter::with_capacity(1 << 20, file),
+            crc: 0,
+            size: 0,
+            checksum: self.target.checksum,
+        };
+        out.put(&self.head)?;
+        let mut selected = None;
+        let mut announced = vec![false; self.counts.len()];
+        let mut done = 0;
+        while done < self.shards {
+            if self.shared.persist.cancel.load(Relaxed) {
+                return Err(std::io::Error::other("cancelled"));
+            }
+            let piece = self
+                .pieces
+                .recv()
+                .map_err(|_| std::io::Error::other("a shard stopped its snapshot"))?;
+            let (db, bytes) = match piece {
+                Piece::Done => {
+                    done += 1;
+                    continue;
+                }
+                Piece::Keys { db, bytes } => (db, bytes),
+            };
+            if selected != Some(db) {
+                let mut op = Vec::new();
+                encode::select_db(&mut op, db);
+                if let Some(first) = announced.get_mut(db).filter(|a| !**a) {
+                    *first = true;
+                    let count = self.counts[db];
+                    encode::resize_db(&mut op, count.keys, count.volatile);
+                }
+                out.put(&op)?;
+                selected = Some(db);
+            }
+            out.put(&bytes)?;
+        }
+        let mut footer = Vec::new();
+        encode::footer(&mut footer, out.crc, out.checksum);
+        out.file.write_all(&footer)?;
+        let file = out.file.into_inner().map_err(|e| e.into_error())?;
+        file.sync_all()?;
+        Ok(out.size + footer.len())
+    }
+}
+
+/// The file being written, with the checksum of what is in it so far.
+struct Output {
+    file: std::io::BufWriter<std::fs::File>,
+    crc: u64,
+    size: usize,
+    checksum: bool,
+}
+
+impl Output {
+    fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        if self.checksum {
+            self.crc = crc64::update(self.crc, bytes);
+        }
+        self.size += bytes.len();
+        self.file.write_all(bytes)
+    }
 }
 
 /// After a successful save: the changes it covered no longer count, and
 /// LASTSAVE moves.
-async fn saved(core: &Rc<Core>, parts: &[ShardPart]) -> Result<(), CmdError> {
-    let covered: Vec<u64> = parts.iter().map(|p| p.dirty).collect();
+async fn saved(core: &Rc<Core>, covered: &[u64]) -> Result<(), CmdError> {
+    let covered = covered.to_vec();
     core.invoke_on_all(move |core| {
         let mut shard = core.shard.borrow_mut();
         let dirty = &mut shard.state.funnel.dirty;
@@ -197,77 +480,97 @@ async fn saved(core: &Rc<Core>, parts: &[ShardPart]) -> Result<(), CmdError> {
     Ok(())
 }
 
-/// SAVE (and the save of SHUTDOWN and DEBUG RELOAD): in the foreground.
-pub async fn save(core: &Rc<Core>, in_exec: bool) -> Result<(), String> {
-    if core.shared.persist.bgsave_in_progress.load(Relaxed) {
-        return Err("Background save already in progress".into());
-    }
-    let target = target(core);
-    let parts = take_parts(core, in_exec).await.map_err(|e| e.to_string())?;
-    match write_file(&target, &parts) {
+/// Writes a snapshot file and waits for it. `locked`: the caller holds
+/// every shard's lock (EXEC, DEBUG RELOAD). The caller has claimed the file.
+async fn save_claimed(core: &Rc<Core>, target: &Target, locked: bool) -> Result<(), String> {
+    let running = start(core, target.clone(), locked).await.map_err(|e| e.to_string())?;
+    match running.finish().await {
         Ok(bytes) => {
             info!("DB saved on disk ({} bytes, {})", bytes, target.path.display());
-            saved(core, &parts).await.map_err(|e| e.to_string())
+            saved(core, &running.dirty).await.map_err(|e| e.to_string())
         }
-        Err(e) => {
-            let reason =
-                format!("Failed opening the temp RDB file in {}: {e}", target.path.display());
+        Err(reason) => {
             warn!("{reason}");
             Err(reason)
         }
     }
 }
 
-/// Starts a background save: the snapshot now, the file on a thread.
+/// SAVE (and the save of SHUTDOWN): the file is written when this returns;
+/// it holds the data as it was when the call started.
+pub async fn save(core: &Rc<Core>, in_exec: bool) -> Result<(), String> {
+    claim(core, !in_exec).await.map_err(|e| e.to_string())?;
+    let result = save_claimed(core, &target(core), in_exec).await;
+    release(core);
+    result
+}
+
+/// Starts a background save: the snapshot point is now (when this
+/// returns), the file is written while the shards serve.
 pub async fn bgsave(core: &Rc<Core>, in_exec: bool) -> Result<(), CmdError> {
     let p = &core.shared.persist;
-    if p.bgsave_in_progress.swap(true, Relaxed) {
+    if p.bgsave_in_progress.load(Relaxed) {
         return Err(SAVE_IN_PROGRESS);
     }
+    if p.snapshot_busy.swap(true, Relaxed) {
+        return Err(OTHER_SAVE_RUNNING);
+    }
+    p.bgsave_in_progress.store(true, Relaxed);
+    p.cancel.store(false, Relaxed);
     p.bgsave_scheduled.store(false, Relaxed);
     p.last_bgsave_try_ms.store(now_ms(), Relaxed);
     p.bgsave_started_ms.store(now_ms(), Relaxed);
-    let target = target(core);
-    let parts = match take_parts(core, in_exec).await {
-        Ok(parts) => parts,
+    let running = match start(core, target(core), in_exec).await {
+        Ok(running) => running,
         Err(e) => {
             p.bgsave_in_progress.store(false, Relaxed);
+            release(core);
             return Err(e);
         }
     };
     info!("Background saving started");
-    let (tx, rx) = flume::bounded(1);
-    std::thread::Builder::new()
-        .name("ringdb-bgsave".into())
-        .spawn(move || {
-            let result = write_file(&target, &parts).map_err(|e| e.to_string());
-            let _ = tx.send((result, parts));
-        })
-        .map_err(|e| {
-            p.bgsave_in_progress.store(false, Relaxed);
-            CmdError::owned(format!("ERR Can't save in background: {e}"))
-        })?;
     let core = core.clone();
     glommio::spawn_local(async move {
         let p = &core.shared.persist;
-        let ok = match rx.recv_async().await {
-            Ok((Ok(bytes), parts)) => {
+        let ok = match running.finish().await {
+            Ok(bytes) => {
                 info!("Background saving terminated with success ({bytes} bytes)");
-                saved(&core, &parts).await.is_ok()
+                saved(&core, &running.dirty).await.is_ok()
             }
-            Ok((Err(e), _)) => {
+            Err(_) if p.cancel.load(Relaxed) => {
+                // Stopped on purpose (SHUTDOWN), as Redis kills its child:
+                // not a failed save.
+                info!("Background saving stopped");
+                p.last_bgsave_ok.load(Relaxed)
+            }
+            Err(e) => {
                 warn!("Background saving error: {e}");
                 false
             }
-            Err(_) => false,
         };
         let started = p.bgsave_started_ms.load(Relaxed);
         p.last_bgsave_time_s.store((now_ms().saturating_sub(started) / 1000) as i64, Relaxed);
         p.last_bgsave_ok.store(ok, Relaxed);
         p.bgsave_in_progress.store(false, Relaxed);
+        release(&core);
     })
     .detach();
     Ok(())
+}
+
+/// Stops a running background save and waits until it is gone (SHUTDOWN,
+/// as Redis's `killRDBChild`); its temporary file is removed.
+pub async fn stop_background_save(core: &Core) {
+    let p = &core.shared.persist;
+    if !p.bgsave_in_progress.load(Relaxed) {
+        return;
+    }
+    warn!("There is a child saving an .rdb. Killing it!");
+    p.cancel.store(true, Relaxed);
+    while p.bgsave_in_progress.load(Relaxed) {
+        glommio::timer::sleep(Duration::from_millis(1)).await;
+    }
+    p.cancel.store(false, Relaxed);
 }
 
 /// Reads the snapshot file, if there is one. `Ok(None)`: no file.
@@ -304,29 +607,24 @@ pub fn load_shard(core: &Core, data: &[u8], path: &Path) -> Result<usize, String
 /// DEBUG RELOAD: save, empty every shard, load the file again, all under
 /// one lock of every shard (nothing runs in between, as in Redis).
 pub async fn debug_reload(core: &Rc<Core>, in_exec: bool) -> Result<(), CmdError> {
-    if core.shared.persist.bgsave_in_progress.load(Relaxed) {
-        return Err(SAVE_IN_PROGRESS);
-    }
+    claim(core, !in_exec).await?;
     let target = target(core);
-    lock_all(core, in_exec).await?;
-    let result = reload_locked(core, &target).await;
-    unlock_all(core, in_exec).await?;
+    let result = match lock_all(core, in_exec).await {
+        Ok(()) => {
+            let result = reload_locked(core, &target).await;
+            unlock_all(core, in_exec).await.and(result)
+        }
+        Err(e) => Err(e),
+    };
+    release(core);
     result
 }
 
 async fn reload_locked(core: &Rc<Core>, target: &Target) -> Result<(), CmdError> {
-    let parts = core
-        .invoke_on_all(|core| {
-            let encoder = Encoder { compress: core.config.borrow().rdbcompression() };
-            let shard = core.shard.borrow();
-            snapshot::serialize(&shard.keyspace, &shard.state, now_ms(), encoder)
-        })
-        .await?;
-    if let Err(e) = write_file(target, &parts) {
+    if let Err(e) = save_claimed(core, target, true).await {
         warn!("DEBUG RELOAD: {e}");
         return Err(CmdError::new("ERR Error trying to save the DB"));
     }
-    saved(core, &parts).await?;
     let data = std::sync::Arc::new(std::fs::read(&target.path).unwrap_or_default());
     let path = target.path.clone();
     let results = core
@@ -396,7 +694,7 @@ pub async fn cron(core: Rc<Core>) {
         glommio::timer::sleep(std::time::Duration::from_millis(100)).await;
         tick += 1;
         let p = &core.shared.persist;
-        if p.bgsave_in_progress.load(Relaxed) {
+        if p.bgsave_in_progress.load(Relaxed) || p.snapshot_busy.load(Relaxed) {
             continue;
         }
         if p.bgsave_scheduled.load(Relaxed) {

@@ -18,6 +18,7 @@ mod value;
 
 pub use value::{StrValue, Value, BLOOM_TYPE_NAME, EMBSTR_MAX};
 
+use crate::persist::live::DbSnapshot;
 use hashbrown::HashTable;
 use ringdb_types::slot::key_slot;
 use ringdb_types::SmallBytes;
@@ -144,12 +145,18 @@ enum SlotIndex {
 }
 
 /// One logical database (SELECT n) of one shard.
+///
+/// Every accessor that can change a table first calls [`Db::preserve`]:
+/// while a snapshot runs, a table is serialised before its first change
+/// (see [`crate::persist::live`]).
 pub struct Db {
     index: SlotIndex,
     /// Empty until the first key arrives, so 16 empty databases cost nothing.
     tables: Vec<SlotTable>,
     len: usize,
     volatile: usize,
+    /// The running snapshot's progress in this database, if one runs.
+    snapshot: Option<Box<DbSnapshot>>,
 }
 
 /// Where in the tables a key lives.
@@ -167,7 +174,33 @@ impl KeyPos {
 
 impl Db {
     fn new(index: SlotIndex) -> Self {
-        Db { index, tables: Vec::new(), len: 0, volatile: 0 }
+        Db { index, tables: Vec::new(), len: 0, volatile: 0, snapshot: None }
+    }
+
+    /// Table `i` is about to change: a running snapshot gets its pre-image
+    /// first. One branch when no snapshot runs.
+    #[inline]
+    fn preserve(&mut self, i: usize) {
+        if let Some(snapshot) = &mut self.snapshot {
+            snapshot.preserve(i, &self.tables);
+        }
+    }
+
+    pub(crate) fn tables(&self) -> &[SlotTable] {
+        &self.tables
+    }
+
+    pub fn snapshot(&self) -> Option<&DbSnapshot> {
+        self.snapshot.as_deref()
+    }
+
+    pub(crate) fn set_snapshot(&mut self, snapshot: Option<Box<DbSnapshot>>) {
+        self.snapshot = snapshot;
+    }
+
+    /// The running snapshot and the tables it reads.
+    pub(crate) fn snapshot_parts(&mut self) -> Option<(&mut DbSnapshot, &[SlotTable])> {
+        Some((self.snapshot.as_deref_mut()?, &self.tables))
     }
 
     pub fn len(&self) -> usize {
@@ -234,7 +267,9 @@ impl Db {
     }
 
     pub fn slot_table_mut(&mut self, slot: u16) -> Option<&mut SlotTable> {
-        self.table_index(slot).map(move |i| &mut self.tables[i])
+        let i = self.table_index(slot)?;
+        self.preserve(i);
+        Some(&mut self.tables[i])
     }
 
     pub fn get(&self, key: &[u8]) -> Option<&Entry> {
@@ -276,6 +311,7 @@ impl Db {
     ) -> &mut Entry {
         let pos = KeyPos::of(key);
         let i = self.table_for_insert(pos.slot);
+        self.preserve(i);
         let table = &mut self.tables[i];
         match table.table.entry(pos.hash, |e| e.key() == key, |e| key_hash(e.key())) {
             hashbrown::hash_table::Entry::Occupied(occupied) => {
@@ -306,6 +342,7 @@ impl Db {
         let pos = KeyPos::of(entry.key());
         let volatile = (entry.expire_at != 0) as u32;
         let i = self.table_for_insert(pos.slot);
+        self.preserve(i);
         let table = &mut self.tables[i];
         // One probe: replace in place when the key exists.
         let (old, stored) =
@@ -331,6 +368,7 @@ impl Db {
     pub fn remove(&mut self, key: &[u8]) -> Option<Box<Entry>> {
         let pos = KeyPos::of(key);
         let i = self.table_index(pos.slot)?;
+        self.preserve(i);
         let table = &mut self.tables[i];
         let removed = table.table.find_entry(pos.hash, |e| e.key() == key).ok()?.remove().0;
         let volatile = (removed.expire_at != 0) as u32;
@@ -348,6 +386,7 @@ impl Db {
     pub fn set_expire(&mut self, key: &[u8], at: Option<u64>) -> bool {
         let pos = KeyPos::of(key);
         let Some(i) = self.table_index(pos.slot) else { return false };
+        self.preserve(i);
         let table = &mut self.tables[i];
         let Some(entry) = table.find_mut(pos.hash, key) else { return false };
         let was = entry.expire_at != 0;
@@ -370,10 +409,11 @@ impl Db {
     /// Removes every key whose expiry is at or before `now_ms` in `slot`.
     pub fn drain_expired(&mut self, slot: u16, now_ms: u64) -> Vec<Box<Entry>> {
         let Some(i) = self.table_index(slot) else { return Vec::new() };
-        let table = &mut self.tables[i];
-        if table.volatile == 0 {
+        if self.tables[i].volatile == 0 {
             return Vec::new();
         }
+        self.preserve(i);
+        let table = &mut self.tables[i];
         let out = table.drain_where(|e| e.is_expired(now_ms));
         self.len -= out.len();
         self.volatile -= out.len();
@@ -395,9 +435,13 @@ impl Db {
         }
     }
 
-    /// Removes everything.
+    /// Removes everything (a running snapshot keeps the tables it has not
+    /// serialised yet).
     pub fn clear(&mut self) {
-        self.tables = Vec::new();
+        let tables = std::mem::take(&mut self.tables);
+        if let Some(snapshot) = &mut self.snapshot {
+            snapshot.detach(tables);
+        }
         if let SlotIndex::Sparse(map) = &mut self.index {
             map.clear();
         }

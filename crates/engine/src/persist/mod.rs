@@ -8,6 +8,8 @@
 //! - [`dump`]: DUMP payloads and their checks.
 //! - [`aof`]: the append-only log's records, replay and rewrite.
 //! - [`snapshot`]: a shard's part of a snapshot file, and loading a shard.
+//! - [`live`]: a snapshot taken while the shard keeps serving writes
+//!   (pre-images of the tables changed before they were written).
 //!
 //! The server crate does the file work (where, when, fsync); everything
 //! here works on bytes in memory and is tested with plain `#[test]`.
@@ -16,6 +18,7 @@ pub mod aof;
 pub mod crc64;
 pub mod dump;
 pub mod encodings;
+pub mod live;
 pub mod lzf;
 pub mod rdb;
 pub mod snapshot;

@@ -1,11 +1,12 @@
 //! A shard's part of an RDB snapshot, and loading a shard from an RDB file.
 //!
-//! Saving: each shard serialises its own keys ([`serialize`]) into one
-//! buffer per database; the server collects the parts of every shard (taken
-//! at one logical point, see the server's `persist` module) and
-//! [`assemble`]s one RDB file for the whole node, as Redis would write it:
-//! aux fields, function libraries, then per database `SELECTDB`,
-//! `RESIZEDB` and every shard's keys, then `EOF` and the CRC64.
+//! Saving in one go: a keyspace serialises all its keys ([`serialize`]) into
+//! one buffer per database, and [`assemble`] makes one RDB file of the parts,
+//! as Redis would write it: aux fields, function libraries, then per
+//! database `SELECTDB`, `RESIZEDB` and every part's keys, then `EOF` and the
+//! CRC64. The append-only log's RDB preamble uses this. The node's snapshot
+//! files do not: they are streamed while the shards keep serving (see
+//! [`super::live`] and the server's `persist` module).
 //!
 //! Loading: every shard reads the same file ([`load`]) and keeps the keys it
 //! owns, so that shards load in parallel; values of other shards' keys are

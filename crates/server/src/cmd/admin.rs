@@ -45,8 +45,9 @@ pub async fn save(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
 }
 
 /// BGSAVE [SCHEDULE]: a background save. Inside MULTI it is scheduled (it
-/// starts after EXEC), as Redis does; SCHEDULE only matters when another
-/// save runs, which here is the same error as without it.
+/// starts after EXEC), as Redis does; with SCHEDULE it is also scheduled
+/// while a foreground save (SAVE, DEBUG RELOAD) writes the file, Redis's
+/// "another child" case. A background save running is an error either way.
 pub async fn bgsave(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     if args.len() > 1 && !(args.len() == 2 && is(&args[1], "schedule")) {
         return Err(SYNTAX);
@@ -55,7 +56,12 @@ pub async fn bgsave(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     if p.bgsave_in_progress.load(Relaxed) {
         return Err(persist::SAVE_IN_PROGRESS);
     }
-    if conn.state.in_exec {
+    let schedule = args.len() == 2;
+    let busy = p.snapshot_busy.load(Relaxed);
+    if busy && !schedule && !conn.state.in_exec {
+        return Err(persist::OTHER_SAVE_RUNNING);
+    }
+    if conn.state.in_exec || busy {
         p.bgsave_scheduled.store(true, Relaxed);
         conn.reply().simple("Background saving scheduled");
         return Ok(());
@@ -116,6 +122,9 @@ pub async fn shutdown(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     if abort {
         return Err(CmdError::new("ERR No shutdown in progress."));
     }
+    // As Redis kills its saving child: the final save (if any) starts
+    // afresh, and no temporary file is left behind.
+    persist::stop_background_save(&conn.core).await;
     let scheduled = !conn.core.config.borrow().save_points().is_empty();
     if save || (scheduled && !nosave) {
         tracing::warn!("Saving the final RDB snapshot before exiting.");
