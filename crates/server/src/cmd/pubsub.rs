@@ -47,21 +47,29 @@ fn reply(conn: &mut Connection, word: &[u8], name: Option<&[u8]>, count: i64) {
 }
 
 /// Tells the other cores that this one gained its first (`present`) or lost
-/// its last subscriber of `name`, and waits until they all know: once
-/// SUBSCRIBE has answered, a PUBLISH on any core reaches the subscriber.
-pub async fn tell_other_cores(core: &Rc<Core>, kind: Kind, name: Bytes, present: bool) {
+/// its last subscriber of each of `names`, and waits until they all know:
+/// once SUBSCRIBE has answered, a PUBLISH on any core reaches the
+/// subscriber. One message per core for all the names (one round trip for
+/// `UNSUBSCRIBE` of every channel).
+pub async fn tell_other_cores(core: &Rc<Core>, names: Vec<(Kind, Bytes)>, present: bool) {
+    if names.is_empty() {
+        return;
+    }
     let me = core.id.0;
     let mut waiting = Vec::new();
     for i in 0..core.shared.shards() {
         if i as u16 == me {
             continue;
         }
-        let name = name.clone();
+        let names = names.clone();
         let (tx, rx) = flume::bounded(1);
         core.send_job(
             ShardId(i as u16),
             Box::new(move |c| {
-                c.push.borrow_mut().note_remote(kind, name, me, present);
+                let mut push = c.push.borrow_mut();
+                for (kind, name) in names {
+                    push.note_remote(kind, name, me, present);
+                }
                 let _ = tx.send(());
             }),
         )
@@ -75,16 +83,19 @@ pub async fn tell_other_cores(core: &Rc<Core>, kind: Kind, name: Bytes, present:
 
 async fn subscribe_all(conn: &mut Connection, kind: Kind, names: &[Bytes]) -> CmdResult {
     conn.ensure_mailbox();
+    let mut firsts = Vec::new();
     for name in names {
         if conn.state.subscriptions.insert((kind, name.clone())) {
             let first = conn.core.push.borrow_mut().subscribe(kind, name.clone(), conn.state.id);
             if first {
-                tell_other_cores(&conn.core, kind, name.clone(), true).await;
+                firsts.push((kind, name.clone()));
             }
         }
         let n = count(conn, kind);
         reply(conn, words(kind).0, Some(name), n);
     }
+    // Before the replies leave (they are written when the command is done).
+    tell_other_cores(&conn.core, firsts, true).await;
     conn.update_view();
     Ok(())
 }
@@ -105,11 +116,12 @@ pub async fn unsubscribe_all(conn: &mut Connection, kind: Kind, names: &[Bytes],
         let n = count(conn, kind);
         reply(conn, words(kind).1, None, n);
     }
+    let mut lasts = Vec::new();
     for name in names {
         if conn.state.subscriptions.remove(&(kind, name.clone())) {
             let last = conn.core.push.borrow_mut().unsubscribe(kind, &name, conn.state.id);
             if last {
-                tell_other_cores(&conn.core, kind, name.clone(), false).await;
+                lasts.push((kind, name.clone()));
             }
         }
         if notify {
@@ -117,6 +129,7 @@ pub async fn unsubscribe_all(conn: &mut Connection, kind: Kind, names: &[Bytes],
             reply(conn, words(kind).1, Some(&name), n);
         }
     }
+    tell_other_cores(&conn.core, lasts, false).await;
     conn.update_view();
 }
 

@@ -239,9 +239,7 @@ impl Connection {
         self.mailbox = None;
         self.state.subscriptions.clear();
         let emptied = self.core.push.borrow_mut().unregister(self.state.id);
-        for (kind, name) in emptied {
-            crate::cmd::pubsub::tell_other_cores(&self.core, kind, name, false).await;
-        }
+        crate::cmd::pubsub::tell_other_cores(&self.core, emptied, false).await;
     }
 
     /// A reply writer on this connection's output, in its protocol.
