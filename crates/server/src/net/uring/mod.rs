@@ -26,7 +26,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::{poll_fn, Future};
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
@@ -73,7 +73,10 @@ pub struct Driver {
     work: RefCell<Vec<Rc<Shared>>>,
     /// The driver task while it is parked.
     parked: Cell<Option<Waker>>,
-    eventfd: OwnedFd,
+    /// The eventfd registered with the ring (the kernel holds its own
+    /// reference for that), for glommio to read while the driver parks;
+    /// taken by [`Driver::run`].
+    parking_fd: Cell<Option<OwnedFd>>,
     /// Completions of a turn, copied out of the ring before handling them.
     scratch: RefCell<Vec<(u64, i32, u32)>>,
 }
@@ -113,7 +116,7 @@ impl Driver {
             listeners: RefCell::new(Vec::new()),
             work: RefCell::new(Vec::new()),
             parked: Cell::new(None),
-            eventfd,
+            parking_fd: Cell::new(Some(eventfd)),
             scratch: RefCell::new(Vec::new()),
         }))
     }
@@ -121,11 +124,6 @@ impl Driver {
     /// Accepts on a listening socket (multishot, armed in the next turn).
     pub fn listen(&self, fd: OwnedFd) {
         self.listeners.borrow_mut().push(Listener { fd, armed: false, retry_at: None });
-    }
-
-    /// Connections open on this shard's ring.
-    pub fn connections(&self) -> usize {
-        self.conns.borrow().len()
     }
 
     /// Takes over an accepted socket: its receive is armed in the next turn.
@@ -164,9 +162,9 @@ impl Driver {
     /// Runs the shard's network for ever; `on_accept` receives every new
     /// connection.
     pub async fn run(self: Rc<Self>, spin: Duration, on_accept: impl Fn(UringStream)) {
-        // SAFETY: a duplicate of our eventfd, owned by the glommio file.
-        let efile =
-            Rc::new(unsafe { BufferedFile::from_raw_fd(libc::dup(self.eventfd.as_raw_fd())) });
+        let Some(fd) = self.parking_fd.take() else { return };
+        // SAFETY: the eventfd, owned by the glommio file from now on.
+        let efile = Rc::new(unsafe { BufferedFile::from_raw_fd(fd.into_raw_fd()) });
         let mut wait: Option<Pin<Box<dyn Future<Output = ()>>>> = None;
         let mut last_work = Instant::now();
         loop {
