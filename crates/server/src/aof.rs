@@ -489,7 +489,17 @@ pub async fn sync_loop(core: std::rc::Rc<Core>) {
                 number("auto-aof-rewrite-min-size"),
             )
         });
-        if grown {
+        // Not in the middle of an EXEC on this shard (its changes so far
+        // would enter the new base without their transaction): next second.
+        let exec_running = core
+            .shard
+            .borrow()
+            .state
+            .funnel
+            .log
+            .as_ref()
+            .is_some_and(|log| log.holds_transactions());
+        if grown && !exec_running {
             info!(shard = core.id.0, "Starting automatic rewriting of AOF");
             let mut shard = core.shard.borrow_mut();
             let result = rewrite(&core, &mut shard);
