@@ -107,54 +107,8 @@ CLK_TCK=$(getconf CLK_TCK)
 NPROC=$(nproc)
 CLIENT_CPU=$((NPROC - 1))
 
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-# ---------------------------------------------------------------- set-up
-
-ensure_redis() {
-    if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null \
-        && command -v redis-cli >/dev/null; then
-        return
-    fi
-    log "installing redis-server and redis-tools with apt"
-    local sudo=""
-    [ "$(id -u)" -eq 0 ] || sudo=sudo
-    $sudo apt-get install -y redis-server redis-tools \
-        || { $sudo apt-get update && $sudo apt-get install -y redis-server redis-tools; }
-}
-
-# Refuses to start on a port something already listens on: ringdb binds with
-# SO_REUSEPORT, so a stray listener would silently share the load. Waits up
-# to 10 s first: a listener can outlive its process for a moment while the
-# kernel tears down the process's io_uring.
-check_port_free() {
-    local i
-    for i in $(seq 1 200); do
-        ss -Hltn "sport = :$1" 2>/dev/null | grep -q . || {
-            [ "$i" -eq 1 ] || log "port $1 became free after $(((i - 1) * 50)) ms"
-            return 0
-        }
-        sleep 0.05
-    done
-    die "port $1 is already in use"
-}
-
-# The command prefix for a server with n shards: its nice value, and CPUs
-# 0..n-1 unless PIN=0. nice and taskset exec, so $! is the server's PID.
-server_pin() {
-    local n=$1
-    [ "$n" -le "$NPROC" ] || n=$NPROC
-    printf 'nice -n %s ' "$NICE"
-    [ "$PIN" = 1 ] && printf 'taskset -c 0-%s' "$((n - 1))"
-    echo
-}
-
-client_pin() {
-    printf 'nice -n %s ' "$NICE"
-    [ "$PIN" = 1 ] && printf 'taskset -c %s' "$CLIENT_CPU"
-    echo
-}
+# shellcheck source=benches/common.sh
+. "$ROOT/benches/common.sh"
 
 # ---------------------------------------------------------------- servers
 

@@ -71,42 +71,13 @@ NPROC=$(nproc)
 CLIENT_CPU=$((NPROC - 1))
 START_TIME=$(date +%s)
 
-log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
-die() { log "error: $*"; exit 1; }
-
-server_pin() {
-    local n=$1
-    [ "$n" -le "$NPROC" ] || n=$NPROC
-    printf 'nice -n %s ' "$NICE"
-    [ "$PIN" = 1 ] && printf 'taskset -c 0-%s' "$((n - 1))"
-    echo
-}
-
-client_pin() {
-    printf 'nice -n %s ' "$NICE"
-    [ "$PIN" = 1 ] && printf 'taskset -c %s' "$CLIENT_CPU"
-    echo
-}
+# shellcheck source=benches/common.sh
+. "$ROOT/benches/common.sh"
 
 ensure_tools() {
-    if ! command -v redis-server >/dev/null || ! command -v redis-benchmark >/dev/null; then
-        log "installing redis-server and redis-tools with apt"
-        local sudo=""
-        [ "$(id -u)" -eq 0 ] || sudo=sudo
-        $sudo apt-get install -y redis-server redis-tools \
-            || { $sudo apt-get update && $sudo apt-get install -y redis-server redis-tools; }
-    fi
+    ensure_redis
     log "building ringdb (release)"
     cargo build --release --bin ringdb >&2
-}
-
-check_port_free() {
-    local i
-    for i in $(seq 1 200); do
-        ss -Hltn "sport = :$1" 2>/dev/null | grep -q . || return 0
-        sleep 0.05
-    done
-    die "port $1 is already in use"
 }
 
 # ---------------------------------------------------------------- servers
