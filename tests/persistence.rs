@@ -556,23 +556,7 @@ fn a_damaged_snapshot_stops_start_up_with_the_offset() {
     let at = bytes.len() / 2;
     bytes[at] ^= 0x5a;
     std::fs::write(&path, &bytes).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_ringdb"))
-        .args([
-            "--port",
-            "0",
-            "--shards",
-            "2",
-            "--pin-cpus",
-            "no",
-            "--save",
-            "",
-            "--dir",
-            dir.str(),
-        ])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = start_fails(&dir, "2", &[]);
     assert!(stderr.contains("at byte") && stderr.contains("dump.rdb"), "{stderr}");
 }
 
@@ -682,24 +666,7 @@ fn a_torn_last_record_is_cut_off_or_refused() {
     let mut torn = good.clone();
     torn.extend_from_slice(b"*3\r\n$3\r\nSET\r\n$1\r\n");
     std::fs::write(&log, &torn).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_ringdb"))
-        .args([
-            "--port",
-            "0",
-            "--shards",
-            "2",
-            "--pin-cpus",
-            "no",
-            "--save",
-            "",
-            "--dir",
-            dir.str(),
-        ])
-        .args(["--appendonly", "yes", "--aof-load-truncated", "no"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = start_fails(&dir, "2", &["--appendonly", "yes", "--aof-load-truncated", "no"]);
     assert!(
         stderr.contains("Unexpected end of file")
             && stderr.contains(&format!("at byte {}", good.len())),
@@ -716,43 +683,10 @@ fn a_torn_last_record_is_cut_off_or_refused() {
     let mut bad = good.clone();
     bad[0] = b'#';
     std::fs::write(&log, &bad).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_ringdb"))
-        .args([
-            "--port",
-            "0",
-            "--shards",
-            "2",
-            "--pin-cpus",
-            "no",
-            "--save",
-            "",
-            "--dir",
-            dir.str(),
-        ])
-        .args(["--appendonly", "yes"])
-        .output()
-        .unwrap();
-    assert!(!out.status.success());
-    let stderr = String::from_utf8_lossy(&out.stderr);
+    let stderr = start_fails(&dir, "2", &["--appendonly", "yes"]);
     assert!(stderr.contains("appendonly.aof.0-of-2") && stderr.contains("at byte 0"), "{stderr}");
     // A log of another shard count is refused.
-    let out = Command::new(env!("CARGO_BIN_EXE_ringdb"))
-        .args([
-            "--port",
-            "0",
-            "--shards",
-            "3",
-            "--pin-cpus",
-            "no",
-            "--save",
-            "",
-            "--dir",
-            dir.str(),
-        ])
-        .args(["--appendonly", "yes"])
-        .output()
-        .unwrap();
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--shards 2"));
+    assert!(start_fails(&dir, "3", &["--appendonly", "yes"]).contains("--shards 2"));
 }
 
 #[test]
@@ -1032,14 +966,15 @@ fn check_aof(args: &[&str], answer: &str) -> (bool, String) {
     (out.status.success(), text)
 }
 
-/// Starts a server on `dir` and returns its stderr if it fails to start.
-fn start_fails(dir: &TempDir) -> String {
+/// Starts a server with `shards` shards on `dir` (and `extra` flags),
+/// which must fail to start; returns its stderr.
+fn start_fails(dir: &TempDir, shards: &str, extra: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_ringdb"))
         .args([
             "--port",
             "0",
             "--shards",
-            "2",
+            shards,
             "--pin-cpus",
             "no",
             "--save",
@@ -1047,10 +982,10 @@ fn start_fails(dir: &TempDir) -> String {
             "--dir",
             dir.str(),
         ])
-        .args(["--appendonly", "yes", "--aof-load-truncated", "no"])
+        .args(extra)
         .output()
         .unwrap();
-    assert!(!out.status.success());
+    assert!(!out.status.success(), "start-up should have failed");
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
 
@@ -1095,7 +1030,7 @@ fn a_log_torn_inside_a_transaction_loses_the_whole_transaction() {
         text.contains(&format!("a fix would truncate {} bytes", data.len() - 3 - before)),
         "{text}"
     );
-    let stderr = start_fails(&dir);
+    let stderr = start_fails(&dir, "2", &["--appendonly", "yes", "--aof-load-truncated", "no"]);
     assert!(
         stderr.contains("Unexpected end of file") && stderr.contains("ringdb check-aof --fix"),
         "{stderr}"
@@ -1132,7 +1067,7 @@ fn check_aof_finds_and_fixes_a_corrupted_log() {
     let mut bad = data.clone();
     bad[at] = b'?';
     std::fs::write(&log, &bad).unwrap();
-    let stderr = start_fails(&dir);
+    let stderr = start_fails(&dir, "2", &["--appendonly", "yes", "--aof-load-truncated", "no"]);
     assert!(
         stderr.contains(&format!("at byte {at}")) && stderr.contains("ringdb check-aof"),
         "{stderr}"
