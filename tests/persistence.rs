@@ -332,6 +332,28 @@ fn info_field(c: &mut redis::Connection, field: &str) -> String {
         .to_string()
 }
 
+/// Waits until no log rewrite runs or waits to start (Redis's
+/// `waitForBgrewriteaof`).
+fn wait_for_rewrite(c: &mut redis::Connection) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while info_field(c, "aof_rewrite_in_progress") != "0"
+        || info_field(c, "aof_rewrite_scheduled") != "0"
+    {
+        assert!(Instant::now() < deadline, "the log rewrite does not end");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// BGREWRITEAOF, and its end.
+fn rewrite_logs(c: &mut redis::Connection) {
+    assert_eq!(
+        q::<String>(c, &["BGREWRITEAOF"]).unwrap(),
+        "Background append only file rewriting started"
+    );
+    wait_for_rewrite(c);
+    assert_eq!(info_field(c, "aof_last_bgrewrite_status"), "ok");
+}
+
 const LIBRARY: &str =
     "#!lua name=persisted\nredis.register_function('answer', function() return 42 end)";
 
@@ -700,29 +722,28 @@ fn bgrewriteaof_and_turning_the_log_on_at_run_time() {
         assert_eq!(info_field(&mut c, "aof_enabled"), "0");
         // With the log off, BGREWRITEAOF writes the files and logs nothing
         // after them.
-        q::<String>(&mut c, &["BGREWRITEAOF"]).unwrap();
+        rewrite_logs(&mut c);
         let size = std::fs::metadata(shard_log(&dir, 0)).unwrap().len();
         q::<String>(&mut c, &["SET", &a, "before"]).unwrap();
         assert_eq!(std::fs::metadata(shard_log(&dir, 0)).unwrap().len(), size);
         q::<String>(&mut c, &["CONFIG", "SET", "appendonly", "yes"]).unwrap();
         assert_eq!(info_field(&mut c, "aof_enabled"), "1");
+        wait_for_rewrite(&mut c);
         for i in 0..200 {
             q::<String>(&mut c, &["SET", &b, &format!("value {i}")]).unwrap();
         }
         let size = std::fs::metadata(shard_log(&dir, 1)).unwrap().len();
-        assert_eq!(
-            q::<String>(&mut c, &["BGREWRITEAOF"]).unwrap(),
-            "Background append only file rewriting started"
-        );
-        assert_eq!(info_field(&mut c, "aof_rewrites"), "2");
+        rewrite_logs(&mut c);
+        // BGREWRITEAOF with the log off, turning it on, BGREWRITEAOF.
+        assert_eq!(info_field(&mut c, "aof_rewrites"), "3");
         assert!(std::fs::metadata(shard_log(&dir, 1)).unwrap().len() < size / 50);
         // A rewrite starts with an RDB preamble unless told otherwise.
         assert!(std::fs::read(shard_log(&dir, 1)).unwrap().starts_with(b"REDIS0010"));
         q::<String>(&mut c, &["CONFIG", "SET", "aof-use-rdb-preamble", "no"]).unwrap();
-        q::<String>(&mut c, &["BGREWRITEAOF"]).unwrap();
+        rewrite_logs(&mut c);
         assert!(std::fs::read(shard_log(&dir, 1)).unwrap().starts_with(b"*2\r\n$6\r\nSELECT"));
         q::<String>(&mut c, &["CONFIG", "SET", "aof-use-rdb-preamble", "yes"]).unwrap();
-        q::<String>(&mut c, &["BGREWRITEAOF"]).unwrap();
+        rewrite_logs(&mut c);
         q::<String>(&mut c, &["SET", "after", "rewrite"]).unwrap();
         for policy in ["no", "everysec"] {
             q::<String>(&mut c, &["CONFIG", "SET", "appendfsync", policy]).unwrap();

@@ -20,7 +20,6 @@
 //! it; the message says how many bytes. A bad RDB preamble is not fixable.
 
 use ringdb_engine::persist::aof::{self, CheckReport, Problem};
-use std::collections::HashMap;
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
 
@@ -158,22 +157,14 @@ fn is_rdb(path: &Path) -> bool {
         .is_ok_and(|()| &head == b"REDIS")
 }
 
-/// Cross-shard transactions some of whose parts are missing: (id, parts
-/// found, parts expected).
+/// Cross-shard transactions that are not committed (some of their parts
+/// are missing): (id, parts found, parts expected).
 pub fn incomplete_transactions(logs: &[Vec<u8>]) -> Vec<(u64, usize, u32)> {
-    let mut seen: HashMap<u64, (u32, usize)> = HashMap::new();
+    let mut tally = aof::Tally::default();
     for data in logs {
-        for (id, parts) in aof::committed_parts(data).unwrap_or_default() {
-            seen.entry(id).or_insert((parts, 0)).1 += 1;
-        }
+        tally.add(&aof::committed_parts(data).unwrap_or_default());
     }
-    let mut missing: Vec<(u64, usize, u32)> = seen
-        .into_iter()
-        .filter(|(_, (parts, found))| *found < *parts as usize)
-        .map(|(id, (parts, found))| (id, found, parts))
-        .collect();
-    missing.sort();
-    missing
+    tally.incomplete()
 }
 
 /// Runs the check; returns the exit code (0: every log valid or fixed).

@@ -133,15 +133,12 @@ impl Core {
             w.fsync = fsync;
         }
         if logging && !was_logging {
-            // Turning the log on starts it from the shard's current state.
-            let mut shard = self.shard.borrow_mut();
-            let result = crate::aof::rewrite(self, &mut shard);
-            self.shared
-                .persist
-                .aof_last_rewrite_ok
-                .store(result.is_ok(), std::sync::atomic::Ordering::Relaxed);
-            if let Err(e) = result {
-                error!("appendonly yes: {e}");
+            // Turning the log on writes it from the shards' state, with a
+            // rewrite of every shard that starts within a tenth of a second
+            // (as Redis's `startAppendOnly`; see `crate::aof::rewrite`).
+            if self.id.0 == 0 {
+                let p = &self.shared.persist;
+                p.aof_rewrite_scheduled.store(true, std::sync::atomic::Ordering::Relaxed);
             }
         } else if !logging && was_logging {
             crate::aof::close(self);
@@ -572,6 +569,7 @@ fn wait_for_signal(shared: &Shared) {
                     let core = core.clone();
                     glommio::spawn_local(async move {
                         crate::persist::stop_background_save(&core).await;
+                        crate::aof::rewrite::stop(&core).await;
                         info!("Saving the final RDB snapshot before exiting.");
                         if let Err(e) = crate::persist::save(&core, false).await {
                             error!("Error trying to save the DB before exiting: {e}");

@@ -28,12 +28,12 @@
 //! its end (commands still run meanwhile); SHUTDOWN stops a running
 //! background save first (as Redis kills its child) and then saves.
 
-use crate::node::{Core, Shared};
+use crate::node::Core;
 use ringdb_engine::command::CmdError;
 use ringdb_engine::families::dump::load_limits;
 use ringdb_engine::locks::{LockMode, LockSet, WHOLE_SHARD};
 use ringdb_engine::persist::crc64;
-use ringdb_engine::persist::live::{DbCount, SnapshotParams};
+use ringdb_engine::persist::live::{Chunk, DbCount, Format, SnapshotParams};
 use ringdb_engine::persist::rdb::encode::{self, Encoder};
 use ringdb_engine::persist::snapshot;
 use ringdb_engine::shard::now_ms;
@@ -42,7 +42,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
 use std::time::Duration;
 use tracing::{info, warn};
 
@@ -54,7 +53,7 @@ const BGSAVE_RETRY_DELAY_S: u64 = 5;
 const STEP_BYTES: usize = 128 * 1024;
 
 /// Steps on their way from the shards to the file writer (about 4 MB).
-const IN_FLIGHT: usize = 32;
+pub(crate) const IN_FLIGHT: usize = 32;
 
 pub const SAVE_IN_PROGRESS: CmdError = CmdError::new("ERR Background save already in progress");
 
@@ -92,6 +91,18 @@ pub struct Persistence {
     pub aof_last_rewrite_ok: AtomicBool,
     /// Log rewrites since start-up (`aof_rewrites`).
     pub aof_rewrites: AtomicU64,
+    /// Failed log rewrites since the last one that worked.
+    pub aof_rewrite_failures: AtomicU64,
+    pub aof_rewrite_in_progress: AtomicBool,
+    /// BGREWRITEAOF (during a background save or in EXEC) or `appendonly
+    /// yes` waiting to start.
+    pub aof_rewrite_scheduled: AtomicBool,
+    /// Stop the running log rewrite (SHUTDOWN, `appendonly no`).
+    pub aof_cancel: AtomicBool,
+    /// Unix ms the current (or last) log rewrite started.
+    pub aof_rewrite_started_ms: AtomicU64,
+    /// Duration of the last log rewrite, seconds (-1: none yet).
+    pub aof_last_rewrite_time_s: AtomicI64,
 }
 
 impl Default for Persistence {
@@ -110,6 +121,12 @@ impl Default for Persistence {
             aof_last_write_ok: AtomicBool::new(true),
             aof_last_rewrite_ok: AtomicBool::new(true),
             aof_rewrites: AtomicU64::new(0),
+            aof_rewrite_failures: AtomicU64::new(0),
+            aof_rewrite_in_progress: AtomicBool::new(false),
+            aof_rewrite_scheduled: AtomicBool::new(false),
+            aof_cancel: AtomicBool::new(false),
+            aof_rewrite_started_ms: AtomicU64::new(0),
+            aof_last_rewrite_time_s: AtomicI64::new(-1),
         }
     }
 }
@@ -121,7 +138,7 @@ fn whole_shard() -> LockSet {
 /// Locks every whole shard, in ascending shard order (the transaction
 /// scheme's global order, so this never deadlocks with a transaction).
 /// Inside EXEC the locks are held already.
-async fn lock_all(core: &Rc<Core>, in_exec: bool) -> Result<(), CmdError> {
+pub(crate) async fn lock_all(core: &Rc<Core>, in_exec: bool) -> Result<(), CmdError> {
     if in_exec {
         return Ok(());
     }
@@ -134,7 +151,7 @@ async fn lock_all(core: &Rc<Core>, in_exec: bool) -> Result<(), CmdError> {
     Ok(())
 }
 
-async fn unlock_all(core: &Rc<Core>, in_exec: bool) -> Result<(), CmdError> {
+pub(crate) async fn unlock_all(core: &Rc<Core>, in_exec: bool) -> Result<(), CmdError> {
     if in_exec {
         return Ok(());
     }
@@ -165,19 +182,24 @@ async fn claim(core: &Core, wait: bool) -> Result<(), CmdError> {
     }
 }
 
-fn release(core: &Core) {
+pub(crate) fn release(core: &Core) {
     core.shared.persist.snapshot_busy.store(false, Relaxed);
 }
 
 /// How a file is written, fixed when the snapshot is taken.
 #[derive(Clone, Debug)]
-struct Target {
+pub(crate) struct Target {
     path: PathBuf,
-    compress: bool,
+    pub compress: bool,
     checksum: bool,
 }
 
-fn target(core: &Core) -> Target {
+/// `rdb-key-save-delay` now.
+pub(crate) fn key_delay(core: &Core) -> i64 {
+    core.config.borrow().get("rdb-key-save-delay").and_then(|v| v.parse().ok()).unwrap_or(0)
+}
+
+pub(crate) fn target(core: &Core) -> Target {
     let config = core.config.borrow();
     Target {
         path: config.rdb_path(),
@@ -186,37 +208,42 @@ fn target(core: &Core) -> Target {
     }
 }
 
-/// The aux fields Redis 7.0 writes at the top of a file.
-fn aux_fields() -> Vec<(&'static str, String)> {
+/// The aux fields Redis 7.0 writes at the top of a file (`aof_base`: the
+/// file is a log's RDB preamble).
+pub(crate) fn aux_fields(aof_base: bool) -> Vec<(&'static str, String)> {
     vec![
         ("redis-ver", crate::cmd::connection::REDIS_VERSION.to_string()),
         ("redis-bits", (usize::BITS).to_string()),
         ("ctime", (now_ms() / 1000).to_string()),
         ("used-mem", crate::memory::used_memory().to_string()),
-        ("aof-base", "0".to_string()),
+        ("aof-base", u8::from(aof_base).to_string()),
     ]
 }
 
 /// What a shard streams to the file writer.
-enum Piece {
-    /// Serialised keys of database `db` (its number at the snapshot point).
-    Keys { db: usize, bytes: Vec<u8> },
+pub(crate) enum Piece {
+    /// Serialised keys of a database (numbered as at the snapshot point).
+    Keys(Chunk),
     /// The shard's last piece was sent.
     Done,
 }
 
 /// What a shard reports when its snapshot starts.
-struct Started {
-    counts: Vec<DbCount>,
+pub(crate) struct Started {
+    pub counts: Vec<DbCount>,
     /// The shard's change counter at the snapshot point (what a successful
     /// save subtracts, as Redis's `dirty_before_bgsave`).
     dirty: u64,
     /// The code of every function library (the same on every shard).
-    functions: Vec<Vec<u8>>,
+    pub functions: Vec<Vec<u8>>,
 }
 
 /// Starts the snapshot on this core's shard and the task that streams it.
-fn begin_shard(core: &Rc<Core>, pieces: flume::Sender<Piece>, params: SnapshotParams) -> Started {
+pub(crate) fn begin_shard(
+    core: &Rc<Core>,
+    pieces: flume::Sender<Piece>,
+    params: SnapshotParams,
+) -> Started {
     let started = {
         let mut shard = core.shard.borrow_mut();
         let settings = &shard.state.settings;
@@ -259,7 +286,7 @@ thread_local! {
 /// shortens the executor's preemption timer while a snapshot runs (plain
 /// yields would not poll for I/O, and sleeping between steps would hand
 /// the CPU to other processes).
-fn step_queue() -> glommio::TaskQueueHandle {
+pub(crate) fn step_queue() -> glommio::TaskQueueHandle {
     STEP_QUEUE.with(|q| {
         *q.get_or_init(|| {
             glommio::executor().create_task_queue(
@@ -274,11 +301,11 @@ fn step_queue() -> glommio::TaskQueueHandle {
 /// The shard's background part: serialise a step, hand it to the writer,
 /// let the commands waiting run, again until every table is written. When
 /// the writer is gone (an error, a cancelled save) the snapshot is dropped.
-async fn stream_shard(core: Rc<Core>, pieces: flume::Sender<Piece>) {
+pub(crate) async fn stream_shard(core: Rc<Core>, pieces: flume::Sender<Piece>) {
     loop {
         let step = core.shard.borrow_mut().keyspace.snapshot_step(STEP_BYTES);
-        for (db, bytes) in step.chunks {
-            if pieces.send_async(Piece::Keys { db, bytes }).await.is_err() {
+        for chunk in step.chunks {
+            if pieces.send_async(Piece::Keys(chunk)).await.is_err() {
                 core.shard.borrow_mut().keyspace.abort_snapshot();
                 return;
             }
@@ -309,6 +336,7 @@ async fn start(core: &Rc<Core>, target: Target, locked: bool) -> Result<Running,
     let (pieces, received) = flume::bounded(IN_FLIGHT);
     let params = SnapshotParams {
         now_ms: now_ms(),
+        format: Format::Rdb,
         encoder: Encoder { compress: target.compress },
         lfu_decay_time: None,
     };
@@ -317,12 +345,19 @@ async fn start(core: &Rc<Core>, target: Target, locked: bool) -> Result<Running,
     unlock_all(core, locked).await?;
     let started = started?;
     let path = target.path.clone();
-    let writer = FileWriter::new(target, &started, received, core.shared.clone());
+    let shared = core.shared.clone();
+    let writer = FileWriter {
+        layout: rdb_layout(&target, &aux_fields(false), &started),
+        shards: started.len(),
+        pieces: received,
+        cancelled: Box::new(move || shared.persist.cancel.load(Relaxed)),
+        key_delay_us: key_delay(core),
+    };
     let (done, result) = flume::bounded(1);
     std::thread::Builder::new()
         .name("ringdb-snapshot".into())
         .spawn(move || {
-            let _ = done.send(writer.write());
+            let _ = done.send(writer.write(&target.path));
         })
         .map_err(|e| CmdError::owned(format!("ERR Can't save in background: {e}")))?;
     Ok(Running { result, dirty: started.iter().map(|s| s.dirty).collect(), path })
@@ -339,122 +374,164 @@ impl Running {
     }
 }
 
-/// Writes a snapshot's file from the pieces the shards stream.
-struct FileWriter {
-    target: Target,
-    /// Header and function libraries.
-    head: Vec<u8>,
-    /// Every database's size at the snapshot point, summed over shards.
-    counts: Vec<DbCount>,
-    shards: usize,
-    pieces: flume::Receiver<Piece>,
-    shared: Arc<Shared>,
+/// How a file frames the pieces the shards stream.
+pub(crate) enum Layout {
+    /// An RDB file: `head` (header and function libraries), `SELECTDB`
+    /// before a database's pieces (the first time with `RESIZEDB` and the
+    /// database's size at the snapshot point), `EOF` and the CRC64 after.
+    Rdb { head: Vec<u8>, counts: Vec<DbCount>, checksum: bool },
+    /// Log records (a log rewritten without an RDB preamble): `SELECT`
+    /// before a database's pieces.
+    Log,
+}
+
+/// The RDB layout of a snapshot that `started` on these shards.
+pub(crate) fn rdb_layout(target: &Target, aux: &[(&str, String)], started: &[Started]) -> Layout {
+    let encoder = Encoder { compress: target.compress };
+    let mut head = Vec::new();
+    encode::header(&mut head, aux);
+    for code in started.first().map(|s| &s.functions[..]).unwrap_or_default() {
+        encode::function(&mut head, &encoder, code);
+    }
+    let databases = started.iter().map(|s| s.counts.len()).max().unwrap_or(0);
+    let counts = (0..databases)
+        .map(|db| {
+            let of_db = || started.iter().filter_map(move |s| s.counts.get(db));
+            DbCount {
+                keys: of_db().map(|c| c.keys).sum(),
+                volatile: of_db().map(|c| c.volatile).sum(),
+            }
+        })
+        .collect();
+    Layout::Rdb { head, counts, checksum: target.checksum }
+}
+
+/// Writes a file from the pieces the shards stream.
+pub(crate) struct FileWriter {
+    pub layout: Layout,
+    /// Shards streaming: each ends with [`Piece::Done`].
+    pub shards: usize,
+    pub pieces: flume::Receiver<Piece>,
+    /// Whether to stop (SHUTDOWN, `appendonly no`).
+    pub cancelled: Box<dyn Fn() -> bool + Send>,
+    /// `rdb-key-save-delay` when the file was started.
+    pub key_delay_us: i64,
 }
 
 impl FileWriter {
-    fn new(
-        target: Target,
-        started: &[Started],
-        pieces: flume::Receiver<Piece>,
-        shared: Arc<Shared>,
-    ) -> Self {
-        let encoder = Encoder { compress: target.compress };
-        let mut head = Vec::new();
-        encode::header(&mut head, &aux_fields());
-        for code in started.first().map(|s| &s.functions[..]).unwrap_or_default() {
-            encode::function(&mut head, &encoder, code);
-        }
-        let databases = started.iter().map(|s| s.counts.len()).max().unwrap_or(0);
-        let counts = (0..databases)
-            .map(|db| {
-                let of_db = || started.iter().filter_map(move |s| s.counts.get(db));
-                DbCount {
-                    keys: of_db().map(|c| c.keys).sum(),
-                    volatile: of_db().map(|c| c.volatile).sum(),
-                }
-            })
-            .collect();
-        FileWriter { target, head, counts, shards: started.len(), pieces, shared }
-    }
-
     /// Writes a temporary file in the same directory, syncs it and renames
-    /// it over the old one (a crash leaves the old file or the new one,
-    /// never half of one). Returns the file's size.
-    fn write(self) -> std::io::Result<usize> {
-        let path = &self.target.path;
+    /// it over `path` (a crash leaves the old file or the new one, never
+    /// half of one). Returns the file's size.
+    fn write(self, path: &Path) -> std::io::Result<usize> {
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let tmp = dir.join(format!("temp-{}.rdb", std::process::id()));
-        let result = self.write_to(&tmp).and_then(|size| {
+        let result = (|| {
+            let mut file = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
+            let size = self.write_to(&mut file)?;
+            file.into_inner().map_err(|e| e.into_error())?.sync_all()?;
             std::fs::rename(&tmp, path)?;
-            if let Ok(d) = std::fs::File::open(dir) {
-                let _ = d.sync_all();
-            }
+            sync_dir(dir);
             Ok(size)
-        });
+        })();
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
         result
     }
 
-    fn write_to(&self, tmp: &Path) -> std::io::Result<usize> {
-        let file = std::fs::File::create(tmp)?;
-        let mut out = Output {
-            file: std::io::BufWriter::with_capacity(1 << 20, file),
-            crc: 0,
-            size: 0,
-            checksum: self.target.checksum,
+    /// `rdb-key-save-delay` (a setting for tests, as Redis's): the writer
+    /// waits `delay` microseconds per key written, or when negative (-n),
+    /// 1 µs for one key in n on average. Only the writer thread waits: the
+    /// shards keep serving, and the snapshot stays at its point however
+    /// long the file takes. It waits in short slices, to stop when told.
+    fn key_save_delay(&self, keys: usize) -> std::io::Result<()> {
+        let mut micros = match self.key_delay_us {
+            0 => 0,
+            d if d > 0 => d as u64 * keys as u64,
+            d => keys as u64 / d.unsigned_abs(),
         };
-        out.put(&self.head)?;
+        while micros > 0 {
+            if (self.cancelled)() {
+                return Err(std::io::Error::other("cancelled"));
+            }
+            let slice = micros.min(10_000);
+            std::thread::sleep(Duration::from_micros(slice));
+            micros -= slice;
+        }
+        Ok(())
+    }
+
+    /// Writes the whole file to `file` (without syncing it); returns its
+    /// size.
+    pub(crate) fn write_to(&self, file: &mut impl Write) -> std::io::Result<usize> {
+        let checksum = matches!(self.layout, Layout::Rdb { checksum: true, .. });
+        let mut out = Output { file, crc: 0, size: 0, checksum };
+        let mut announced = Vec::new();
+        if let Layout::Rdb { head, counts, .. } = &self.layout {
+            out.put(head)?;
+            announced = vec![false; counts.len()];
+        }
         let mut selected = None;
-        let mut announced = vec![false; self.counts.len()];
         let mut done = 0;
         while done < self.shards {
-            if self.shared.persist.cancel.load(Relaxed) {
+            if (self.cancelled)() {
                 return Err(std::io::Error::other("cancelled"));
             }
             let piece = self
                 .pieces
                 .recv()
                 .map_err(|_| std::io::Error::other("a shard stopped its snapshot"))?;
-            let (db, bytes) = match piece {
+            let Chunk { db, bytes, keys } = match piece {
                 Piece::Done => {
                     done += 1;
                     continue;
                 }
-                Piece::Keys { db, bytes } => (db, bytes),
+                Piece::Keys(chunk) => chunk,
             };
             if selected != Some(db) {
                 let mut op = Vec::new();
-                encode::select_db(&mut op, db);
-                if let Some(first) = announced.get_mut(db).filter(|a| !**a) {
-                    *first = true;
-                    let count = self.counts[db];
-                    encode::resize_db(&mut op, count.keys, count.volatile);
+                match &self.layout {
+                    Layout::Rdb { counts, .. } => {
+                        encode::select_db(&mut op, db);
+                        if let Some(first) = announced.get_mut(db).filter(|a| !**a) {
+                            *first = true;
+                            encode::resize_db(&mut op, counts[db].keys, counts[db].volatile);
+                        }
+                    }
+                    Layout::Log => ringdb_engine::persist::aof::select(&mut op, db),
                 }
                 out.put(&op)?;
                 selected = Some(db);
             }
             out.put(&bytes)?;
+            self.key_save_delay(keys)?;
         }
-        let mut footer = Vec::new();
-        encode::footer(&mut footer, out.crc, out.checksum);
-        out.file.write_all(&footer)?;
-        let file = out.file.into_inner().map_err(|e| e.into_error())?;
-        file.sync_all()?;
-        Ok(out.size + footer.len())
+        if matches!(self.layout, Layout::Rdb { .. }) {
+            let mut footer = Vec::new();
+            encode::footer(&mut footer, out.crc, out.checksum);
+            out.put(&footer)?;
+        }
+        Ok(out.size)
+    }
+}
+
+/// Syncs a directory after a rename in it (where the file system needs
+/// it for the rename to last).
+pub(crate) fn sync_dir(dir: &Path) {
+    if let Ok(d) = std::fs::File::open(dir) {
+        let _ = d.sync_all();
     }
 }
 
 /// The file being written, with the checksum of what is in it so far.
-struct Output {
-    file: std::io::BufWriter<std::fs::File>,
+struct Output<'a, W: Write> {
+    file: &'a mut W,
     crc: u64,
     size: usize,
     checksum: bool,
 }
 
-impl Output {
+impl<W: Write> Output<'_, W> {
     fn put(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         if self.checksum {
             self.crc = crc64::update(self.crc, bytes);
@@ -686,8 +763,8 @@ async fn loadaof_locked(core: &Rc<Core>) -> Result<(), CmdError> {
     Ok(())
 }
 
-/// The `save` schedule and BGSAVE SCHEDULE, run on core 0 (Redis's
-/// `serverCron` part for snapshots).
+/// The `save` schedule, BGSAVE SCHEDULE, scheduled and automatic log
+/// rewrites, run on core 0 (Redis's `serverCron` part for snapshots).
 pub async fn cron(core: Rc<Core>) {
     let mut tick = 0u64;
     loop {
@@ -700,6 +777,16 @@ pub async fn cron(core: Rc<Core>) {
         if p.bgsave_scheduled.load(Relaxed) {
             if let Err(e) = bgsave(&core, false).await {
                 warn!("scheduled background save: {e}");
+            }
+            continue;
+        }
+        // Log rewrites: scheduled ones within a tenth of a second,
+        // automatic ones checked once a second.
+        let rewrite_due = p.aof_rewrite_scheduled.load(Relaxed)
+            || (tick.is_multiple_of(10) && crate::aof::rewrite::due(&core).await);
+        if rewrite_due {
+            if let Err(e) = crate::aof::rewrite::start(&core).await {
+                warn!("log rewrite: {e}");
             }
             continue;
         }

@@ -128,15 +128,20 @@ fn command(out: &mut Vec<u8>, args: &[&[u8]]) {
     }
 }
 
-fn select(out: &mut Vec<u8>, log: &mut LogState, db: usize) {
+fn select_once(out: &mut Vec<u8>, log: &mut LogState, db: usize) {
     if log.selected != Some(db) {
-        command(out, &[b"SELECT", db.to_string().as_bytes()]);
+        select(out, db);
         log.selected = Some(db);
     }
 }
 
+/// The record choosing database `db` for the records after it.
+pub fn select(out: &mut Vec<u8>, db: usize) {
+    command(out, &[b"SELECT", db.to_string().as_bytes()]);
+}
+
 /// The record of one key's current state.
-fn key_record(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, now_ms: u64) {
+pub(crate) fn key_record(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, now_ms: u64) {
     match entry.filter(|e| !e.is_expired(now_ms)) {
         Some(e) => {
             let payload = Encoder::default().dump(&e.value);
@@ -161,11 +166,11 @@ pub fn drain(log: &mut LogState, keyspace: &Keyspace, now_ms: u64, out: &mut Vec
         last = Some(event);
         match event {
             LogEvent::Key(db, key) => {
-                select(out, log, *db);
+                select_once(out, log, *db);
                 key_record(out, key, keyspace.db(*db).get(key), now_ms);
             }
             LogEvent::WholeDb(db) => {
-                select(out, log, *db);
+                select_once(out, log, *db);
                 command(out, &[b"FLUSHDB"]);
                 db_records(out, keyspace, *db, now_ms);
             }
@@ -190,6 +195,15 @@ fn db_records(out: &mut Vec<u8>, keyspace: &Keyspace, db: usize, now_ms: u64) {
     }
 }
 
+/// The record a log gets where a rewrite of every shard's log starts (all
+/// at one logical point, when no cross-shard transaction is running): the
+/// transactions before it are complete in every log or in a new log's
+/// base, so at start-up they count as committed whatever the other logs
+/// hold ([`Tally`]). `at_ms` is for people reading the log.
+pub fn rewrite_point(out: &mut Vec<u8>, at_ms: u64) {
+    command(out, &[b"REWRITEPOINT", at_ms.to_string().as_bytes()]);
+}
+
 /// A log that starts with an RDB file of the shard as it is now
 /// (`aof-use-rdb-preamble yes`, Redis's default): compact and fast to load.
 pub fn rewrite_with_preamble(keyspace: &Keyspace, state: &ShardState, now_ms: u64) -> Vec<u8> {
@@ -205,7 +219,7 @@ pub fn rewrite(keyspace: &Keyspace, now_ms: u64) -> Vec<u8> {
         if keyspace.db(db).is_empty() {
             continue;
         }
-        command(&mut out, &[b"SELECT", db.to_string().as_bytes()]);
+        select(&mut out, db);
         db_records(&mut out, keyspace, db, now_ms);
     }
     out
@@ -293,12 +307,12 @@ fn parse_record(data: &[u8]) -> Result<Option<Parsed<'_>>, &'static str> {
     Ok(Some((args, at)))
 }
 
-/// A transaction id or part count of a TXBEGIN/TXEND record.
+/// The number in a marker record (TXBEGIN, TXEND, REWRITEPOINT).
 fn number(arg: &[u8]) -> Result<u64, String> {
     std::str::from_utf8(arg)
         .ok()
         .and_then(|t| t.parse().ok())
-        .ok_or_else(|| "bad transaction marker".to_string())
+        .ok_or_else(|| "a marker record with a bad number".to_string())
 }
 
 /// Where a log's records start: after its RDB preamble, if it has one.
@@ -311,13 +325,23 @@ fn records_start(data: &[u8]) -> Result<usize, RdbError> {
     Ok(reader.position())
 }
 
-/// The cross-shard transactions whose part this log holds entirely: (id,
-/// number of parts) of each `TXEND`. A transaction is committed when the
-/// logs of all its parts list it.
-pub fn committed_parts(data: &[u8]) -> Result<Vec<(u64, u32)>, RdbError> {
+/// A part of a cross-shard transaction that a log holds whole.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Part {
+    pub id: u64,
+    /// How many shards' logs have a part of the transaction.
+    pub parts: u32,
+    /// Before a rewrite point in its log: the transaction was complete
+    /// there, its other parts may be in other logs' bases now.
+    pub settled: bool,
+}
+
+/// The cross-shard transaction parts this log holds whole, one per
+/// `TXEND`. See [`Tally`] for when a transaction counts as committed.
+pub fn committed_parts(data: &[u8]) -> Result<Vec<Part>, RdbError> {
     let mut at = records_start(data)?;
     let mut open: Vec<(u64, u32)> = Vec::new();
-    let mut done = Vec::new();
+    let mut done: Vec<Part> = Vec::new();
     while let Ok(Some((args, len))) = parse_record(&data[at..]) {
         let fail = |reason: String| RdbError { offset: at, reason };
         match (&args[0].to_ascii_uppercase()[..], args.len()) {
@@ -327,14 +351,56 @@ pub fn committed_parts(data: &[u8]) -> Result<Vec<(u64, u32)>, RdbError> {
             (b"TXEND", 2) => {
                 let id = number(args[1]).map_err(fail)?;
                 if let Some(i) = open.iter().position(|(o, _)| *o == id) {
-                    done.push(open.swap_remove(i));
+                    let (id, parts) = open.swap_remove(i);
+                    done.push(Part { id, parts, settled: false });
                 }
             }
+            (b"REWRITEPOINT", 2) => done.iter_mut().for_each(|part| part.settled = true),
             _ => {}
         }
         at += len;
     }
     Ok(done)
+}
+
+/// The parts found in every shard's log, by transaction. A transaction is
+/// committed when every part is found whole, or when a part is found
+/// before a rewrite point (see [`rewrite_point`]); otherwise the process
+/// died before all its parts were written, and none is replayed.
+#[derive(Debug, Default)]
+pub struct Tally(std::collections::HashMap<u64, (u32, usize, bool)>);
+
+impl Tally {
+    /// Counts one log's parts.
+    pub fn add(&mut self, parts: &[Part]) {
+        for part in parts {
+            let entry = self.0.entry(part.id).or_insert((part.parts, 0, false));
+            entry.1 += 1;
+            entry.2 |= part.settled;
+        }
+    }
+
+    pub fn committed(&self) -> std::collections::HashSet<u64> {
+        self.0
+            .iter()
+            .filter(|(_, (parts, found, settled))| *settled || *found >= *parts as usize)
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    /// The transactions not committed: (id, parts found, parts expected),
+    /// by id.
+    pub fn incomplete(&self) -> Vec<(u64, usize, u32)> {
+        let committed = self.committed();
+        let mut missing: Vec<_> = self
+            .0
+            .iter()
+            .filter(|(id, _)| !committed.contains(id))
+            .map(|(id, (parts, found, _))| (*id, *found, *parts))
+            .collect();
+        missing.sort();
+        missing
+    }
 }
 
 /// Replays a log into a shard's keyspace: every record whose key this
@@ -380,6 +446,7 @@ pub fn replay(
                     skipping = None;
                 }
             }
+            (b"REWRITEPOINT", 2) => {}
             // SELECT still applies inside a skipped part: what follows it
             // may be outside.
             (b"SELECT", _) => {
@@ -531,6 +598,12 @@ fn check_record(
         (b"TXBEGIN", 3) => {
             number(args[2])?;
             open.begin(number(args[1])?, at);
+        }
+        (b"REWRITEPOINT", 2) => {
+            number(args[1])?;
+            if let Some((id, _)) = open.oldest() {
+                return Err(format!("a rewrite point inside transaction {id}"));
+            }
         }
         (b"TXEND", 2) => {
             let id = number(args[1])?;
@@ -723,7 +796,7 @@ mod tests {
             key(0, "b"),
         ];
         drain(&mut log, &ks, 0, &mut out);
-        assert_eq!(committed_parts(&out).unwrap(), vec![(7, 2)]);
+        assert_eq!(committed_parts(&out).unwrap(), vec![Part { id: 7, parts: 2, settled: false }]);
         let mut back = Keyspace::for_slots(16, 0, 16384);
         replay(&out, &mut back, &state, &LoadLimits::default(), 0, &|id| id == 7).unwrap();
         assert_eq!(get(&back, 0, "a").as_deref(), Some("1"));
@@ -736,14 +809,44 @@ mod tests {
         let mut empty = Vec::new();
         log.events = vec![LogEvent::TxBegin(9, 2), LogEvent::TxEnd(9)];
         drain(&mut log, &ks, 0, &mut empty);
-        assert_eq!(committed_parts(&empty).unwrap(), vec![(9, 2)]);
+        assert_eq!(
+            committed_parts(&empty).unwrap(),
+            vec![Part { id: 9, parts: 2, settled: false }]
+        );
+    }
+
+    #[test]
+    fn transactions_before_a_rewrite_point_are_committed_without_their_other_parts() {
+        let ks = Keyspace::for_slots(16, 0, 16384);
+        let mut log = LogState::default();
+        // Shard 1's log: transaction 7 (of 2 parts), a rewrite point, then
+        // transaction 8 (of 2 parts).
+        let mut b = Vec::new();
+        log.events = vec![LogEvent::TxBegin(7, 2), key(0, "x"), LogEvent::TxEnd(7)];
+        drain(&mut log, &ks, 0, &mut b);
+        rewrite_point(&mut b, 123);
+        log.events = vec![LogEvent::TxBegin(8, 2), key(0, "y"), LogEvent::TxEnd(8)];
+        drain(&mut log, &ks, 0, &mut b);
+        // Shard 0's log was rewritten from the point: its part of 7 is in
+        // its base, its part of 8 was never written (the crash).
+        let a = rewrite(&ks, 0);
+        let mut tally = Tally::default();
+        tally.add(&committed_parts(&a).unwrap());
+        tally.add(&committed_parts(&b).unwrap());
+        assert_eq!(tally.committed(), [7].into_iter().collect());
+        assert_eq!(tally.incomplete(), vec![(8, 1, 2)]);
+        assert_eq!(check(&b).problem, None, "the point is a record check-aof knows");
+        let mut inside = Vec::new();
+        command(&mut inside, &[b"TXBEGIN", b"9", b"2"]);
+        rewrite_point(&mut inside, 1);
+        assert!(matches!(check(&inside).problem, Some(Problem::Corrupt(_))));
     }
 
     /// Values of "a" and "b" after replaying `log`, all transactions
     /// whose end is in it committed.
     fn replay_ab(log: &[u8]) -> (ReplayReport, Option<String>, Option<String>) {
         let state = ShardState::new(ShardSettings::default(), 1);
-        let done: Vec<u64> = committed_parts(log).unwrap().into_iter().map(|(id, _)| id).collect();
+        let done: Vec<u64> = committed_parts(log).unwrap().into_iter().map(|p| p.id).collect();
         let mut back = Keyspace::for_slots(16, 0, 16384);
         let report =
             replay(log, &mut back, &state, &LoadLimits::default(), 0, &|id| done.contains(&id))

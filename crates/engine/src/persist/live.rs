@@ -33,10 +33,22 @@ pub struct SnapshotParams {
     /// The snapshot's "now": keys expired by then are left out, and LFU
     /// counters decay to then.
     pub now_ms: u64,
+    pub format: Format,
     pub encoder: Encoder,
     /// `Some(lfu-decay-time)` under an LFU policy: each key carries its
     /// access frequency, as Redis saves it.
     pub lfu_decay_time: Option<u32>,
+}
+
+/// What a snapshot's bytes are.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Format {
+    /// RDB key records (an RDB file, or a log's RDB preamble).
+    #[default]
+    Rdb,
+    /// Append-only log records (a log rewritten with
+    /// `aof-use-rdb-preamble no`): `RESTORE` per key.
+    Log,
 }
 
 /// One database's progress in a running snapshot.
@@ -52,8 +64,9 @@ pub struct DbSnapshot {
     next: usize,
     /// Tables flushed out of the database before they were serialised.
     detached: Vec<SlotTable>,
-    /// Serialised keys not yet handed to the writer.
+    /// Serialised keys not yet handed to the writer, and how many.
     pending: Vec<u8>,
+    pending_keys: usize,
 }
 
 impl DbSnapshot {
@@ -73,6 +86,7 @@ impl DbSnapshot {
             next: 0,
             detached: Vec::new(),
             pending: Vec::new(),
+            pending_keys: 0,
         }
     }
 
@@ -106,8 +120,13 @@ impl DbSnapshot {
     }
 
     fn serialize(&mut self, table: &SlotTable) {
-        let SnapshotParams { now_ms, encoder, lfu_decay_time } = self.params;
+        let SnapshotParams { now_ms, format, encoder, lfu_decay_time } = self.params;
         for entry in table.iter().filter(|e| !e.is_expired(now_ms)) {
+            self.pending_keys += 1;
+            if format == Format::Log {
+                super::aof::key_record(&mut self.pending, entry.key(), Some(entry), now_ms);
+                continue;
+            }
             let access = match lfu_decay_time {
                 Some(decay) => Access::Freq(
                     crate::shard::lfu_decayed(entry.access, now_ms, decay).min(255) as u8,
@@ -156,11 +175,20 @@ impl DbSnapshot {
     }
 }
 
+/// Serialised keys of one database.
+#[derive(Debug, Default)]
+pub struct Chunk {
+    /// The database's number at the snapshot's start.
+    pub db: usize,
+    pub bytes: Vec<u8>,
+    pub keys: usize,
+}
+
 /// What one background step of a shard's snapshot produced.
 #[derive(Debug, Default)]
 pub struct Step {
     /// Serialised keys by database number (at the snapshot's start).
-    pub chunks: Vec<(usize, Vec<u8>)>,
+    pub chunks: Vec<Chunk>,
     /// The shard's snapshot is complete: `chunks` are its last bytes.
     pub finished: bool,
 }
@@ -206,9 +234,10 @@ impl Keyspace {
             let Some((snapshot, tables)) = db.snapshot_parts() else { continue };
             let done = snapshot.step(tables, budget);
             let bytes = std::mem::take(&mut snapshot.pending);
+            let keys = std::mem::take(&mut snapshot.pending_keys);
             budget = budget.saturating_sub(bytes.len());
             if !bytes.is_empty() {
-                step.chunks.push((snapshot.db, bytes));
+                step.chunks.push(Chunk { db: snapshot.db, bytes, keys });
             }
             if done {
                 db.set_snapshot(None);
@@ -238,7 +267,12 @@ mod tests {
     const NOW: u64 = 1_000_000;
 
     fn params() -> SnapshotParams {
-        SnapshotParams { now_ms: NOW, encoder: Encoder::default(), lfu_decay_time: None }
+        SnapshotParams {
+            now_ms: NOW,
+            format: Format::Rdb,
+            encoder: Encoder::default(),
+            lfu_decay_time: None,
+        }
     }
 
     fn entry(key: &str, value: &str) -> Box<Entry> {
@@ -262,8 +296,8 @@ mod tests {
         part.dbs.resize_with(ks.db_count(), DbPart::default);
         loop {
             let step = ks.snapshot_step(budget);
-            for (db, bytes) in step.chunks {
-                part.dbs[db].bytes.extend_from_slice(&bytes);
+            for chunk in step.chunks {
+                part.dbs[chunk.db].bytes.extend_from_slice(&chunk.bytes);
             }
             if step.finished {
                 break;

@@ -71,26 +71,16 @@ pub async fn bgsave(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// BGREWRITEAOF: every shard replaces its log with its current state. Each
-/// shard does it on its own core, between commands (a shard's rewrite is
-/// the size of its data, written once), so it is done when the reply comes.
+/// BGREWRITEAOF: every shard's log is rewritten from its state now, while
+/// the shards keep serving (see `crate::aof::rewrite`); scheduled during a
+/// background save or inside MULTI, as in Redis.
 pub async fn bgrewriteaof(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    let results = conn
-        .core
-        .invoke_on_all(|core| {
-            let mut shard = core.shard.borrow_mut();
-            crate::aof::rewrite(core, &mut shard)
-        })
-        .await?;
-    let p = &conn.core.shared.persist;
-    let failed = results.into_iter().find_map(Result::err);
-    p.aof_last_rewrite_ok.store(failed.is_none(), Relaxed);
-    if let Some(e) = failed {
-        tracing::warn!("BGREWRITEAOF: {e}");
-        return Err(CmdError::new("ERR Can't execute an AOF background rewriting. Please check the server logs for more information."));
-    }
-    p.aof_rewrites.fetch_add(1, Relaxed);
-    conn.reply().simple("Background append only file rewriting started");
+    use crate::aof::rewrite::{self, Outcome};
+    let reply = match rewrite::bgrewriteaof(&conn.core, conn.state.in_exec).await? {
+        Outcome::Started => "Background append only file rewriting started",
+        Outcome::Scheduled => "Background append only file rewriting scheduled",
+    };
+    conn.reply().simple(reply);
     Ok(())
 }
 
@@ -125,6 +115,7 @@ pub async fn shutdown(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     // As Redis kills its saving child: the final save (if any) starts
     // afresh, and no temporary file is left behind.
     persist::stop_background_save(&conn.core).await;
+    crate::aof::rewrite::stop(&conn.core).await;
     let scheduled = !conn.core.config.borrow().save_points().is_empty();
     if save || (scheduled && !nosave) {
         tracing::warn!("Saving the final RDB snapshot before exiting.");

@@ -89,6 +89,8 @@ struct CoreReport {
     /// (keys, keys with a TTL) per database.
     dbs: Vec<(usize, usize)>,
     dirty: u64,
+    /// The shard's log: (bytes, bytes after its last rewrite), when on.
+    aof: Option<(u64, u64)>,
     clients: usize,
     /// Clients of this core waiting in blocking commands.
     blocked: usize,
@@ -118,6 +120,7 @@ impl CoreReport {
             stats: shard.state.stats.clone(),
             dbs: shard.keyspace.iter().map(|db| (db.len(), db.volatile())).collect(),
             dirty: shard.state.funnel.dirty,
+            aof: core.aof.borrow().as_ref().map(|w| (w.size, w.base_size)),
             clients: clients.len(),
             blocked: core.blocked.borrow().count(),
             tracking: (
@@ -290,32 +293,58 @@ impl Report<'_> {
         use std::sync::atomic::Ordering::Relaxed;
         let dirty: u64 = self.reports.iter().map(|r| r.dirty).sum();
         let p = &self.core.shared.persist;
-        let in_progress = p.bgsave_in_progress.load(Relaxed);
-        let current = if in_progress {
-            (ringdb_engine::shard::now_ms().saturating_sub(p.bgsave_started_ms.load(Relaxed))
-                / 1000) as i64
-        } else {
-            -1
+        let since = |started: &std::sync::atomic::AtomicU64, running: bool| -> i64 {
+            match running {
+                true => {
+                    (ringdb_engine::shard::now_ms().saturating_sub(started.load(Relaxed)) / 1000)
+                        as i64
+                }
+                false => -1,
+            }
         };
+        let in_progress = p.bgsave_in_progress.load(Relaxed);
+        let rewriting = p.aof_rewrite_in_progress.load(Relaxed);
+        let aof_on = self.core.config.borrow().get("appendonly") == Some("yes");
         let status = |ok: bool| if ok { "ok" } else { "err" };
         let _ = write!(
             out,
             "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:{dirty}\r\n\
              rdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\n\
-             rdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{current}\r\n\
-             rdb_saves:{}\r\naof_enabled:{}\r\naof_rewrite_in_progress:0\r\naof_rewrite_scheduled:0\r\n\
-             aof_rewrites:{}\r\naof_last_bgrewrite_status:{}\r\naof_last_write_status:{}\r\n\
-             module_fork_in_progress:0\r\n",
+             rdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\n\
+             rdb_saves:{}\r\naof_enabled:{}\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:{}\r\n\
+             aof_last_rewrite_time_sec:{}\r\naof_current_rewrite_time_sec:{}\r\n\
+             aof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_rewrites_consecutive_failures:{}\r\n\
+             aof_last_write_status:{}\r\nmodule_fork_in_progress:0\r\n",
             u8::from(in_progress),
             p.last_save.load(Relaxed),
             status(p.last_bgsave_ok.load(Relaxed)),
             p.last_bgsave_time_s.load(Relaxed),
+            since(&p.bgsave_started_ms, in_progress),
             p.saves.load(Relaxed),
-            u8::from(self.core.config.borrow().get("appendonly") == Some("yes")),
-            p.aof_rewrites.load(Relaxed),
+            u8::from(aof_on),
+            u8::from(rewriting),
+            u8::from(p.aof_rewrite_scheduled.load(Relaxed)),
+            p.aof_last_rewrite_time_s.load(Relaxed),
+            since(&p.aof_rewrite_started_ms, rewriting),
             status(p.aof_last_rewrite_ok.load(Relaxed)),
+            p.aof_rewrites.load(Relaxed),
+            p.aof_rewrite_failures.load(Relaxed),
             status(p.aof_last_write_ok.load(Relaxed)),
         );
+        if aof_on {
+            // Summed over the shards' logs.
+            let (size, base) = self
+                .reports
+                .iter()
+                .filter_map(|r| r.aof)
+                .fold((0, 0), |(s, b), (rs, rb)| (s + rs, b + rb));
+            let _ = write!(
+                out,
+                "aof_current_size:{size}\r\naof_base_size:{base}\r\naof_pending_rewrite:{}\r\n\
+                 aof_buffer_length:0\r\naof_pending_bio_fsync:0\r\naof_delayed_fsync:0\r\n",
+                u8::from(p.aof_rewrite_scheduled.load(Relaxed)),
+            );
+        }
     }
 
     fn stats(&self, out: &mut String) {

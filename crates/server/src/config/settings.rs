@@ -85,6 +85,7 @@ const MAXMEMORY_POLICIES: &[&str] = &[
 ];
 
 const INT_MAX: i64 = i32::MAX as i64;
+const INT_MIN: i64 = i32::MIN as i64;
 const MB: i64 = 1024 * 1024;
 
 pub static SETTINGS: &[Setting] = &[
@@ -181,6 +182,8 @@ pub static SETTINGS: &[Setting] = &[
       "Compress strings in snapshots with LZF, as Redis does."),
     s("rdbchecksum", "yes", Kind::Bool, true,
       "Write a CRC64 at the end of snapshots and check it when loading."),
+    s("rdb-key-save-delay", "0", Kind::Int { min: INT_MIN, max: INT_MAX }, true,
+      "For tests, as Redis's: microseconds the snapshot and log-rewrite writer waits per key written (-n: 1 in n keys waits 1 microsecond). The shards keep serving meanwhile."),
     s("appendonly", "no", Kind::Bool, true,
       "Keep an append-only log per shard of every write, replayed at start-up (instead of the snapshot)."),
     s("appendfsync", "everysec", Kind::Enum(&["always", "everysec", "no"]), true,
@@ -190,9 +193,9 @@ pub static SETTINGS: &[Setting] = &[
     s("appenddirname", "appendonlydir", Kind::Text, false,
       "Directory (inside dir) of the append-only logs."),
     s("auto-aof-rewrite-percentage", "100", Kind::Int { min: 0, max: INT_MAX }, true,
-      "Rewrite a shard's log on its own once it has grown by this percent since its last rewrite (0 = never)."),
+      "Rewrite the logs (every shard's, without stopping them) once together they have grown by this percent since their last rewrite (0 = never)."),
     s("auto-aof-rewrite-min-size", "67108864", Kind::Memory { min: 0, max: i64::MAX }, true,
-      "Smallest log size at which automatic rewrites happen."),
+      "Smallest total size of the logs at which automatic rewrites happen."),
     s("aof-use-rdb-preamble", "yes", Kind::Bool, true,
       "A rewritten log starts with an RDB snapshot of the shard (compact, fast to load), as Redis's base file does."),
     s("aof-load-truncated", "yes", Kind::Bool, true,

@@ -19,13 +19,9 @@
 //! the log ends inside, is cut off when `aof-load-truncated` is yes, and
 //! stops start-up otherwise; other damage stops start-up, naming
 //! `ringdb check-aof`, which checks and fixes logs offline); a log exists
-//! only for the shard count that wrote it. BGREWRITEAOF (and turning
-//! `appendonly` on) replaces each log with the shard's current state.
-//!
-//! Rewrites (BGREWRITEAOF, or automatic per `auto-aof-rewrite-percentage`
-//! and `auto-aof-rewrite-min-size`, checked once a second) run on the
-//! shard's own core between commands: the shard pauses for the time it
-//! takes to write its data once.
+//! only for the shard count that wrote it. BGREWRITEAOF, the automatic
+//! rewrite and turning `appendonly` on replace every log with its shard's
+//! state, without stopping the shards ([`rewrite`]).
 //!
 //! Cross-shard commands (atomic splits such as MSET, gathered commands such
 //! as RENAME or SUNIONSTORE across shards) mark their part in each shard's
@@ -37,6 +33,8 @@
 //! (other clients' writes to other keys run between its steps) and logs it
 //! as one part per shard it could write when it ends, before its reply:
 //! after a crash an EXEC is there whole or not at all.
+
+pub mod rewrite;
 
 use crate::config::Config;
 use crate::node::Core;
@@ -85,6 +83,22 @@ pub struct AofWriter {
     pub base_size: u64,
 }
 
+impl AofWriter {
+    /// A writer appending to `file`, which holds `size` bytes.
+    fn new(file: File, path: PathBuf, fsync: Fsync, size: u64) -> Self {
+        AofWriter {
+            file,
+            path,
+            fsync,
+            unsynced: false,
+            defer_sync: false,
+            buf: Vec::new(),
+            size,
+            base_size: size,
+        }
+    }
+}
+
 /// The log file of shard `i` of `n`.
 pub fn log_path(config: &Config, shard: usize, shards: usize) -> PathBuf {
     log_dir(config).join(format!(
@@ -122,22 +136,19 @@ pub fn logs_exist(config: &Config, shards: usize) -> Result<bool, String> {
     Ok(found)
 }
 
-/// The cross-shard transactions every part of which is in the logs (the
-/// others are left out of the replay: see `committed_parts`).
+/// The cross-shard transactions to replay: every part of which is in the
+/// logs, or complete before a rewrite point (the others are left out of
+/// the replay: see `ringdb_engine::persist::aof::Tally`).
 pub type Committed = std::collections::HashSet<u64>;
 
 pub fn committed_transactions(config: &Config, shards: usize) -> Result<Committed, String> {
-    let mut seen: std::collections::HashMap<u64, (u32, usize)> = Default::default();
+    let mut tally = aof::Tally::default();
     for i in 0..shards {
         let path = log_path(config, i, shards);
         let Ok(data) = std::fs::read(&path) else { continue };
-        let parts = aof::committed_parts(&data).map_err(|e| bad_format(&path, e))?;
-        for (id, n) in parts {
-            let entry = seen.entry(id).or_insert((n, 0));
-            entry.1 += 1;
-        }
+        tally.add(&aof::committed_parts(&data).map_err(|e| bad_format(&path, e))?);
     }
-    Ok(seen.into_iter().filter(|(_, (n, found))| *found == *n as usize).map(|(id, _)| id).collect())
+    Ok(tally.committed())
 }
 
 /// Marks the start of this shard's part of a cross-shard transaction in
@@ -247,9 +258,10 @@ pub fn replay_shard(core: &Core, shards: usize, committed: &Committed) -> Result
     Ok(report.records)
 }
 
-/// Replaces the shard's log with its current state and (re)opens it for
-/// appending: BGREWRITEAOF, turning `appendonly` on, start-up without a log.
-pub fn rewrite(core: &Core, shard: &mut Shard) -> Result<(), String> {
+/// Writes the shard's log from its current state and opens it: start-up
+/// with the log on and no log yet (nothing is served yet, so the shard
+/// may stop for it; at run time, see [`rewrite`]).
+fn create(core: &Core, shard: &mut Shard) -> Result<(), String> {
     let config = core.config.borrow().clone();
     let path = log_path(&config, core.id.index(), core.shared.shards());
     let dir = log_dir(&config);
@@ -259,51 +271,35 @@ pub fn rewrite(core: &Core, shard: &mut Shard) -> Result<(), String> {
     } else {
         aof::rewrite(&shard.keyspace, now_ms())
     };
-    let tmp = dir.join(format!("temp-rewriteaof-{}-{}.aof", std::process::id(), core.id.index()));
+    let tmp =
+        dir.join(format!("temp-rewriteaof-{}-of-{}.aof", core.id.index(), core.shared.shards()));
     let written = (|| -> std::io::Result<File> {
         let mut f = File::create(&tmp)?;
         f.write_all(&bytes)?;
         f.sync_all()?;
         std::fs::rename(&tmp, &path)?;
-        if let Ok(d) = File::open(&dir) {
-            let _ = d.sync_all();
-        }
+        crate::persist::sync_dir(&dir);
         OpenOptions::new().append(true).open(&path)
     })();
     let file = written.map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
-        format!("can't rewrite the append only file {}: {e}", path.display())
+        format!("can't write the append only file {}: {e}", path.display())
     })?;
-    if config.get("appendonly") != Some("yes") {
-        // BGREWRITEAOF with the log off only writes the file, as in Redis.
-        return Ok(());
-    }
-    // The new log holds everything: pending changes are in it already.
-    let mut log = shard.state.funnel.log.take().unwrap_or_default();
-    log.events.clear();
-    log.reset_selected();
-    shard.state.funnel.log = Some(log);
-    let size = bytes.len() as u64;
-    *core.aof.borrow_mut() = Some(AofWriter {
-        file,
-        path,
-        fsync: Fsync::from_config(&config),
-        unsynced: false,
-        defer_sync: false,
-        buf: Vec::new(),
-        size,
-        base_size: size,
-    });
+    shard.state.funnel.log = Some(LogState::default());
+    *core.aof.borrow_mut() =
+        Some(AofWriter::new(file, path, Fsync::from_config(&config), bytes.len() as u64));
     Ok(())
 }
 
 /// Opens the log for appending after a start-up replay.
 pub fn open(core: &Core) -> Result<(), String> {
     let config = core.config.borrow().clone();
-    let path = log_path(&config, core.id.index(), core.shared.shards());
+    let (index, shards) = (core.id.index(), core.shared.shards());
+    rewrite::remove_leftovers(&log_dir(&config), index, shards);
+    let path = log_path(&config, index, shards);
     if !path.exists() {
         let mut shard = core.shard.borrow_mut();
-        return rewrite(core, &mut shard);
+        return create(core, &mut shard);
     }
     let file = OpenOptions::new()
         .append(true)
@@ -311,21 +307,18 @@ pub fn open(core: &Core) -> Result<(), String> {
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
     core.shard.borrow_mut().state.funnel.log = Some(LogState::default());
-    *core.aof.borrow_mut() = Some(AofWriter {
-        file,
-        path,
-        fsync: Fsync::from_config(&config),
-        unsynced: false,
-        defer_sync: false,
-        buf: Vec::new(),
-        size,
-        base_size: size,
-    });
+    *core.aof.borrow_mut() = Some(AofWriter::new(file, path, Fsync::from_config(&config), size));
     Ok(())
 }
 
-/// Stops logging (`appendonly no`).
+/// Stops logging (`appendonly no`), and a rewrite running or scheduled, as
+/// Redis does.
 pub fn close(core: &Core) {
+    let p = &core.shared.persist;
+    p.aof_rewrite_scheduled.store(false, Relaxed);
+    if p.aof_rewrite_in_progress.load(Relaxed) {
+        p.aof_cancel.store(true, Relaxed);
+    }
     if let Some(w) = core.aof.borrow_mut().take() {
         let _ = w.file.sync_data();
     }
@@ -472,46 +465,12 @@ pub fn needs_rewrite(size: u64, base_size: u64, percentage: u64, min_size: u64) 
     size.saturating_mul(100) / base >= 100 + percentage
 }
 
-/// Once a second on every core: the sync of `appendfsync everysec`, and
-/// the automatic rewrite of this shard's log when it has grown enough.
+/// Once a second on every core: the sync of `appendfsync everysec`.
 pub async fn sync_loop(core: std::rc::Rc<Core>) {
     loop {
         glommio::timer::sleep(std::time::Duration::from_secs(1)).await;
         core.flush_log();
         core.sync_log();
-        let grown = core.aof.borrow().as_ref().is_some_and(|w| {
-            let config = core.config.borrow();
-            let number = |name: &str| config.get(name).and_then(|v| v.parse().ok()).unwrap_or(0);
-            needs_rewrite(
-                w.size,
-                w.base_size,
-                number("auto-aof-rewrite-percentage"),
-                number("auto-aof-rewrite-min-size"),
-            )
-        });
-        // Not in the middle of an EXEC on this shard (its changes so far
-        // would enter the new base without their transaction): next second.
-        let exec_running = core
-            .shard
-            .borrow()
-            .state
-            .funnel
-            .log
-            .as_ref()
-            .is_some_and(|log| log.holds_transactions());
-        if grown && !exec_running {
-            info!(shard = core.id.0, "Starting automatic rewriting of AOF");
-            let mut shard = core.shard.borrow_mut();
-            let result = rewrite(&core, &mut shard);
-            let persist = &core.shared.persist;
-            persist.aof_last_rewrite_ok.store(result.is_ok(), Relaxed);
-            match result {
-                Ok(()) => {
-                    persist.aof_rewrites.fetch_add(1, Relaxed);
-                }
-                Err(e) => warn!("automatic AOF rewrite: {e}"),
-            }
-        }
     }
 }
 
