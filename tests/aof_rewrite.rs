@@ -224,8 +224,11 @@ fn kill_9_between_two_shards_swaps_keeps_whole_transactions() {
         // seconds.
         fill(&mut c, &a, 10, "old");
         fill(&mut c, &b, 20_000, "old");
+        // The last MSETs of the pair are before the point: after the crash,
+        // only shard 1's old log has them marked.
         let writers = Writers::start(&server, &a, &b);
         std::thread::sleep(Duration::from_millis(100));
+        let acked = writers.stop();
         q::<String>(&mut c, &["CONFIG", "SET", "aof-use-rdb-preamble", "yes"]).unwrap();
         q::<String>(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "500"]).unwrap();
         q::<String>(&mut c, &["BGREWRITEAOF"]).unwrap();
@@ -233,8 +236,12 @@ fn kill_9_between_two_shards_swaps_keeps_whole_transactions() {
         wait_until("shard 0's swap", || {
             std::fs::read(log_of(&dir, 0)).unwrap().starts_with(b"REDIS")
         });
-        std::thread::sleep(Duration::from_millis(200));
-        let acked = writers.stop();
+        // And cross-shard writes after the point, in both logs' tails.
+        q::<String>(
+            &mut c,
+            &["MSET", &format!("later{{{a}}}"), "1", &format!("later{{{b}}}"), "1"],
+        )
+        .unwrap();
         assert!(rewriting(&mut c), "shard 1 still writes its base");
         assert!(started.elapsed() < Duration::from_secs(5));
         let old = std::fs::read(log_of(&dir, 1)).unwrap();
@@ -247,6 +254,9 @@ fn kill_9_between_two_shards_swaps_keeps_whole_transactions() {
     let server = server_on(&dir, &[]);
     let mut c = server.client();
     check_writes(&mut c, &a, &b, acked);
+    let later: Vec<Option<String>> =
+        q(&mut c, &["MGET", &format!("later{{{a}}}"), &format!("later{{{b}}}")]).unwrap();
+    assert_eq!(later, vec![Some("1".to_string()), Some("1".to_string())]);
     check_filled(&mut c, &a, 10, "old");
     check_filled(&mut c, &b, 20_000, "old");
     no_leftovers(&dir);
