@@ -91,27 +91,12 @@ impl Writers {
         let stop = Arc::new(AtomicBool::new(false));
         let rewriting = Arc::new(AtomicBool::new(false));
         let during = Arc::new(AtomicU64::new(0));
-        let jobs: Vec<Box<dyn Fn(&mut redis::Connection, u64) + Send>> = vec![
-            {
-                let a = a.to_string();
-                Box::new(move |c, _| {
-                    q::<i64>(c, &["INCR", &format!("ctr{{{a}}}")]).unwrap();
-                })
-            },
-            {
-                let b = b.to_string();
-                Box::new(move |c, _| {
-                    q::<i64>(c, &["INCR", &format!("ctr{{{b}}}")]).unwrap();
-                })
-            },
-            {
-                let (a, b) = (a.to_string(), b.to_string());
-                Box::new(move |c, round| {
-                    let round = round.to_string();
-                    let (ka, kb) = (format!("pair{{{a}}}"), format!("pair{{{b}}}"));
-                    q::<String>(c, &["MSET", &ka, &round, &kb, &round]).unwrap();
-                })
-            },
+        let (ctr_a, ctr_b) = (format!("ctr{{{a}}}"), format!("ctr{{{b}}}"));
+        let (pair_a, pair_b) = (format!("pair{{{a}}}"), format!("pair{{{b}}}"));
+        let jobs = [
+            vec!["INCR".to_string(), ctr_a],
+            vec!["INCR".to_string(), ctr_b],
+            vec!["MSET".to_string(), pair_a, "#".into(), pair_b, "#".into()],
         ];
         let threads = jobs
             .into_iter()
@@ -122,7 +107,13 @@ impl Writers {
                     let mut done = 0u64;
                     while !stop.load(Ordering::Relaxed) {
                         let was_rewriting = rewriting.load(Ordering::Relaxed);
-                        job(&mut c, done + 1);
+                        // "#" is the round: the MSET's value.
+                        let round = (done + 1).to_string();
+                        let args: Vec<&str> = job
+                            .iter()
+                            .map(|a| if a == "#" { &round[..] } else { &a[..] })
+                            .collect();
+                        q::<redis::Value>(&mut c, &args).unwrap();
                         done += 1;
                         if was_rewriting && rewriting.load(Ordering::Relaxed) {
                             during.fetch_add(1, Ordering::Relaxed);
