@@ -799,11 +799,7 @@ fn a_crash_never_leaves_half_of_a_cross_shard_mset() {
     }
     // As if the process died after shard 0 wrote its part of the MSET and
     // before shard 1 wrote the end of its part.
-    let log = shard_log(&dir, 1);
-    let data = std::fs::read(&log).unwrap();
-    let end = data.windows(5).rposition(|w| w == b"TXEND").expect("a transaction end");
-    let record_start = data[..end].iter().rposition(|&c| c == b'*').unwrap();
-    std::fs::write(&log, &data[..record_start]).unwrap();
+    tear_last_transaction(&dir, 1);
     let server = server_on(&dir, ALWAYS);
     let mut c = server.client();
     let v: Vec<String> = q(&mut c, &["MGET", &a, &b]).unwrap();
@@ -815,6 +811,35 @@ fn a_crash_never_leaves_half_of_a_cross_shard_mset() {
     let mut c = server.client();
     let v: Vec<Option<String>> = q(&mut c, &["MGET", &a, &b]).unwrap();
     assert_eq!(v, vec![None, Some("old".into())]);
+}
+
+/// Cuts shard `shard`'s log before the end of its last transaction part:
+/// as if the process died while writing it.
+fn tear_last_transaction(dir: &TempDir, shard: usize) {
+    let log = shard_log(dir, shard);
+    let data = std::fs::read(&log).unwrap();
+    let end = data.windows(5).rposition(|w| w == b"TXEND").expect("a transaction end");
+    let record_start = data[..end].iter().rposition(|&c| c == b'*').unwrap();
+    std::fs::write(&log, &data[..record_start]).unwrap();
+}
+
+#[test]
+fn a_crash_never_leaves_half_of_a_cross_shard_del_or_unlink() {
+    let dir = TempDir::new("halfdel");
+    let (a, b) = keys_on_two_shards();
+    for command in ["DEL", "UNLINK"] {
+        {
+            let server = server_on(&dir, ALWAYS);
+            let mut c = server.client();
+            q::<String>(&mut c, &["MSET", &a, "1", &b, "2"]).unwrap();
+            assert_eq!(q::<i64>(&mut c, &[command, &a, &b, "missing"]).unwrap(), 2);
+        }
+        tear_last_transaction(&dir, 1);
+        let server = server_on(&dir, ALWAYS);
+        let mut c = server.client();
+        let v: Vec<Option<String>> = q(&mut c, &["MGET", &a, &b]).unwrap();
+        assert_eq!(v, vec![Some("1".into()), Some("2".into())], "{command}");
+    }
 }
 
 /// Keys under the hash tags of `a` and `b` (one per shard): they live on

@@ -81,12 +81,12 @@ static OBJECT_SUBCOMMANDS: &[CommandSpec] = &[
 ];
 
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("del", -2, WRITE, Exec::Split { handler: del, merge: Merge::Sum, atomic: false })
+    CommandSpec::new("del", -2, WRITE, Exec::Split { handler: del, merge: Merge::Sum, atomic: true })
         .keys(&[KeySpec::range(1, -1, 1, kf::RM | kf::DELETE)])
         .acl(acl::KEYSPACE)
         .tips(&["request_policy:multi_shard", "response_policy:agg_sum"])
         .doc("generic", "1.0.0", "Deletes one or more keys.", "O(N) where N is the number of keys that will be removed. When a key to remove holds a value other than a string, the individual complexity for this key is O(M) where M is the number of elements in the list, set, sorted set or hash. Removing a single key that holds a string value is O(1).", "key [key ...]"),
-    CommandSpec::new("unlink", -2, WRITE | FAST, Exec::Split { handler: unlink, merge: Merge::Sum, atomic: false })
+    CommandSpec::new("unlink", -2, WRITE | FAST, Exec::Split { handler: unlink, merge: Merge::Sum, atomic: true })
         .keys(&[KeySpec::range(1, -1, 1, kf::RM | kf::DELETE)])
         .acl(acl::KEYSPACE)
         .tips(&["request_policy:multi_shard", "response_policy:agg_sum"])

@@ -42,7 +42,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::sync::atomic::Ordering::Relaxed;
+use std::sync::atomic::{AtomicU8, Ordering::Relaxed};
+use std::sync::Arc;
 use std::time::Duration;
 use tracing::{info, warn};
 
@@ -96,32 +97,39 @@ pub async fn start(core: &Rc<Core>) -> Result<Outcome, CmdError> {
     let point = now_ms();
     // Read once: the other cores may not have applied a CONFIG SET yet.
     let logging = core.config.borrow().get("appendonly") == Some("yes");
+    let verdict = Arc::new(AtomicU8::new(PENDING));
+    let shard_verdict = verdict.clone();
     let begun = match persist::lock_all(core, false).await {
         Ok(()) => {
-            let begun = core.invoke_on_all(move |core| begin_shard(core, point, logging)).await;
+            let begun = core
+                .invoke_on_all(move |core| begin_shard(core, point, logging, shard_verdict.clone()))
+                .await;
             persist::unlock_all(core, false).await.and(begun)
         }
         Err(e) => Err(e),
     };
-    let shards = match begun {
+    // Every shard must have marked the point before any installs its new
+    // log (an old log without the point would not know that its
+    // transactions' other parts are in new bases): otherwise none does.
+    let shards = match begun
+        .map_err(|e| e.to_string())
+        .and_then(|shards| shards.into_iter().collect::<Result<Vec<Done>, String>>())
+    {
         Ok(shards) => shards,
         Err(e) => {
             warn!("cannot start the AOF rewrite: {e}");
+            verdict.store(ABORT, Relaxed);
             ended(core, false);
-            // The shards that did start stop.
-            p.aof_cancel.store(true, Relaxed);
             return Err(FAILED);
         }
     };
+    verdict.store(GO, Relaxed);
     info!("Background append only file rewriting started");
     let core = core.clone();
     glommio::spawn_local(async move {
         let mut ok = true;
-        for shard in shards {
-            let result = match shard {
-                Ok(done) => done.recv_async().await.unwrap_or_else(|_| Err("stopped".into())),
-                Err(e) => Err(e),
-            };
+        for done in shards {
+            let result = done.recv_async().await.unwrap_or_else(|_| Err("stopped".into()));
             if let Err(e) = result {
                 warn!("Background AOF rewrite: {e}");
                 ok = false;
@@ -202,6 +210,12 @@ pub async fn due(core: &Rc<Core>) -> bool {
     super::needs_rewrite(size, base, percentage, min_size)
 }
 
+/// Whether every shard started its part of a rewrite: a shard installs its
+/// new log only after [`GO`].
+const PENDING: u8 = 0;
+const GO: u8 = 1;
+const ABORT: u8 = 2;
+
 /// The log a shard keeps appending to while its new log is written.
 #[derive(Clone, Debug)]
 struct Live {
@@ -216,7 +230,12 @@ type Done = flume::Receiver<Result<(), String>>;
 /// At the snapshot point, on every core: marks the point in the log (or
 /// opens the temporary one), starts the snapshot, the thread writing the
 /// new log and the task that installs it.
-fn begin_shard(core: &Rc<Core>, point_ms: u64, logging: bool) -> Result<Done, String> {
+fn begin_shard(
+    core: &Rc<Core>,
+    point_ms: u64,
+    logging: bool,
+    verdict: Arc<AtomicU8>,
+) -> Result<Done, String> {
     let config = core.config.borrow().clone();
     let (index, shards) = (core.id.index(), core.shared.shards());
     let dir = log_dir(&config);
@@ -263,6 +282,13 @@ fn begin_shard(core: &Rc<Core>, point_ms: u64, logging: bool) -> Result<Done, St
     let core = core.clone();
     glommio::spawn_local(async move {
         let copied = base.recv_async().await.unwrap_or_else(|_| Err("the writer stopped".into()));
+        while verdict.load(Relaxed) == PENDING {
+            glommio::timer::sleep(Duration::from_millis(1)).await;
+        }
+        let copied = match verdict.load(Relaxed) {
+            GO => copied,
+            _ => Err("another shard could not start its rewrite".into()),
+        };
         let result = copied.and_then(|copied| install(&core, &tmp, live.as_ref(), copied));
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
