@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Memory and latency of a BGSAVE of many small keys (ringdb's snapshot
-without fork and without stop).
+"""Memory and latency of a BGSAVE (or, with `--rewrite`, a BGREWRITEAOF)
+of many small keys (ringdb's snapshots and log rewrites without fork and
+without stop).
 
 Starts the given ringdb binary (2 shards, its own temp dir, no schedule),
 fills KEYS keys `key:%012d` = `xxx` (the keys redis-benchmark's
@@ -9,9 +10,11 @@ client sends GETs one at a time and measures each reply (and 500 before
 the BGSAVE, for comparison), and (with
 `--writes`) redis-benchmark overwrites random keys of the same keyspace
 (SET, 8 clients, pipeline 16). Peak memory is the server's VmRSS sampled
-every 5 ms during the snapshot, and its VmHWM.
+every 5 ms during the snapshot, and its VmHWM. With `--rewrite` the server
+runs with `appendonly yes` (automatic rewrites off) and the command is
+BGREWRITEAOF.
 
-Usage: benches/snapshot.py BINARY [--keys N] [--writes] [--port P]
+Usage: benches/snapshot.py BINARY [--keys N] [--writes] [--rewrite] [--port P]
 """
 
 import argparse
@@ -98,12 +101,21 @@ def main():
     ap.add_argument("binary")
     ap.add_argument("--keys", type=int, default=5_000_000)
     ap.add_argument("--writes", action="store_true")
+    ap.add_argument("--rewrite", action="store_true")
     ap.add_argument("--port", type=int, default=7801)
     args = ap.parse_args()
     d = tempfile.mkdtemp(prefix="ringdb-snapbench-")
+    if args.rewrite:
+        extra = ["--appendonly", "yes", "--auto-aof-rewrite-percentage", "0"]
+        command, started = "BGREWRITEAOF", "Background append only file rewriting started"
+        running, last_status = "aof_rewrite_in_progress", "aof_last_bgrewrite_status"
+    else:
+        extra = []
+        command, started = "BGSAVE", "Background saving started"
+        running, last_status = "rdb_bgsave_in_progress", "rdb_last_bgsave_status"
     server = subprocess.Popen([args.binary, "--port", str(args.port), "--shards", "2",
                                "--pin-cpus", "no", "--dir", d, "--save", "",
-                               "--loglevel", "warning"])
+                               "--loglevel", "warning"] + extra)
     try:
         for _ in range(200):
             try:
@@ -143,7 +155,7 @@ def main():
             time.sleep(0.001)
         idle.sort()
         t0 = time.time()
-        assert c.call("BGSAVE").startswith("Background saving started")
+        assert c.call(command).startswith(started)
         bgsave_reply = time.time() - t0
         lat = []
         while True:
@@ -152,7 +164,7 @@ def main():
                 probe.call("GET", "key:000000000123")
                 lat.append(time.perf_counter() - a)
                 time.sleep(0.001)
-            if info_field(c, "rdb_bgsave_in_progress") == "0":
+            if info_field(c, running) == "0":
                 break
         total = time.time() - t0
         done.set()
@@ -160,20 +172,24 @@ def main():
         if writer:
             writer.kill()
             writer.wait()
-        status_ok = info_field(c, "rdb_last_bgsave_status")
+        status_ok = info_field(c, last_status)
         hwm = status(server.pid, "VmHWM")
-        size = os.path.getsize(os.path.join(d, "dump.rdb"))
+        if args.rewrite:
+            logs = os.path.join(d, "appendonlydir")
+            size = sum(os.path.getsize(os.path.join(logs, f)) for f in os.listdir(logs))
+        else:
+            size = os.path.getsize(os.path.join(d, "dump.rdb"))
         lat.sort()
         mib = 1 << 20
-        print(f"binary={args.binary} keys={args.keys} writes={args.writes}")
-        print(f"  fill {fill_s:.1f}s; rss before BGSAVE {base_rss / mib:.0f} MiB "
+        print(f"binary={args.binary} keys={args.keys} writes={args.writes} command={command}")
+        print(f"  fill {fill_s:.1f}s; rss before {command} {base_rss / mib:.0f} MiB "
               f"(VmHWM {base_hwm / mib:.0f} MiB); file {size / mib:.0f} MiB; status {status_ok}")
-        print(f"  BGSAVE reply {bgsave_reply * 1000:.1f} ms; snapshot done after {total:.2f}s")
+        print(f"  {command} reply {bgsave_reply * 1000:.1f} ms; snapshot done after {total:.2f}s")
         print(f"  peak VmRSS during snapshot {peak[0] / mib:.0f} MiB "
               f"(+{(peak[0] - base_rss) / mib:.0f} MiB); VmHWM after {hwm / mib:.0f} MiB")
         print(f"  GET probes {len(lat)}: p50 {lat[len(lat) // 2] * 1000:.2f} ms, "
               f"p99 {lat[int(len(lat) * 0.99)] * 1000:.2f} ms, max {lat[-1] * 1000:.1f} ms; "
-              f"before BGSAVE: p50 {idle[len(idle) // 2] * 1000:.2f} ms, "
+              f"before {command}: p50 {idle[len(idle) // 2] * 1000:.2f} ms, "
               f"p99 {idle[int(len(idle) * 0.99)] * 1000:.2f} ms, max {idle[-1] * 1000:.1f} ms")
     finally:
         server.kill()

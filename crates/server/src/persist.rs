@@ -258,9 +258,11 @@ pub(crate) fn begin_shard(
             .map(|libs| libs.libs.values().map(|l| l.code.to_vec()).collect())
             .unwrap_or_default();
         let dirty = shard.state.funnel.dirty;
+        SNAPSHOTS.with(|n| n.set(n.get() + 1));
         Started { counts: shard.keyspace.begin_snapshot(params), dirty, functions }
     };
-    match glommio::spawn_local_into(stream_shard(core.clone(), pieces), step_queue()) {
+    let this = SNAPSHOTS.with(|n| n.get());
+    match glommio::spawn_local_into(stream_shard(core.clone(), pieces, this), step_queue()) {
         Ok(task) => {
             task.detach();
         }
@@ -298,15 +300,28 @@ pub(crate) fn step_queue() -> glommio::TaskQueueHandle {
     })
 }
 
+thread_local! {
+    /// Snapshots started on this core: a snapshot task whose number is no
+    /// longer the last left its snapshot behind (its writer stopped, and
+    /// another snapshot may have started since): it must not touch it.
+    static SNAPSHOTS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 /// The shard's background part: serialise a step, hand it to the writer,
 /// let the commands waiting run, again until every table is written. When
 /// the writer is gone (an error, a cancelled save) the snapshot is dropped.
-pub(crate) async fn stream_shard(core: Rc<Core>, pieces: flume::Sender<Piece>) {
+async fn stream_shard(core: Rc<Core>, pieces: flume::Sender<Piece>, this: u64) {
+    let current = || SNAPSHOTS.with(|n| n.get()) == this;
     loop {
+        if !current() {
+            return;
+        }
         let step = core.shard.borrow_mut().keyspace.snapshot_step(STEP_BYTES);
         for chunk in step.chunks {
             if pieces.send_async(Piece::Keys(chunk)).await.is_err() {
-                core.shard.borrow_mut().keyspace.abort_snapshot();
+                if current() {
+                    core.shard.borrow_mut().keyspace.abort_snapshot();
+                }
                 return;
             }
         }

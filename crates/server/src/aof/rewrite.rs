@@ -110,42 +110,46 @@ pub async fn start(core: &Rc<Core>) -> Result<Outcome, CmdError> {
     };
     // Every shard must have marked the point before any installs its new
     // log (an old log without the point would not know that its
-    // transactions' other parts are in new bases): otherwise none does.
-    let shards = match begun
-        .map_err(|e| e.to_string())
-        .and_then(|shards| shards.into_iter().collect::<Result<Vec<Done>, String>>())
-    {
-        Ok(shards) => shards,
-        Err(e) => {
+    // transactions' other parts are in new bases): otherwise none does,
+    // and the others stop.
+    let shards = begun.unwrap_or_else(|e| vec![Err(e.to_string())]);
+    let not_begun = shards.iter().find_map(|shard| shard.as_ref().err()).cloned();
+    match &not_begun {
+        Some(e) => {
             warn!("cannot start the AOF rewrite: {e}");
             verdict.store(ABORT, Relaxed);
-            ended(core, false);
-            return Err(FAILED);
+            p.aof_cancel.store(true, Relaxed);
         }
-    };
-    verdict.store(GO, Relaxed);
-    info!("Background append only file rewriting started");
-    let core = core.clone();
+        None => {
+            verdict.store(GO, Relaxed);
+            info!("Background append only file rewriting started");
+        }
+    }
+    let failed = not_begun.is_some();
+    let waiter = core.clone();
     glommio::spawn_local(async move {
-        let mut ok = true;
-        for done in shards {
+        let mut ok = !failed;
+        for done in shards.into_iter().flatten() {
             let result = done.recv_async().await.unwrap_or_else(|_| Err("stopped".into()));
             if let Err(e) = result {
                 warn!("Background AOF rewrite: {e}");
                 ok = false;
             }
         }
-        ended(&core, ok);
+        let stopped = !failed && waiter.shared.persist.aof_cancel.load(Relaxed);
+        ended(&waiter, ok, stopped);
     })
     .detach();
-    Ok(Outcome::Started)
+    match failed {
+        true => Err(FAILED),
+        false => Ok(Outcome::Started),
+    }
 }
 
 /// The rewrite of every shard is over: its status for INFO, and the next
-/// snapshot may start.
-/// A rewrite stopped on purpose (SHUTDOWN, `appendonly no`) is not a
-/// failed one, as in Redis.
-fn ended(core: &Core, ok: bool) {
+/// snapshot may start. A rewrite `stopped` on purpose (SHUTDOWN,
+/// `appendonly no`) is not a failed one, as in Redis.
+fn ended(core: &Core, ok: bool, stopped: bool) {
     let p = &core.shared.persist;
     let started = p.aof_rewrite_started_ms.load(Relaxed);
     p.aof_last_rewrite_time_s.store((now_ms().saturating_sub(started) / 1000) as i64, Relaxed);
@@ -154,7 +158,7 @@ fn ended(core: &Core, ok: bool) {
         p.aof_last_rewrite_ok.store(true, Relaxed);
         p.aof_rewrites.fetch_add(1, Relaxed);
         p.aof_rewrite_failures.store(0, Relaxed);
-    } else if p.aof_cancel.load(Relaxed) {
+    } else if stopped {
         info!("Background AOF rewrite stopped");
     } else {
         p.aof_last_rewrite_ok.store(false, Relaxed);
