@@ -295,6 +295,11 @@ impl TrackingTable {
 
     /// Takes the invalidations queued since the last call, if any.
     #[inline]
+    /// Invalidations wait to be sent.
+    pub fn has_outbox(&self) -> bool {
+        !self.outbox.is_empty()
+    }
+
     pub fn take_outbox(&mut self) -> Option<Outbox> {
         if self.outbox.is_empty() {
             return None;

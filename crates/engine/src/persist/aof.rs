@@ -83,12 +83,6 @@ impl LogState {
         changes.first().is_some_and(|first| changes.iter().any(|e| e != first))
     }
 
-    /// An EXEC still running holds back changes here: a rewrite now would
-    /// put part of that transaction in the new log's base.
-    pub fn holds_transactions(&self) -> bool {
-        !self.held.is_empty()
-    }
-
     /// Holds back the changes since `mark` as part of EXEC `tx`.
     pub fn hold_since(&mut self, mark: usize, tx: u64) {
         let changes = self.events.split_off(mark.min(self.events.len()));
@@ -912,9 +906,7 @@ mod tests {
         log.events.push(key(0, "b"));
         log.hold_since(mark, 7);
         assert_eq!(log.events, vec![key(0, "other")]);
-        assert!(log.holds_transactions(), "no automatic rewrite in the middle of EXEC 7");
         log.commit(7, Some(2));
-        assert!(!log.holds_transactions());
         assert_eq!(
             log.events,
             vec![

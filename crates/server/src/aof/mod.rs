@@ -368,12 +368,20 @@ impl Core {
     /// [`publish_shard_changes`](Self::publish_shard_changes) for a batch
     /// whose reply goes through [`after_log_sync`](Self::after_log_sync):
     /// under `appendfsync always` the log is written but not synced yet.
-    /// When the changes wake blocked clients or send keyspace
-    /// notifications, which leave at once, the log is synced first as usual.
+    /// When the changes send anything at once (blocked clients' wakes,
+    /// keyspace notifications, tracking invalidations, reactive query
+    /// results, hot-key pushes), the log is synced first as usual: nothing
+    /// about a write leaves before it is on disk, as in Redis.
     pub fn publish_group_committed(self: &std::rc::Rc<Self>, shard: &mut Shard) {
         shard.serve_blocked();
         let funnel = &shard.state.funnel;
-        self.set_defer_sync(funnel.blocked.outbox.is_empty() && funnel.outbox.is_empty());
+        let pushes = !funnel.blocked.outbox.is_empty()
+            || !funnel.outbox.is_empty()
+            || funnel.tracking.has_outbox()
+            || funnel.queries.has_dirty()
+            || !funnel.queries.outbox.is_empty()
+            || !shard.state.hotkeys.outbox.is_empty();
+        self.set_defer_sync(!pushes);
         self.publish_shard_changes(shard);
         self.set_defer_sync(false);
     }
