@@ -813,6 +813,53 @@ fn a_crash_never_leaves_half_of_a_cross_shard_mset() {
     assert_eq!(v, vec![None, Some("old".into())]);
 }
 
+#[test]
+fn function_libraries_are_kept_in_the_logs() {
+    let dir = TempDir::new("aof-functions");
+    let (a, b) = keys_on_two_shards();
+    let logged = ["--appendonly", "yes", "--appendfsync", "always", "--aof-use-rdb-preamble", "no"];
+    {
+        let server = server_on(&dir, &logged);
+        let mut c = server.client();
+        q::<String>(&mut c, &["FUNCTION", "LOAD", LIBRARY]).unwrap();
+        // Dropped: SIGKILL, right after the reply.
+    }
+    {
+        let server = server_on(&dir, &logged);
+        let mut c = server.client();
+        // Both shards have it back (a function runs on its keys' shard).
+        assert_eq!(q::<i64>(&mut c, &["FCALL", "answer", "1", &a]).unwrap(), 42);
+        assert_eq!(q::<i64>(&mut c, &["FCALL", "answer", "1", &b]).unwrap(), 42);
+        q::<String>(&mut c, &["FUNCTION", "DELETE", "persisted"]).unwrap();
+    }
+    {
+        let server = server_on(&dir, &logged);
+        let mut c = server.client();
+        assert_eq!(q::<Vec<Value>>(&mut c, &["FUNCTION", "LIST"]).unwrap(), vec![]);
+        q::<String>(&mut c, &["FUNCTION", "LOAD", LIBRARY]).unwrap();
+        // A rewrite without preamble starts with the libraries.
+        rewrite_logs(&mut c);
+        q::<String>(&mut c, &["CONFIG", "SET", "appendonly", "no"]).unwrap();
+        q::<String>(&mut c, &["FUNCTION", "FLUSH"]).unwrap();
+        // As Redis's aofrw test: with the log off the flush is not logged,
+        // and DEBUG LOADAOF (which empties everything first) brings the
+        // libraries back from the log.
+        assert_eq!(q::<String>(&mut c, &["DEBUG", "LOADAOF"]).unwrap(), "OK");
+        assert_eq!(q::<i64>(&mut c, &["FCALL", "answer", "1", &b]).unwrap(), 42);
+    }
+    // And from an RDB preamble.
+    let preamble = ["--appendonly", "yes", "--aof-use-rdb-preamble", "yes"];
+    {
+        let server = server_on(&dir, &preamble);
+        let mut c = server.client();
+        rewrite_logs(&mut c);
+        assert!(std::fs::read(shard_log(&dir, 0)).unwrap().starts_with(b"REDIS"));
+    }
+    let server = server_on(&dir, &preamble);
+    let mut c = server.client();
+    assert_eq!(q::<i64>(&mut c, &["FCALL", "answer", "1", &a]).unwrap(), 42);
+}
+
 /// Cuts shard `shard`'s log before the end of its last transaction part:
 /// as if the process died while writing it.
 fn tear_last_transaction(dir: &TempDir, shard: usize) {

@@ -395,9 +395,9 @@ pub(crate) enum Layout {
     /// before a database's pieces (the first time with `RESIZEDB` and the
     /// database's size at the snapshot point), `EOF` and the CRC64 after.
     Rdb { head: Vec<u8>, counts: Vec<DbCount>, checksum: bool },
-    /// Log records (a log rewritten without an RDB preamble): `SELECT`
-    /// before a database's pieces.
-    Log,
+    /// Log records (a log rewritten without an RDB preamble): `head`
+    /// (the function libraries), `SELECT` before a database's pieces.
+    Log { head: Vec<u8> },
 }
 
 /// The RDB layout of a snapshot that `started` on these shards.
@@ -482,9 +482,12 @@ impl FileWriter {
         let checksum = matches!(self.layout, Layout::Rdb { checksum: true, .. });
         let mut out = Output { file, crc: 0, size: 0, checksum };
         let mut announced = Vec::new();
-        if let Layout::Rdb { head, counts, .. } = &self.layout {
-            out.put(head)?;
-            announced = vec![false; counts.len()];
+        match &self.layout {
+            Layout::Rdb { head, counts, .. } => {
+                out.put(head)?;
+                announced = vec![false; counts.len()];
+            }
+            Layout::Log { head } => out.put(head)?,
         }
         let mut selected = None;
         let mut done = 0;
@@ -513,7 +516,7 @@ impl FileWriter {
                             encode::resize_db(&mut op, counts[db].keys, counts[db].volatile);
                         }
                     }
-                    Layout::Log => ringdb_engine::persist::aof::select(&mut op, db),
+                    Layout::Log { .. } => ringdb_engine::persist::aof::select(&mut op, db),
                 }
                 out.put(&op)?;
                 selected = Some(db);
@@ -763,10 +766,13 @@ async fn loadaof_locked(core: &Rc<Core>) -> Result<(), CmdError> {
     let results = core
         .invoke_on_all(move |core| {
             {
+                // Everything the log holds goes, functions included, as
+                // Redis empties its data before loading the AOF.
                 let mut shard = core.shard.borrow_mut();
                 for db in 0..shard.keyspace.db_count() {
                     shard.keyspace.db_mut(db).clear();
                 }
+                shard.state.scripting.function_flush();
             }
             crate::aof::replay_shard(core, core.shared.shards(), &committed)
         })

@@ -33,6 +33,10 @@ pub enum LogEvent {
     Key(usize, Bytes),
     /// A whole database changed (FLUSHDB, FLUSHALL, SWAPDB).
     WholeDb(usize),
+    /// The function libraries changed (FUNCTION LOAD, DELETE, FLUSH,
+    /// RESTORE): their FUNCTION DUMP payload now, replayed as
+    /// `FUNCTION RESTORE <payload> FLUSH`.
+    Functions(Bytes),
     /// This shard's part of cross-shard transaction `id` (of `parts`
     /// shards) starts: its records count only if every part's log has its
     /// [`LogEvent::TxEnd`] (see [`committed_parts`]).
@@ -175,6 +179,7 @@ pub fn drain(log: &mut LogState, keyspace: &Keyspace, now_ms: u64, out: &mut Vec
                 );
             }
             LogEvent::TxEnd(id) => command(out, &[b"TXEND", id.to_string().as_bytes()]),
+            LogEvent::Functions(payload) => functions_record(out, payload),
         }
     }
 }
@@ -187,6 +192,12 @@ fn db_records(out: &mut Vec<u8>, keyspace: &Keyspace, db: usize, now_ms: u64) {
             }
         }
     }
+}
+
+/// The record that sets the function libraries to those of a FUNCTION
+/// DUMP `payload`.
+pub fn functions_record(out: &mut Vec<u8>, payload: &[u8]) {
+    command(out, &[b"FUNCTION", b"RESTORE", payload, b"FLUSH"]);
 }
 
 /// The record a log gets where a rewrite of every shard's log starts (all
@@ -205,10 +216,13 @@ pub fn rewrite_with_preamble(keyspace: &Keyspace, state: &ShardState, now_ms: u6
     super::snapshot::assemble(&[("aof-base", "1".into())], &[part], Encoder::default(), true)
 }
 
-/// A compact log of the shard as it is now, as records (BGREWRITEAOF with
-/// `aof-use-rdb-preamble no`).
-pub fn rewrite(keyspace: &Keyspace, now_ms: u64) -> Vec<u8> {
+/// A compact log of the shard as it is now, as records (a log created at
+/// start-up with `aof-use-rdb-preamble no`).
+pub fn rewrite(keyspace: &Keyspace, state: &ShardState, now_ms: u64) -> Vec<u8> {
     let mut out = Vec::new();
+    if state.scripting.libraries().is_some_and(|l| !l.libs.is_empty()) {
+        functions_record(&mut out, &state.scripting.function_dump());
+    }
     for db in 0..keyspace.db_count() {
         if keyspace.db(db).is_empty() {
             continue;
@@ -404,7 +418,7 @@ impl Tally {
 pub fn replay(
     data: &[u8],
     keyspace: &mut Keyspace,
-    state: &ShardState,
+    state: &mut ShardState,
     limits: &LoadLimits,
     now_ms: u64,
     committed: &dyn Fn(u64) -> bool,
@@ -413,7 +427,13 @@ pub fn replay(
     let mut db = 0usize;
     let mut at = 0;
     if data.starts_with(b"REDIS") {
-        at = super::snapshot::load(data, keyspace, state, limits, now_ms, true)?.end;
+        let preamble = super::snapshot::load(data, keyspace, state, limits, now_ms, true)?;
+        for code in &preamble.functions {
+            state.scripting.function_load(&Bytes::copy_from_slice(code), true).map_err(|e| {
+                RdbError { offset: 0, reason: format!("a function library: {}", e.text()) }
+            })?;
+        }
+        at = preamble.end;
         report.valid_len = at;
     }
     let mut skipping: Option<u64> = None;
@@ -580,6 +600,10 @@ fn check_record(
                 .ok_or("SELECT of a bad database number")?;
         }
         (b"FLUSHDB", 1) | (b"DEL", 2) => {}
+        (b"FUNCTION", 4) if is(1, b"RESTORE") && is(3, b"FLUSH") => {
+            crate::scripting::functions::parse_dump(args[2])
+                .map_err(|e| format!("FUNCTION RESTORE: {e}"))?;
+        }
         (b"RESTORE", 6) if is(4, b"REPLACE") && is(5, b"ABSTTL") => {
             std::str::from_utf8(args[2])
                 .ok()
@@ -614,7 +638,7 @@ fn apply(
     args: &[&[u8]],
     db: &mut usize,
     keyspace: &mut Keyspace,
-    state: &ShardState,
+    state: &mut ShardState,
     limits: &LoadLimits,
     now_ms: u64,
 ) -> Result<(), String> {
@@ -633,6 +657,10 @@ fn apply(
             }
         }
         (b"FLUSHDB", 1) => keyspace.db_mut(*db).clear(),
+        (b"FUNCTION", 4) if args[1].eq_ignore_ascii_case(b"RESTORE") => {
+            let policy = crate::scripting::RestorePolicy::Flush;
+            state.scripting.function_restore(args[2], policy).map_err(|e| e.text().to_string())?;
+        }
         (b"DEL", 2) => {
             keyspace.db_mut(*db).remove(args[1]);
         }
@@ -686,7 +714,7 @@ mod tests {
 
     #[test]
     fn logged_changes_replay_to_the_same_state() {
-        let state = ShardState::new(ShardSettings::default(), 1);
+        let mut state = ShardState::new(ShardSettings::default(), 1);
         let mut ks = Keyspace::for_slots(16, 0, 16384);
         let mut log = LogState::default();
         let mut out = Vec::new();
@@ -707,7 +735,7 @@ mod tests {
 
         let mut back = Keyspace::for_slots(16, 0, 16384);
         let report =
-            replay(&out, &mut back, &state, &LoadLimits::default(), 1000, &|_| true).unwrap();
+            replay(&out, &mut back, &mut state, &LoadLimits::default(), 1000, &|_| true).unwrap();
         assert_eq!(report.valid_len, out.len());
         assert_eq!(get(&back, 0, "a"), None);
         assert_eq!(get(&back, 0, "c").as_deref(), Some("3"));
@@ -723,16 +751,16 @@ mod tests {
             drain(&mut l, &ks, 1000, &mut o);
             o
         };
-        replay(&first, &mut late, &state, &LoadLimits::default(), 6000, &|_| true).unwrap();
+        replay(&first, &mut late, &mut state, &LoadLimits::default(), 6000, &|_| true).unwrap();
         assert_eq!(get(&late, 1, "t"), None);
         // A rewrite replays to the same state, with or without an RDB
         // preamble, and records appended after the preamble count too.
-        for mut compact in [rewrite(&ks, 1000), rewrite_with_preamble(&ks, &state, 1000)] {
+        for mut compact in [rewrite(&ks, &state, 1000), rewrite_with_preamble(&ks, &state, 1000)] {
             command(&mut compact, &[b"SELECT", b"0"]);
             command(&mut compact, &[b"DEL", b"c"]);
             let mut again = Keyspace::for_slots(16, 0, 16384);
             let report =
-                replay(&compact, &mut again, &state, &LoadLimits::default(), 1000, &|_| true)
+                replay(&compact, &mut again, &mut state, &LoadLimits::default(), 1000, &|_| true)
                     .unwrap();
             assert_eq!(report.valid_len, compact.len());
             for (db, k) in [(2, "d"), (1, "t")] {
@@ -744,16 +772,16 @@ mod tests {
 
     #[test]
     fn torn_tails_stop_replay_and_corruption_is_an_error() {
-        let state = ShardState::new(ShardSettings::default(), 1);
+        let mut state = ShardState::new(ShardSettings::default(), 1);
         let mut ks = Keyspace::for_slots(16, 0, 16384);
         put(&mut ks, 0, "a", "1", None);
         put(&mut ks, 0, "b", "2", None);
-        let log = rewrite(&ks, 0);
+        let log = rewrite(&ks, &state, 0);
         let first_end = parse_record(&log).unwrap().unwrap().1;
         for cut in first_end..log.len() {
             let mut back = Keyspace::for_slots(16, 0, 16384);
             let report =
-                replay(&log[..cut], &mut back, &state, &LoadLimits::default(), 0, &|_| true)
+                replay(&log[..cut], &mut back, &mut state, &LoadLimits::default(), 0, &|_| true)
                     .unwrap();
             assert!(report.valid_len <= cut && report.valid_len >= first_end, "cut {cut}");
         }
@@ -762,7 +790,7 @@ mod tests {
         let err = replay(
             &bad,
             &mut Keyspace::for_slots(16, 0, 16384),
-            &state,
+            &mut state,
             &LoadLimits::default(),
             0,
             &|_| true,
@@ -771,12 +799,14 @@ mod tests {
         assert_eq!(err.offset, first_end);
         let mut unknown = Vec::new();
         command(&mut unknown, &[b"SET", b"a", b"b"]);
-        assert!(replay(&unknown, &mut ks, &state, &LoadLimits::default(), 0, &|_| true).is_err());
+        assert!(
+            replay(&unknown, &mut ks, &mut state, &LoadLimits::default(), 0, &|_| true).is_err()
+        );
     }
 
     #[test]
     fn parts_of_uncommitted_transactions_are_skipped() {
-        let state = ShardState::new(ShardSettings::default(), 1);
+        let mut state = ShardState::new(ShardSettings::default(), 1);
         let mut ks = Keyspace::for_slots(16, 0, 16384);
         put(&mut ks, 0, "a", "1", None);
         put(&mut ks, 0, "b", "2", None);
@@ -792,11 +822,11 @@ mod tests {
         drain(&mut log, &ks, 0, &mut out);
         assert_eq!(committed_parts(&out).unwrap(), vec![Part { id: 7, parts: 2, settled: false }]);
         let mut back = Keyspace::for_slots(16, 0, 16384);
-        replay(&out, &mut back, &state, &LoadLimits::default(), 0, &|id| id == 7).unwrap();
+        replay(&out, &mut back, &mut state, &LoadLimits::default(), 0, &|id| id == 7).unwrap();
         assert_eq!(get(&back, 0, "a").as_deref(), Some("1"));
         assert_eq!(get(&back, 0, "b"), None, "transaction 8 never ended here");
         let mut back = Keyspace::for_slots(16, 0, 16384);
-        replay(&out, &mut back, &state, &LoadLimits::default(), 0, &|_| false).unwrap();
+        replay(&out, &mut back, &mut state, &LoadLimits::default(), 0, &|_| false).unwrap();
         assert_eq!(get(&back, 0, "a"), None, "transaction 7 did not end on its other shard");
         // A part that changed nothing is still marked: its transaction
         // counts it among its parts.
@@ -823,7 +853,8 @@ mod tests {
         drain(&mut log, &ks, 0, &mut b);
         // Shard 0's log was rewritten from the point: its part of 7 is in
         // its base, its part of 8 was never written (the crash).
-        let a = rewrite(&ks, 0);
+        let state = ShardState::new(ShardSettings::default(), 1);
+        let a = rewrite(&ks, &state, 0);
         let mut tally = Tally::default();
         tally.add(&committed_parts(&a).unwrap());
         tally.add(&committed_parts(&b).unwrap());
@@ -839,11 +870,11 @@ mod tests {
     /// Values of "a" and "b" after replaying `log`, all transactions
     /// whose end is in it committed.
     fn replay_ab(log: &[u8]) -> (ReplayReport, Option<String>, Option<String>) {
-        let state = ShardState::new(ShardSettings::default(), 1);
+        let mut state = ShardState::new(ShardSettings::default(), 1);
         let done: Vec<u64> = committed_parts(log).unwrap().into_iter().map(|p| p.id).collect();
         let mut back = Keyspace::for_slots(16, 0, 16384);
         let report =
-            replay(log, &mut back, &state, &LoadLimits::default(), 0, &|id| done.contains(&id))
+            replay(log, &mut back, &mut state, &LoadLimits::default(), 0, &|id| done.contains(&id))
                 .unwrap();
         (report, get(&back, 0, "a"), get(&back, 0, "b"))
     }

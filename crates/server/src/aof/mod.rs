@@ -233,10 +233,11 @@ pub fn replay_shard(core: &Core, shards: usize, committed: &Committed) -> Result
     let mut shard = core.shard.borrow_mut();
     let shard = &mut *shard;
     let limits = load_limits(&shard.state.settings);
-    let report = aof::replay(&data, &mut shard.keyspace, &shard.state, &limits, now_ms(), &|id| {
-        committed.contains(&id)
-    })
-    .map_err(|e| bad_format(&path, e))?;
+    let report =
+        aof::replay(&data, &mut shard.keyspace, &mut shard.state, &limits, now_ms(), &|id| {
+            committed.contains(&id)
+        })
+        .map_err(|e| bad_format(&path, e))?;
     if report.valid_len < data.len() {
         if config.get("aof-load-truncated") != Some("yes") {
             return Err(format!(
@@ -269,7 +270,7 @@ fn create(core: &Core, shard: &mut Shard) -> Result<(), String> {
     let bytes = if config.get("aof-use-rdb-preamble") == Some("yes") {
         aof::rewrite_with_preamble(&shard.keyspace, &shard.state, now_ms())
     } else {
-        aof::rewrite(&shard.keyspace, now_ms())
+        aof::rewrite(&shard.keyspace, &shard.state, now_ms())
     };
     let tmp =
         dir.join(format!("temp-rewriteaof-{}-of-{}.aof", core.id.index(), core.shared.shards()));

@@ -37,6 +37,7 @@ use ringdb_engine::command::CmdError;
 use ringdb_engine::persist::aof::{self, LogState};
 use ringdb_engine::persist::live::{Format, SnapshotParams};
 use ringdb_engine::persist::rdb::encode::Encoder;
+use ringdb_engine::scripting::functions;
 use ringdb_engine::shard::now_ms;
 use std::fs::{File, OpenOptions};
 use std::io::{Seek, SeekFrom, Write};
@@ -260,7 +261,14 @@ fn begin_shard(
     let started = persist::begin_shard(core, pieces, params);
     let layout = match preamble {
         true => persist::rdb_layout(&target, &persist::aux_fields(true), &[started]),
-        false => Layout::Log,
+        false => {
+            let mut head = Vec::new();
+            if !started.functions.is_empty() {
+                let codes = started.functions.iter().map(|code| &code[..]);
+                aof::functions_record(&mut head, &functions::dump(codes));
+            }
+            Layout::Log { head }
+        }
     };
     let shared = core.shared.clone();
     let writer = FileWriter {

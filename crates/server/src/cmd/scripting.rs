@@ -11,10 +11,13 @@
 //!   through the monitor: the script runs on another core, which is busy.
 
 use crate::net::connection::Connection;
+use crate::node::Core;
 use bytes::Bytes;
 use ringdb_engine::command::args::{is, text};
 use ringdb_engine::command::{CmdError, CmdResult};
-use ringdb_engine::scripting::{functions::Library, RestorePolicy, FLAG_NAMES};
+use ringdb_engine::persist::aof::LogEvent;
+use ringdb_engine::scripting::{functions::Library, RestorePolicy, Scripting, FLAG_NAMES};
+use std::rc::Rc;
 
 /// The first error of a visit to every shard, or the first shard's value.
 fn first_result<T>(results: Vec<Result<T, CmdError>>) -> Result<T, CmdError> {
@@ -101,6 +104,26 @@ pub fn script_help(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// Changes this core's function libraries; when that worked, the shard's
+/// log records them as they are now (and is written, and synced under
+/// `appendfsync always`, before the reply), so that they survive a
+/// restart as Redis's AOF keeps them.
+fn change_functions<T, E>(
+    core: &Rc<Core>,
+    change: impl FnOnce(&mut Scripting) -> Result<T, E>,
+) -> Result<T, E> {
+    let mut shard = core.shard.borrow_mut();
+    let result = change(&mut shard.state.scripting)?;
+    if shard.state.funnel.log.is_some() {
+        let payload = Bytes::from(shard.state.scripting.function_dump());
+        if let Some(log) = shard.state.funnel.log.as_mut() {
+            log.events.push(LogEvent::Functions(payload));
+        }
+        core.flush_log_of(&mut shard);
+    }
+    Ok(result)
+}
+
 /// FUNCTION LOAD [REPLACE] function-code
 pub async fn function_load(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let mut replace = false;
@@ -114,9 +137,7 @@ pub async fn function_load(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let code = args[args.len() - 1].clone();
     let results = conn
         .core
-        .invoke_on_all(move |core| {
-            core.shard.borrow_mut().state.scripting.function_load(&code, replace)
-        })
+        .invoke_on_all(move |core| change_functions(core, |s| s.function_load(&code, replace)))
         .await?;
     let name = first_result(results)?;
     conn.core.shard.borrow_mut().state.funnel.dirty += 1;
@@ -129,7 +150,7 @@ pub async fn function_delete(conn: &mut Connection, args: &[Bytes]) -> CmdResult
     let name = args[2].clone();
     let results = conn
         .core
-        .invoke_on_all(move |core| core.shard.borrow_mut().state.scripting.function_delete(&name))
+        .invoke_on_all(move |core| change_functions(core, |s| s.function_delete(&name)))
         .await?;
     first_result(results)?;
     conn.core.shard.borrow_mut().state.funnel.dirty += 1;
@@ -144,7 +165,12 @@ pub async fn function_flush(conn: &mut Connection, args: &[Bytes]) -> CmdResult 
     }
     flush_mode(args, "ERR FUNCTION FLUSH only supports SYNC|ASYNC option")?;
     conn.core
-        .invoke_on_all(|core| core.shard.borrow_mut().state.scripting.function_flush())
+        .invoke_on_all(|core| {
+            change_functions(core, |s| {
+                s.function_flush();
+                Ok::<(), CmdError>(())
+            })
+        })
         .await?;
     conn.core.shard.borrow_mut().state.funnel.dirty += 1;
     conn.reply().ok();
@@ -243,9 +269,7 @@ pub async fn function_restore(conn: &mut Connection, args: &[Bytes]) -> CmdResul
     let payload = args[2].clone();
     let results = conn
         .core
-        .invoke_on_all(move |core| {
-            core.shard.borrow_mut().state.scripting.function_restore(&payload, policy)
-        })
+        .invoke_on_all(move |core| change_functions(core, |s| s.function_restore(&payload, policy)))
         .await?;
     first_result(results)?;
     conn.core.shard.borrow_mut().state.funnel.dirty += 1;

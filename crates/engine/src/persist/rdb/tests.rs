@@ -81,7 +81,6 @@ fn describe(v: &Value) -> (String, &'static str, Vec<Vec<u8>>) {
             vec![format!("{} {} {} {}", b.size(), b.links().len(), b.options(), b.growth())
                 .into_bytes()]
         }
-        Value::Stream(s) => vec![format!("{} {}", s.len(), s.last_id()).into_bytes()],
     };
     if matches!(v, Value::Hash(_) | Value::Set(_)) {
         parts.sort();
