@@ -124,21 +124,25 @@ fn pipelined_large_gets_keep_their_order_among_small_replies() {
     let (k1, k2) = keys_on_two_shards();
     let big1 = value(200_000, 3);
     let big2 = value(70_000, 4);
-    let edge = value(16 * 1024, 5);
+    // At the splicing threshold (ringdb_protocol::SPLICE_MIN), and below.
+    let edge = value(8 * 1024, 5);
+    let under = value(8 * 1024 - 1, 6);
     set(&mut c, &k1, &big1);
     set(&mut c, &k2, &big2);
     set(&mut c, "edge", &edge);
+    set(&mut c, "under", &under);
     set(&mut c, "small", b"tiny");
     let (mut requests, mut expected) = (Vec::new(), Vec::new());
     for i in 0..60 {
         let n = i.to_string();
-        let steps: [(Vec<u8>, Vec<u8>); 7] = [
+        let steps: [(Vec<u8>, Vec<u8>); 8] = [
             (resp_command(&[b"GET", k1.as_bytes()]), bulk(&big1)),
             (resp_command(&[b"PING"]), b"+PONG\r\n".to_vec()),
             (resp_command(&[b"GET", k2.as_bytes()]), bulk(&big2)),
             (resp_command(&[b"GET", b"small"]), bulk(b"tiny")),
             (resp_command(&[b"INCR", b"counter"]), format!(":{}\r\n", i + 1).into_bytes()),
             (resp_command(&[b"GET", b"edge"]), bulk(&edge)),
+            (resp_command(&[b"GET", b"under"]), bulk(&under)),
             (resp_command(&[b"ECHO", n.as_bytes()]), bulk(n.as_bytes())),
         ];
         for (request, reply) in steps {

@@ -22,6 +22,6 @@ pub mod output;
 pub mod parse;
 pub mod reply;
 
-pub use output::{Output, Splice, Splices, SPLICE_MIN};
+pub use output::{Output, Segments, Splice, Splices, SPLICE_MIN};
 pub use parse::{ParseError, ParseLimits, Request, RequestParser};
 pub use reply::{ReplyWriter, Resp};
