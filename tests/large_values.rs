@@ -116,7 +116,8 @@ fn gets_of_1_mb_and_64_mb_values_on_both_shards() {
 
 /// Large replies (from both shards, so some come back from the other
 /// core) interleaved with small ones in one pipeline: every reply in
-/// request order, byte for byte, in both protocols' shared forms.
+/// request order, byte for byte, and none of those CLIENT REPLY SKIP
+/// drops.
 #[test]
 fn pipelined_large_gets_keep_their_order_among_small_replies() {
     let server = Server::start(2);
@@ -148,6 +149,13 @@ fn pipelined_large_gets_keep_their_order_among_small_replies() {
         for (request, reply) in steps {
             requests.extend(request);
             expected.extend(reply);
+        }
+        if i % 10 == 0 {
+            // Replies dropped by CLIENT REPLY SKIP take their values along.
+            for key in [&k1, &k2, "edge"] {
+                requests.extend(resp_command(&[b"CLIENT", b"REPLY", b"SKIP"]));
+                requests.extend(resp_command(&[b"GET", key.as_bytes()]));
+            }
         }
     }
     pipeline(&server, requests, &expected);
