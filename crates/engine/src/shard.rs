@@ -722,6 +722,8 @@ pub fn execute_spliced(
     execute_counted(keyspace, state, cmd, bytes, Some(splices), clock)
 }
 
+/// Runs `cmd` with its statistics, log atomicity and read copies: the
+/// common part of [`execute_timed`] and [`execute_spliced`].
 fn execute_counted(
     keyspace: &mut Keyspace,
     state: &mut ShardState,
@@ -737,7 +739,7 @@ fn execute_counted(
     if let Some(log_mark) = log_mark {
         atomic_in_log(state, log_mark);
     }
-    if !state.funnel.replicas.is_empty() && failed.is_none() {
+    if !state.funnel.replicas.is_empty() && failed.is_none() && cmd.spec.name == "get" {
         let reply = match splices {
             Some(splices) => ringdb_protocol::output::flatten_since(out, splices, mark),
             None => std::borrow::Cow::Borrowed(&out[mark..]),
@@ -792,9 +794,6 @@ fn record_accesses(state: &mut ShardState, cmd: &ShardCommand, now: u64) {
 /// After a `GET` of a key with per-core read copies: its reply becomes the
 /// copy (see [`crate::hotkeys::replica`]).
 fn fill_replica(keyspace: &Keyspace, state: &ShardState, cmd: &ShardCommand, reply: &[u8]) {
-    if cmd.spec.name != "get" {
-        return;
-    }
     let (Some(key), db) = (cmd.args.get(1), cmd.client.db) else { return };
     if db >= keyspace.db_count() {
         return;
