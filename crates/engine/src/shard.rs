@@ -12,7 +12,7 @@ use crate::keyspace::{Entry, Keyspace};
 use crate::locks::{fingerprint, LockMode, LockSet, LockTable};
 use crate::query_watch::{self, Query};
 use bytes::Bytes;
-use ringdb_protocol::{ReplyWriter, Resp};
+use ringdb_protocol::{Output, ReplyWriter, Resp, Splices};
 use ringdb_types::slot::SLOTS;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
@@ -466,10 +466,12 @@ impl ShardCommand {
     }
 }
 
-/// The replies of a batch: one buffer, and where each reply ends in it.
+/// The replies of a batch: one output (long string values in it are
+/// references to the keyspace's bytes, which travel to the connection's
+/// core without a copy), and where each reply ends in its byte buffer.
 #[derive(Default)]
 pub struct BatchReply {
-    pub buf: Vec<u8>,
+    pub buf: Output,
     pub ends: Vec<usize>,
     /// Commands not run yet: the batch stopped early because its replies
     /// reached [`BATCH_REPLY_LIMIT`]. The sender writes out what it has and
@@ -480,13 +482,6 @@ pub struct BatchReply {
 /// Bytes of replies a batch collects before it returns early, so that a
 /// pipeline of big replies is never held in memory whole.
 pub const BATCH_REPLY_LIMIT: usize = 1 << 20;
-
-impl BatchReply {
-    pub fn reply(&self, i: usize) -> &[u8] {
-        let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        &self.buf[start..self.ends[i]]
-    }
-}
 
 /// What runs when a waiter's turn comes in a shard's lock queue.
 pub type Waiter = Box<dyn FnOnce(&mut Shard)>;
@@ -529,6 +524,13 @@ impl Shard {
         self.after_command(clock.now_ms);
     }
 
+    /// [`execute_with`](Self::execute_with) into a connection's output: a
+    /// long string value in the reply is a reference, not a copy.
+    pub fn execute_into(&mut self, cmd: &ShardCommand, out: &mut Output, clock: &mut Clock) {
+        execute_spliced(&mut self.keyspace, &mut self.state, cmd, out, clock);
+        self.after_command(clock.now_ms);
+    }
+
     /// After each command: unless `watch-coalesce-ms` asks to wait, the
     /// reactive queries it changed are re-run now, so that every change is
     /// pushed, even in the middle of a pipeline.
@@ -560,7 +562,7 @@ impl Shard {
         // queue has just said its turn has come.
         let mut unchecked = woken;
         while next < cmds.len() {
-            if reply.buf.len() >= BATCH_REPLY_LIMIT {
+            if reply.buf.size() >= BATCH_REPLY_LIMIT {
                 reply.rest = cmds.split_off(next);
                 break;
             }
@@ -578,7 +580,7 @@ impl Shard {
                     return;
                 }
             }
-            execute_timed(&mut self.keyspace, &mut self.state, cmd, &mut reply.buf, &mut clock);
+            execute_spliced(&mut self.keyspace, &mut self.state, cmd, &mut reply.buf, &mut clock);
             reply.ends.push(reply.buf.len());
             next += 1;
             self.after_command(clock.now_ms);
@@ -704,15 +706,45 @@ pub fn execute_timed(
     out: &mut Vec<u8>,
     clock: &mut Clock,
 ) {
+    execute_counted(keyspace, state, cmd, out, None, clock)
+}
+
+/// [`execute_timed`] into an output that takes long string values by
+/// reference (see [`ringdb_protocol::output`]).
+pub fn execute_spliced(
+    keyspace: &mut Keyspace,
+    state: &mut ShardState,
+    cmd: &ShardCommand,
+    out: &mut Output,
+    clock: &mut Clock,
+) {
+    let (bytes, splices) = out.parts();
+    execute_counted(keyspace, state, cmd, bytes, Some(splices), clock)
+}
+
+/// Runs `cmd` with its statistics, log atomicity and read copies: the
+/// common part of [`execute_timed`] and [`execute_spliced`].
+fn execute_counted(
+    keyspace: &mut Keyspace,
+    state: &mut ShardState,
+    cmd: &ShardCommand,
+    out: &mut Vec<u8>,
+    mut splices: Option<&mut Splices>,
+    clock: &mut Clock,
+) {
     record_accesses(state, cmd, clock.now_ms);
     let mark = out.len();
     let log_mark = state.funnel.log.as_ref().map(|log| log.mark());
-    let failed = run_handler(keyspace, state, cmd, out, clock.now_ms);
+    let failed = run_handler(keyspace, state, cmd, out, splices.as_deref_mut(), clock.now_ms);
     if let Some(log_mark) = log_mark {
         atomic_in_log(state, log_mark);
     }
-    if !state.funnel.replicas.is_empty() && failed.is_none() {
-        fill_replica(keyspace, state, cmd, &out[mark..]);
+    if !state.funnel.replicas.is_empty() && failed.is_none() && cmd.spec.name == "get" {
+        let reply = match splices {
+            Some(splices) => ringdb_protocol::output::flatten_since(out, splices, mark),
+            None => std::borrow::Cow::Borrowed(&out[mark..]),
+        };
+        fill_replica(keyspace, state, cmd, &reply);
     }
     if let Some(e) = &failed {
         state.stats.error(e.code());
@@ -762,9 +794,6 @@ fn record_accesses(state: &mut ShardState, cmd: &ShardCommand, now: u64) {
 /// After a `GET` of a key with per-core read copies: its reply becomes the
 /// copy (see [`crate::hotkeys::replica`]).
 fn fill_replica(keyspace: &Keyspace, state: &ShardState, cmd: &ShardCommand, reply: &[u8]) {
-    if cmd.spec.name != "get" {
-        return;
-    }
     let (Some(key), db) = (cmd.args.get(1), cmd.client.db) else { return };
     if db >= keyspace.db_count() {
         return;
@@ -786,7 +815,7 @@ pub fn evaluate(
 ) {
     let (hits, misses) = (state.stats.keyspace_hits, state.stats.keyspace_misses);
     let queued = state.funnel.outbox.len();
-    run_handler(keyspace, state, cmd, out, now);
+    run_handler(keyspace, state, cmd, out, None, now);
     state.stats.keyspace_hits = hits;
     state.stats.keyspace_misses = misses;
     let added = state.funnel.outbox.split_off(queued);
@@ -794,13 +823,14 @@ pub fn evaluate(
     state.funnel.outbox.extend(changes);
 }
 
-/// Runs `cmd`'s handler, writing its reply (or its error) to `out`; returns
-/// the error, if any.
+/// Runs `cmd`'s handler, writing its reply (or its error) to `out` (and
+/// long string values to `splices`, if given); returns the error, if any.
 fn run_handler(
     keyspace: &mut Keyspace,
     state: &mut ShardState,
     cmd: &ShardCommand,
     out: &mut Vec<u8>,
+    mut splices: Option<&mut Splices>,
     now: u64,
 ) -> Option<crate::command::error::CmdError> {
     let Some(handler) = cmd.handler() else {
@@ -819,7 +849,10 @@ fn run_handler(
                 now_ms: now,
                 no_touch: cmd.client.no_touch,
             },
-            out: ReplyWriter::new(out, cmd.client.resp),
+            out: match splices.as_deref_mut() {
+                Some(splices) => ReplyWriter::spliced(out, splices, cmd.client.resp),
+                None => ReplyWriter::new(out, cmd.client.resp),
+            },
             client: cmd.client,
         };
         catch_unwind(AssertUnwindSafe(|| handler(&mut ctx, &cmd.args)))
@@ -834,6 +867,9 @@ fn run_handler(
     };
     if let Some(e) = &failed {
         out.truncate(mark);
+        if let Some(splices) = splices {
+            splices.truncate(mark);
+        }
         ReplyWriter::new(out, cmd.client.resp).error(e.text());
     }
     failed

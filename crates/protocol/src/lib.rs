@@ -9,6 +9,8 @@
 //! - [`reply`]: the reply writer. Every reply ringdb sends goes through it, so
 //!   the RESP2/RESP3 differences (maps, sets, doubles, nulls, pushes) live in
 //!   one place.
+//! - [`output`]: replies on their way out as segments (a byte buffer with
+//!   large shared values spliced in by reference, never copied).
 //! - [`frame`]: a small reader for reply frames, used where ringdb merges
 //!   replies produced on several shards.
 //!
@@ -16,8 +18,10 @@
 //! (plus `redis-protocol` for encoding scalar frames).
 
 pub mod frame;
+pub mod output;
 pub mod parse;
 pub mod reply;
 
+pub use output::{Output, Segments, Splice, Splices, SPLICE_MIN};
 pub use parse::{ParseError, ParseLimits, Request, RequestParser};
 pub use reply::{ReplyWriter, Resp};

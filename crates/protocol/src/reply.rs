@@ -11,6 +11,8 @@
 //! element as it is produced, with no frame tree in between); the criterion
 //! bench `reply` compares the two.
 
+use crate::output::{Splices, SPLICE_MIN};
+use bytes::Bytes;
 use std::io::Write;
 
 /// Protocol version of a connection (`HELLO 2|3`).
@@ -25,11 +27,20 @@ pub enum Resp {
 pub struct ReplyWriter<'a> {
     pub buf: &'a mut Vec<u8>,
     pub resp: Resp,
+    /// Where large shared values go instead of being copied into `buf`
+    /// (see [`crate::output`]); `None`: everything is copied.
+    splices: Option<&'a mut Splices>,
 }
 
 impl<'a> ReplyWriter<'a> {
     pub fn new(buf: &'a mut Vec<u8>, resp: Resp) -> Self {
-        ReplyWriter { buf, resp }
+        ReplyWriter { buf, resp, splices: None }
+    }
+
+    /// A writer that splices large values into `splices` rather than copy
+    /// them into `buf` (whoever sends `buf` sends both).
+    pub fn spliced(buf: &'a mut Vec<u8>, splices: &'a mut Splices, resp: Resp) -> Self {
+        ReplyWriter { buf, resp, splices: Some(splices) }
     }
 
     pub fn is_resp3(&self) -> bool {
@@ -64,6 +75,21 @@ impl<'a> ReplyWriter<'a> {
     pub fn bulk(&mut self, data: &[u8]) {
         self.header(b'$', data.len() as i64);
         self.buf.extend_from_slice(data);
+        self.buf.extend_from_slice(b"\r\n");
+    }
+
+    /// A bulk string of a shared value: a large one is spliced in by
+    /// reference when the writer can (no copy of the value), anything else
+    /// is copied as [`ReplyWriter::bulk`] does.
+    pub fn bulk_shared(&mut self, data: &Bytes) {
+        if data.len() < SPLICE_MIN || self.splices.is_none() {
+            return self.bulk(data);
+        }
+        self.header(b'$', data.len() as i64);
+        let at = self.buf.len();
+        if let Some(splices) = self.splices.as_deref_mut() {
+            splices.push(at, data.clone());
+        }
         self.buf.extend_from_slice(b"\r\n");
     }
 

@@ -107,6 +107,7 @@ fn str_bytes(s: &StrValue) -> Cow<'_, [u8]> {
         }
         StrValue::Emb(b) => Cow::Borrowed(b.as_slice()),
         StrValue::Raw(v) => Cow::Borrowed(v.as_slice()),
+        StrValue::Shared(b) => Cow::Borrowed(&b[..]),
     }
 }
 

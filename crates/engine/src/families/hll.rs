@@ -87,6 +87,7 @@ fn hll_bytes(value: &Value) -> Result<&[u8], CmdError> {
     let bytes: &[u8] = match value {
         Value::Str(StrValue::Emb(b)) => b.as_slice(),
         Value::Str(StrValue::Raw(v)) => v.as_slice(),
+        Value::Str(StrValue::Shared(b)) => &b[..],
         Value::Str(StrValue::Int(_)) => return Err(NOT_HLL),
         _ => return Err(WRONG_TYPE),
     };

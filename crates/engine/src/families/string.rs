@@ -171,8 +171,10 @@ pub fn write_str<'a>(
     }
 }
 
+/// A string value's reply; a long (shared) one goes out by reference.
 fn reply_str(ctx_out: &mut ringdb_protocol::ReplyWriter, s: Option<&StrValue>) {
     match s {
+        Some(StrValue::Shared(b)) => ctx_out.bulk_shared(b),
         Some(s) => {
             let mut tmp = [0u8; 20];
             ctx_out.bulk(s.as_bytes(&mut tmp));
@@ -342,13 +344,16 @@ fn getex(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         ctx.out.null();
         return Ok(());
     };
-    let mut tmp = [0u8; 20];
-    let value = s.as_bytes(&mut tmp).to_vec();
+    // Kept apart from the key, which may be deleted below.
+    let value = match s.shared() {
+        Some(shared) => shared.clone(),
+        None => Bytes::copy_from_slice(s.as_bytes(&mut [0u8; 20])),
+    };
     let expire = match opts.expire_arg {
         Some(arg) => Some(expire_at_ms(arg, opts.expiry, ctx.ks.now_ms, "getex")?),
         None => None,
     };
-    ctx.out.bulk(&value);
+    ctx.out.bulk_shared(&value);
     match expire {
         Some(at) if matches!(opts.expiry, Expiry::ExAt | Expiry::PxAt) && at <= ctx.ks.now_ms => {
             ctx.ks.delete(key);
@@ -750,5 +755,94 @@ mod lcs_tests {
             run(&mut ks, &mut state, Resp::V2, "LCS a c LEN"),
             "-ERR Insufficient memory, transient memory for LCS exceeds proto-max-bulk-len\r\n"
         );
+    }
+}
+
+#[cfg(test)]
+mod shared_value_tests {
+    use crate::command::{table, ClientInfo};
+    use crate::keyspace::{Keyspace, SHARED_MIN};
+    use crate::shard::{execute_on, execute_spliced, Clock, ShardSettings, ShardState};
+    use crate::ShardCommand;
+    use bytes::Bytes;
+    use ringdb_protocol::{Output, Resp};
+
+    fn command(args: &[&[u8]]) -> ShardCommand {
+        let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+        let reg = table().resolve(&args).expect("known command");
+        let client = ClientInfo { resp: Resp::V2, ..ClientInfo::default() };
+        ShardCommand { id: reg.id, spec: reg.spec, args, client }
+    }
+
+    fn run(ks: &mut Keyspace, state: &mut ShardState, args: &[&[u8]]) -> Vec<u8> {
+        let mut out = Vec::new();
+        execute_on(ks, state, &command(args), &mut out, 1_000);
+        out
+    }
+
+    /// A reply into a splicing output, flattened.
+    fn run_spliced(ks: &mut Keyspace, state: &mut ShardState, args: &[&[u8]]) -> Output {
+        let mut out = Output::default();
+        execute_spliced(ks, state, &command(args), &mut out, &mut Clock::at(1_000));
+        out
+    }
+
+    fn bulk(value: &[u8]) -> Vec<u8> {
+        let mut v = format!("${}\r\n", value.len()).into_bytes();
+        v.extend_from_slice(value);
+        v.extend_from_slice(b"\r\n");
+        v
+    }
+
+    #[test]
+    fn replies_in_flight_keep_the_value_they_were_given() {
+        let mut ks = Keyspace::scratch(1);
+        let mut state = ShardState::recording(ShardSettings::default());
+        let value = vec![b'v'; SHARED_MIN + 10];
+        run(&mut ks, &mut state, &[b"SET", b"k", &value]);
+        // GET, GETEX and SET … GET send the stored bytes by reference.
+        let got = run_spliced(&mut ks, &mut state, &[b"GET", b"k"]);
+        assert!(got.has_splices(), "a long value is spliced, not copied");
+        assert!(got.len() < 32);
+        let getex = run_spliced(&mut ks, &mut state, &[b"GETEX", b"k", b"PERSIST"]);
+        assert!(getex.has_splices());
+        // Each in-place change copies first: the replies still hold the
+        // value as it was.
+        let appended = format!(":{}\r\n", SHARED_MIN + 12).into_bytes();
+        assert_eq!(run(&mut ks, &mut state, &[b"APPEND", b"k", b"++"]), appended);
+        assert_eq!(got.into_flat(), bulk(&value));
+        assert_eq!(getex.into_flat(), bulk(&value));
+        let mut longer = value.clone();
+        longer.extend_from_slice(b"++");
+        assert_eq!(run(&mut ks, &mut state, &[b"GET", b"k"]), bulk(&longer));
+        assert_eq!(run(&mut ks, &mut state, &[b"OBJECT", b"ENCODING", b"k"]), b"$3\r\nraw\r\n");
+
+        for change in [
+            &[b"SETRANGE".as_slice(), b"k", b"1", b"XY"][..],
+            &[b"SETBIT", b"k", b"0", b"1"],
+            &[b"BITFIELD", b"k", b"SET", b"u8", b"16", b"65"],
+        ] {
+            run(&mut ks, &mut state, &[b"SET", b"k", &value]);
+            let before = run_spliced(&mut ks, &mut state, &[b"GET", b"k"]);
+            assert!(before.has_splices());
+            let reply = run(&mut ks, &mut state, change);
+            assert!(!reply.starts_with(b"-"), "{reply:?}");
+            assert_eq!(before.into_flat(), bulk(&value), "after {:?}", change[0]);
+            let after = run(&mut ks, &mut state, &[b"GET", b"k"]);
+            assert_ne!(after, bulk(&value), "{:?} changed the key", change[0]);
+        }
+        // A long value is not a number; nothing changes.
+        run(&mut ks, &mut state, &[b"SET", b"k", &value]);
+        let not_integer = b"-ERR value is not an integer or out of range\r\n";
+        assert_eq!(run(&mut ks, &mut state, &[b"INCR", b"k"]), not_integer);
+        assert_eq!(run(&mut ks, &mut state, &[b"GET", b"k"]), bulk(&value));
+        // The old value leaves with GETSET and GETDEL too.
+        let old = run_spliced(&mut ks, &mut state, &[b"GETSET", b"k", b"small"]);
+        assert!(old.has_splices());
+        assert_eq!(old.into_flat(), bulk(&value));
+        run(&mut ks, &mut state, &[b"SET", b"k", &value]);
+        let gone = run_spliced(&mut ks, &mut state, &[b"GETDEL", b"k"]);
+        assert_eq!(gone.into_flat(), bulk(&value));
+        assert_eq!(run(&mut ks, &mut state, &[b"EXISTS", b"k"]), b":0\r\n");
     }
 }

@@ -4,10 +4,14 @@
 //! short strings never modified in place, `raw` for the rest. Collections
 //! (`ringdb_types`' lists, hashes, sets, sorted sets) report their own
 //! encodings. A HyperLogLog is a string, as in Redis. Bloom filters are a
-//! type of their own, as RedisBloom's module type `MBbloom--` is. Streams
+//! type of their own, as RedisBloom's module type `MBbloom--` is. A long
+//! string ([`SHARED_MIN`] bytes and more) is held as shared [`Bytes`], so a
+//! GET hands the socket a reference instead of a copy; the first in-place
+//! change turns it into an owned buffer (copy-on-write). Streams
 //! are boxed ([`ringdb_types::stream::Stream`]). Every variant is at most
 //! 16 bytes, so a `Value` is 24.
 
+use bytes::Bytes;
 use ringdb_types::bloom::BloomFilter;
 use ringdb_types::hash::Hash;
 use ringdb_types::list::List;
@@ -19,6 +23,11 @@ use ringdb_types::SmallBytes;
 
 /// Longest string Redis stores as `embstr` (`OBJ_ENCODING_EMBSTR_SIZE_LIMIT`).
 pub const EMBSTR_MAX: usize = 44;
+
+/// Length from which a string is stored shared: the smallest value the
+/// reply writer splices in by reference instead of copying (shorter values
+/// would be copied into the reply anyway, so sharing them buys nothing).
+pub const SHARED_MIN: usize = ringdb_protocol::SPLICE_MIN;
 
 #[derive(Clone, Debug)]
 pub enum Value {
@@ -45,6 +54,10 @@ pub enum StrValue {
     /// A string that was modified in place or is longer than 44 bytes (`raw`).
     /// Boxed so that a `Value` stays 24 bytes; amortised growth for APPEND.
     Raw(Box<Vec<u8>>),
+    /// A long string as stored by SET (and loads): immutable and shared with
+    /// the replies still sending it. Reported as `raw`, as Redis would.
+    /// Boxed: `Bytes` is 32 bytes.
+    Shared(Box<Bytes>),
 }
 
 impl Value {
@@ -66,7 +79,7 @@ impl Value {
         match self {
             Value::Str(StrValue::Int(_)) => "int",
             Value::Str(StrValue::Emb(_)) => "embstr",
-            Value::Str(StrValue::Raw(_)) => "raw",
+            Value::Str(StrValue::Raw(_) | StrValue::Shared(_)) => "raw",
             Value::List(l) => l.encoding(),
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
@@ -102,6 +115,7 @@ impl Value {
             Value::Str(StrValue::Int(_)) => 0,
             Value::Str(StrValue::Emb(s)) => s.heap_size(),
             Value::Str(StrValue::Raw(v)) => 24 + v.capacity(),
+            Value::Str(StrValue::Shared(b)) => std::mem::size_of::<Bytes>() + b.len(),
             Value::List(l) => l.heap_size(),
             Value::Hash(h) => h.heap_size(),
             Value::Set(s) => s.heap_size(),
@@ -122,8 +136,23 @@ impl StrValue {
         }
         if bytes.len() <= EMBSTR_MAX {
             StrValue::Emb(SmallBytes::new(bytes))
+        } else if bytes.len() >= SHARED_MIN {
+            // Copied once, to a buffer of its own: a command's argument is a
+            // slice of the connection's read buffer, which it would pin
+            // whole (with whatever else that read held) for as long as the
+            // key lives. SET copied the value before too (into a `Vec`).
+            StrValue::Shared(Box::new(Bytes::copy_from_slice(bytes)))
         } else {
             StrValue::Raw(Box::new(bytes.to_vec()))
+        }
+    }
+
+    /// The shared bytes of a long string (for replies that send it by
+    /// reference); `None` for the other encodings.
+    pub fn shared(&self) -> Option<&Bytes> {
+        match self {
+            StrValue::Shared(b) => Some(b),
+            _ => None,
         }
     }
 
@@ -133,6 +162,7 @@ impl StrValue {
             StrValue::Int(n) => ringdb_protocol::reply::fmt_i64(tmp, *n),
             StrValue::Emb(s) => s.as_slice(),
             StrValue::Raw(v) => v.as_slice(),
+            StrValue::Shared(b) => b,
         }
     }
 
@@ -144,6 +174,7 @@ impl StrValue {
             }
             StrValue::Emb(s) => s.len(),
             StrValue::Raw(v) => v.len(),
+            StrValue::Shared(b) => b.len(),
         }
     }
 
@@ -152,7 +183,9 @@ impl StrValue {
     }
 
     /// The bytes as a growable buffer for in-place changes (APPEND, SETRANGE,
-    /// SETBIT, BITFIELD); the value becomes `raw`, as in Redis.
+    /// SETBIT, BITFIELD); the value becomes `raw`, as in Redis. A shared
+    /// string is copied here (copy-on-write): replies still sending it keep
+    /// the old bytes, and later changes are in place.
     pub fn make_raw(&mut self) -> &mut Vec<u8> {
         if !matches!(self, StrValue::Raw(_)) {
             let mut tmp = [0u8; 20];
@@ -186,5 +219,30 @@ mod tests {
         v.make_raw().extend_from_slice(b"0");
         let mut tmp = [0; 20];
         assert_eq!(v.as_bytes(&mut tmp), b"-70");
+    }
+
+    #[test]
+    fn long_strings_are_shared_and_copied_on_write() {
+        let long = vec![b'v'; SHARED_MIN];
+        assert!(StrValue::from_bytes(&long[1..]).shared().is_none());
+        let mut v = StrValue::from_bytes(&long);
+        let Some(sent) = v.shared().cloned() else { panic!("not shared") };
+        let value = Value::Str(v.clone());
+        assert_eq!(value.encoding(), "raw");
+        assert!(value.heap_size() >= SHARED_MIN);
+        assert_eq!(v.len(), SHARED_MIN);
+        // A reply holds `sent`; the change must not show in it.
+        v.make_raw().extend_from_slice(b"tail");
+        assert!(v.shared().is_none());
+        assert_eq!(v.len(), SHARED_MIN + 4);
+        let mut tmp = [0; 20];
+        assert!(v.as_bytes(&mut tmp).ends_with(b"vtail"));
+        v.make_raw()[0] = b'X';
+        assert_eq!(v.as_bytes(&mut tmp)[0], b'X');
+        assert_eq!(sent.len(), SHARED_MIN);
+        assert!(sent.iter().all(|&c| c == b'v'));
+        // The other copy of the value (a scratch clone) is untouched too.
+        let Value::Str(other) = value else { panic!("a string") };
+        assert_eq!(other.as_bytes(&mut tmp), &long[..]);
     }
 }

@@ -374,7 +374,8 @@ async fn run_once(conn: &mut Connection, command: ShardCommand, attempt: bool) -
             }
         }
     }
-    let reply = &conn.out[mark..];
+    // A blocking command's reply is never a spliced string value.
+    let reply = conn.out.bytes_since(mark);
     if is_timeout_reply(reply) {
         conn.out.truncate(mark);
         return Try::Nothing;

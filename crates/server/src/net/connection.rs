@@ -10,7 +10,7 @@ use crate::net::socket::Socket;
 use crate::node::Core;
 use bytes::BytesMut;
 use ringdb_engine::command::ClientInfo;
-use ringdb_protocol::{ParseLimits, ReplyWriter, Request, RequestParser, Resp};
+use ringdb_protocol::{Output, ParseLimits, ReplyWriter, Request, RequestParser, Resp};
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
@@ -114,8 +114,8 @@ pub struct Connection {
     pub handle: Rc<ClientHandle>,
     parser: RequestParser,
     inbuf: BytesMut,
-    /// Replies waiting to be written.
-    pub out: Vec<u8>,
+    /// Replies waiting to be written (long string values by reference).
+    pub out: Output,
     /// Pushes for this client (made on its first subscription).
     mailbox: Option<flume::Receiver<crate::push::Push>>,
     /// A push taken from the mailbox while waiting for input.
@@ -128,7 +128,9 @@ pub struct Connection {
 impl Connection {
     /// Tells a client it cannot be served (maxclients) and closes.
     pub async fn refuse(mut socket: Socket, error: &str) {
-        let _ = socket.write(&mut format!("-{error}\r\n").into_bytes()).await;
+        let mut out = Output::default();
+        out.extend_from_slice(format!("-{error}\r\n").as_bytes());
+        let _ = socket.write(&mut out).await;
         socket.close().await;
     }
 
@@ -153,7 +155,7 @@ impl Connection {
             handle,
             parser: RequestParser::new(),
             inbuf: BytesMut::with_capacity(BUFFER_SIZE),
-            out: Vec::with_capacity(BUFFER_SIZE),
+            out: Output::with_capacity(BUFFER_SIZE),
             mailbox: None,
             pushes_in: Vec::new(),
             input_while_blocked: false,
@@ -219,7 +221,7 @@ impl Connection {
         let Some(mailbox) = &self.mailbox else { return };
         let mut pushes = std::mem::take(&mut self.pushes_in);
         pushes.extend(mailbox.try_iter());
-        let mut out = ReplyWriter::new(&mut self.out, self.state.resp);
+        let mut out = self.out.writer(self.state.resp);
         for push in &pushes {
             crate::push::encode(push, &mut out);
             let pending = &self.handle.pending_push_bytes;
@@ -244,7 +246,7 @@ impl Connection {
 
     /// A reply writer on this connection's output, in its protocol.
     pub fn reply(&mut self) -> ReplyWriter<'_> {
-        ReplyWriter::new(&mut self.out, self.state.resp)
+        self.out.writer(self.state.resp)
     }
 
     fn limits(&self) -> ParseLimits {
@@ -394,7 +396,7 @@ impl Connection {
         if self.out.is_empty() {
             return Ok(());
         }
-        let len = self.out.len();
+        let len = self.out.size();
         self.socket.write(&mut self.out).await.map_err(|e| e.to_string())?;
         self.check_output_limit()?;
         {
@@ -403,7 +405,7 @@ impl Connection {
             stats.writes_processed += 1;
         }
         if self.out.capacity() > KEEP_OUTPUT {
-            self.out = Vec::with_capacity(BUFFER_SIZE);
+            self.out = Output::with_capacity(BUFFER_SIZE);
         }
         Ok(())
     }

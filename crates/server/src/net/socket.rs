@@ -11,6 +11,7 @@ use super::uring::stream::UringStream;
 use bytes::BytesMut;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
+use ringdb_protocol::Output;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
@@ -86,11 +87,19 @@ impl Socket {
     }
 
     /// Sends `out` (leaving it empty).
-    pub async fn write(&mut self, out: &mut Vec<u8>) -> io::Result<()> {
+    pub async fn write(&mut self, out: &mut Output) -> io::Result<()> {
         match self {
             Socket::Uring(s) => s.write(out).await,
             Socket::Glommio { stream, .. } => {
-                let written = stream.write_all(out).await;
+                // Piece by piece: spliced values are written from where
+                // they are, never copied into the buffer.
+                let mut written = Ok(());
+                for piece in out.segments() {
+                    written = stream.write_all(piece).await;
+                    if written.is_err() {
+                        break;
+                    }
+                }
                 out.clear();
                 written
             }

@@ -29,7 +29,7 @@ use ringdb_engine::command::{CmdError, CmdResult, Exec, Merge};
 use ringdb_engine::funnel::{KeyEvent, NotifyClass};
 use ringdb_engine::keyspace::{Entry, Keyspace};
 use ringdb_engine::locks::LockSet;
-use ringdb_engine::shard::{execute_on, now_ms, ShardState};
+use ringdb_engine::shard::{execute_spliced, now_ms, Clock, ShardState};
 use ringdb_engine::{ShardCommand, ShardId};
 use ringdb_protocol::frame;
 use std::collections::BTreeMap;
@@ -151,7 +151,8 @@ async fn split(
                             Box::new(move |shard, reply| {
                                 // Pushes leave before the reply does.
                                 notifier.publish_shard_changes(shard);
-                                let _ = tx.send(reply.buf);
+                                // Merged by parsing: one contiguous buffer.
+                                let _ = tx.send(reply.buf.into_flat());
                             }),
                         )
                     }),
@@ -327,7 +328,7 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
     // A gathered script runs on this core: it borrows the home shard's Lua
     // state (scripts, functions, the busy/kill link) for the duration.
     std::mem::swap(&mut state.scripting, &mut conn.core.shard.borrow_mut().state.scripting);
-    execute_on(&mut scratch, &mut state, &command, &mut conn.out, now_ms());
+    execute_spliced(&mut scratch, &mut state, &command, &mut conn.out, &mut Clock::at(now_ms()));
     std::mem::swap(&mut state.scripting, &mut conn.core.shard.borrow_mut().state.scripting);
     {
         let mut home = conn.core.shard.borrow_mut();

@@ -39,7 +39,7 @@ pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
         // A long pipeline of big replies is written out as it goes, so the
         // replies held in memory stay bounded (and a slow reader holds the
         // pipeline back instead of growing our buffers).
-        if conn.out.len() + segment.buffered() >= OUTPUT_FLUSH_BYTES {
+        if conn.out.size() + segment.buffered() >= OUTPUT_FLUSH_BYTES {
             segment.finish(conn).await;
             // The replies of writes leave once the log has them.
             conn.core.publish_durably().await;

@@ -12,7 +12,7 @@ use crate::net::connection::Connection;
 use ringdb_engine::command::CmdError;
 use ringdb_engine::shard::{BatchReply, Clock};
 use ringdb_engine::{ShardCommand, ShardId};
-use ringdb_protocol::ReplyWriter;
+use ringdb_protocol::Output;
 use std::ops::Range;
 
 /// Where a reply is, once the segment has been sent.
@@ -30,7 +30,7 @@ pub struct Segment {
     clock: Option<Clock>,
     /// Replies after the first pending one, in request order.
     parts: Vec<Part>,
-    side: Vec<u8>,
+    side: Output,
     /// Commands per shard, in request order.
     batches: Vec<(ShardId, Vec<ShardCommand>)>,
     /// Whether this core's shard has a batch (because a local command had to
@@ -51,7 +51,7 @@ impl Segment {
 
     /// Bytes of replies held aside.
     pub fn buffered(&self) -> usize {
-        self.side.len()
+        self.side.size()
     }
 
     fn batch_for(&mut self, shard: ShardId) -> &mut Vec<ShardCommand> {
@@ -79,7 +79,7 @@ impl Segment {
             if free {
                 if self.pending() {
                     let start = self.side.len();
-                    local.execute_with(
+                    local.execute_into(
                         &command,
                         &mut self.side,
                         self.clock.get_or_insert_with(Clock::start),
@@ -90,7 +90,7 @@ impl Segment {
                     self.parts.push(Part::Side(start..self.side.len()));
                 } else {
                     let mark = conn.out.len();
-                    local.execute_with(
+                    local.execute_into(
                         &command,
                         &mut conn.out,
                         self.clock.get_or_insert_with(Clock::start),
@@ -117,7 +117,7 @@ impl Segment {
         }
         if self.pending() {
             let start = self.side.len();
-            ReplyWriter::new(&mut self.side, conn.state.resp).error(error.text());
+            self.side.writer(conn.state.resp).error(error.text());
             self.parts.push(Part::Side(start..self.side.len()));
         } else {
             conn.reply().error(error.text());
@@ -131,7 +131,7 @@ impl Segment {
         }
         if self.pending() {
             let start = self.side.len();
-            ReplyWriter::new(&mut self.side, conn.state.resp).simple(status);
+            self.side.writer(conn.state.resp).simple(status);
             self.parts.push(Part::Side(start..self.side.len()));
         } else {
             conn.reply().simple(status);
@@ -194,11 +194,11 @@ impl Segment {
             // is still to come.
             while let Some(part) = parts.get(next_part) {
                 match part {
-                    Part::Side(range) => conn.out.extend_from_slice(&self.side[range.clone()]),
+                    Part::Side(range) => conn.out.append_range(&self.side, range.clone()),
                     Part::Batch { shard, index, suppress } => {
                         let r = received.iter_mut().find(|r| r.shard == *shard);
-                        match r.as_ref().and_then(|r| r.get(*index)) {
-                            Some(reply) if !suppress => conn.out.extend_from_slice(reply),
+                        match r.as_deref().and_then(|r| Some((&r.buf, r.get(*index)?))) {
+                            Some((buf, range)) if !suppress => conn.out.append_range(buf, range),
                             Some(_) => {}
                             None if to_send.iter().any(|(s, _)| s == shard) => break,
                             None => conn.reply().error(crate::mesh::NO_ANSWER.text()),
@@ -231,7 +231,7 @@ impl Segment {
 /// dropped from the front.
 struct Received {
     shard: ShardId,
-    buf: Vec<u8>,
+    buf: Output,
     /// End offset in `buf` of each reply kept.
     ends: Vec<usize>,
     /// Number of the first reply kept.
@@ -245,17 +245,18 @@ impl Received {
         Received { shard, buf: reply.buf, ends: reply.ends, first: 0, written: 0 }
     }
 
-    fn append(&mut self, reply: BatchReply) {
+    fn append(&mut self, mut reply: BatchReply) {
         let base = self.buf.len();
-        self.buf.extend_from_slice(&reply.buf);
+        self.buf.append(&mut reply.buf);
         self.ends.extend(reply.ends.iter().map(|e| e + base));
     }
 
-    fn get(&self, index: usize) -> Option<&[u8]> {
+    /// Where reply `index` is in `buf`.
+    fn get(&self, index: usize) -> Option<Range<usize>> {
         let i = index.checked_sub(self.first)?;
         let end = *self.ends.get(i)?;
         let start = if i == 0 { 0 } else { self.ends[i - 1] };
-        Some(&self.buf[start..end])
+        Some(start..end)
     }
 
     fn consumed(&mut self, index: usize) {
@@ -269,7 +270,7 @@ impl Received {
             return;
         }
         let bytes = self.ends[drop - 1];
-        self.buf.drain(..bytes);
+        self.buf.drain_front(bytes);
         self.ends.drain(..drop);
         self.ends.iter_mut().for_each(|e| *e -= bytes);
         self.first += drop;

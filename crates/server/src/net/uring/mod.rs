@@ -22,6 +22,7 @@ pub mod stream;
 use buffers::BufRing;
 use glommio::io::BufferedFile;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
+use ringdb_protocol::Output;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::{poll_fn, Future};
@@ -420,9 +421,9 @@ impl Driver {
         let mut st = shared.st.borrow_mut();
         if res >= 0 {
             st.sent += res as usize;
-            if st.sent < st.in_flight.len() {
+            if st.sent < st.in_flight.size() {
                 // A short send: the rest from where it stopped.
-                push(ring, &send_entry(&shared, &st));
+                push(ring, &send_entry(&shared, &mut st));
                 return;
             }
         } else {
@@ -433,7 +434,7 @@ impl Driver {
         st.sent = 0;
         st.in_flight.clear();
         if st.in_flight.capacity() > KEEP_SEND_BUFFER {
-            st.in_flight = Vec::new();
+            st.in_flight = Output::default();
         }
         let drained = st.unsent() <= SEND_HIGH_WATER;
         drop(st);
@@ -453,23 +454,30 @@ fn wake(cell: &Cell<Option<Waker>>) {
     }
 }
 
-/// A send of the unsent part of the connection's in-flight buffer. Replies
-/// are one contiguous buffer per connection, so one send carries every
-/// reply frame of the turn.
-fn send_entry(shared: &Shared, st: &State) -> squeue::Entry {
-    let rest = &st.in_flight[st.sent..];
-    let len = rest.len().min(u32::MAX as usize) as u32;
-    opcode::Send::new(types::Fd(shared.fd), rest.as_ptr(), len)
-        .flags(libc::MSG_NOSIGNAL)
-        .build()
-        .user_data(user_data(shared.token, OP_SEND))
+/// A send of the unsent part of the connection's in-flight replies: one
+/// per connection per turn, carrying every reply frame of the turn. A
+/// plain send of the buffer, or, when long values are spliced in, a
+/// vectored send of the buffer's runs and the values where they are.
+fn send_entry(shared: &Shared, st: &mut State) -> squeue::Entry {
+    let entry = if st.in_flight.has_splices() {
+        let header = st.vectored.prepare(&st.in_flight, st.sent);
+        opcode::SendMsg::new(types::Fd(shared.fd), header).flags(libc::MSG_NOSIGNAL as u32).build()
+    } else {
+        let rest = st.in_flight.bytes_since(st.sent);
+        let len = rest.len().min(u32::MAX as usize) as u32;
+        opcode::Send::new(types::Fd(shared.fd), rest.as_ptr(), len)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+    };
+    entry.user_data(user_data(shared.token, OP_SEND))
 }
 
 /// Queues an entry, handing the queue to the kernel first if it is full.
 fn push(ring: &mut IoUring, entry: &squeue::Entry) {
     loop {
-        // SAFETY: the entry's memory (a send buffer in `Shared`, kept alive
-        // by the connection table until the completion) outlives it.
+        // SAFETY: the entry's memory (a send's replies, their spliced values
+        // and its iovecs in `Shared`, kept alive by the connection table
+        // until the completion) outlives it.
         if unsafe { ring.submission().push(entry) }.is_ok() {
             return;
         }

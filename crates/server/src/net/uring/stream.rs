@@ -6,10 +6,14 @@
 //! hands its replies over the same way. Neither side waits for the other
 //! except at the bounds: the driver stops receiving for a connection whose
 //! untaken input passed [`RECV_PAUSE_BYTES`], and a connection whose unsent
-//! replies passed [`SEND_HIGH_WATER`] waits until they drain.
+//! replies passed [`SEND_HIGH_WATER`] waits until they drain. Replies are
+//! an [`Output`]: long string values in them are references, sent from
+//! where they are with a vectored send (see [`Vectored`]) and counted in
+//! the unsent bytes like the rest.
 
 use super::Driver;
 use bytes::BytesMut;
+use ringdb_protocol::Output;
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
 use std::io;
@@ -49,11 +53,14 @@ pub struct State {
     /// re-armed once the connection takes the input.
     pub recv_paused: bool,
     /// Replies waiting for a send.
-    pub pending: Vec<u8>,
-    /// The buffer a send in the kernel reads from (not touched until its
-    /// completion), and how much of it is sent.
-    pub in_flight: Vec<u8>,
+    pub pending: Output,
+    /// The replies a send in the kernel reads from (not touched until its
+    /// completion, which also keeps their spliced values alive), and how
+    /// many of their bytes are sent.
+    pub in_flight: Output,
     pub sent: usize,
+    /// The iovecs and header of the send in the kernel when it is vectored.
+    pub vectored: Vectored,
     pub sending: bool,
     /// The connection is done: close once the replies are sent.
     pub closing: bool,
@@ -67,7 +74,54 @@ pub struct State {
 
 impl State {
     pub fn unsent(&self) -> usize {
-        self.pending.len() + self.in_flight.len() - self.sent
+        self.pending.size() + self.in_flight.size() - self.sent
+    }
+}
+
+/// Most iovecs one send carries (the kernel's `UIO_MAXIOV`); a send of more
+/// pieces is a short send, continued from where it stopped.
+const MAX_IOVECS: usize = 1024;
+
+/// The message a vectored send (`IORING_OP_SENDMSG`) reads: one iovec per
+/// piece of the in-flight replies (byte runs and spliced values) from the
+/// first unsent byte on. It lives in the connection's state, which the
+/// driver keeps until the send's completion, and is rebuilt only between
+/// sends.
+pub struct Vectored {
+    iovecs: Vec<libc::iovec>,
+    header: libc::msghdr,
+}
+
+impl Default for Vectored {
+    fn default() -> Self {
+        // SAFETY: an all-zero msghdr is a valid empty message.
+        Vectored { iovecs: Vec::new(), header: unsafe { std::mem::zeroed() } }
+    }
+}
+
+impl Vectored {
+    /// Points the message at `out` from byte `skip` of its stream on, and
+    /// returns the header for the send.
+    pub fn prepare(&mut self, out: &Output, mut skip: usize) -> *const libc::msghdr {
+        self.iovecs.clear();
+        for piece in out.segments() {
+            if skip >= piece.len() {
+                skip -= piece.len();
+                continue;
+            }
+            let rest = &piece[skip..];
+            skip = 0;
+            self.iovecs
+                .push(libc::iovec { iov_base: rest.as_ptr() as *mut _, iov_len: rest.len() });
+            if self.iovecs.len() == MAX_IOVECS {
+                break;
+            }
+        }
+        // SAFETY: as in `default`.
+        self.header = unsafe { std::mem::zeroed() };
+        self.header.msg_iov = self.iovecs.as_mut_ptr();
+        self.header.msg_iovlen = self.iovecs.len() as _;
+        &self.header
     }
 }
 
@@ -119,19 +173,14 @@ impl UringStream {
 
     /// Hands `out` to the driver (leaving `out` empty) to be sent in its
     /// next submission; waits only while too much is still unsent.
-    pub async fn write(&mut self, out: &mut Vec<u8>) -> io::Result<()> {
+    pub async fn write(&mut self, out: &mut Output) -> io::Result<()> {
         {
             let mut st = self.shared.st.borrow_mut();
             if let Some(errno) = st.error {
                 out.clear();
                 return Err(io::Error::from_raw_os_error(errno));
             }
-            if st.pending.is_empty() {
-                std::mem::swap(&mut st.pending, out);
-            } else {
-                st.pending.extend_from_slice(out);
-                out.clear();
-            }
+            st.pending.append(out);
         }
         self.driver.schedule(&self.shared);
         poll_fn(|cx| {
