@@ -36,9 +36,10 @@
 #   SHARDS_LIST ["1 2 1:glommio"]  ringdb phases: a shard count, optionally with
 #                        the socket backend after a colon (--io-backend; without
 #                        one, ringdb's default: uring where the kernel has it)
-#   TESTS ["ping_mbulk set get incr mset lpush lpop sadd hset zadd zpopmin zrange"]
+#   TESTS ["ping_mbulk set get get_64k incr mset lpush lpop sadd hset zadd zpopmin zrange"]
 #                        redis-benchmark -t names (ping_mbulk: the socket path's
-#                        ceiling), and zrange, pfadd, pfcount
+#                        ceiling), and zrange, get_64k (GET of one 64 KiB
+#                        value: large replies), pfadd, pfcount
 #                        (custom commands: PFADD hll:R R and PFCOUNT hll:R, R a
 #                        random number below KEYSPACE; not in the default set)
 #   PIPELINES ["1 16"], CLIENTS [50], KEYSPACE [100000]
@@ -80,7 +81,7 @@ done
 RUN_SECONDS=${RUN_SECONDS:-5}
 REPS=${REPS:-3}
 SHARDS_LIST=${SHARDS_LIST:-"1 2 1:glommio"}
-TESTS=${TESTS-"ping_mbulk set get incr mset lpush lpop sadd hset zadd zpopmin zrange"}
+TESTS=${TESTS-"ping_mbulk set get get_64k incr mset lpush lpop sadd hset zadd zpopmin zrange"}
 PIPELINES=${PIPELINES:-"1 16"}
 CLIENTS=${CLIENTS:-50}
 KEYSPACE=${KEYSPACE:-100000}
@@ -275,6 +276,7 @@ PYTHON
 test_args() {
     case $1 in
         zrange) echo "ZRANGE myzset 0 9" ;;
+        get_64k) echo "GET big64k" ;;
         pfadd) echo "PFADD hll:__rand_int__ __rand_int__" ;;
         pfcount) echo "PFCOUNT hll:__rand_int__" ;;
         *) echo "-t $1" ;;
@@ -292,6 +294,11 @@ seed_test() {
         lpop) key=mylist kind=list count=$requests card=llen ;;
         zpopmin) key=myzset kind=zset count=$requests card=zcard ;;
         zrange) key=myzset kind=zset count=$ZRANGE_MEMBERS card=zcard ;;
+        get_64k)
+            head -c 65536 /dev/zero | tr '\0' x | redis-cli -h $HOST -p "$port" -x set big64k >/dev/null 2>&1 || true
+            got=$(redis-cli -h $HOST -p "$port" strlen big64k 2>&1 | head -c 200)
+            [ "$got" = 65536 ] || echo "seed big64k: strlen $got, wanted 65536"
+            return 0 ;;
         *) return 0 ;;
     esac
     redis-cli -h $HOST -p "$port" del "$key" >/dev/null 2>&1 || true

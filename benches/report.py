@@ -54,11 +54,12 @@ SCENARIO_TEXT = {
     "group of 4 consumers loops on `XREADGROUP ... COUNT 10 BLOCK 100 ... >` and `XACK`s each batch. "
     "Rate: entries acknowledged/s; latency: XADD sent to delivery.",
 }
-TEST_ORDER = ["ping_mbulk", "set", "get", "incr", "mset", "lpush", "lpop", "sadd", "hset", "zadd", "zpopmin", "zrange", "pfadd", "pfcount"]
+TEST_ORDER = ["ping_mbulk", "set", "get", "get_64k", "incr", "mset", "lpush", "lpop", "sadd", "hset", "zadd", "zpopmin", "zrange", "pfadd", "pfcount"]
 TEST_NAMES = {
     "ping_mbulk": "PING",
     "set": "SET",
     "get": "GET",
+    "get_64k": "GET 64 KiB",
     "incr": "INCR",
     "mset": "MSET (10 keys)",
     "lpush": "LPUSH",
@@ -381,6 +382,11 @@ def method(meta):
             f"{settings_value(meta, 'ZRANGE_MEMBERS', '1000')} members. LPOP, ZPOPMIN and ZRANGE runs (probes "
             "too) start from their key seeded afresh with `redis-cli --pipe` outside the measured time: "
             "`mylist` and `myzset` hold exactly as many elements as the run pops, so every pop finds one."
+        )
+    if "get_64k" in tests:
+        lines.append(
+            "- GET 64 KiB runs the custom command `GET big64k`: one key holding 65,536 bytes, set with "
+            "`redis-cli -x` before every run (large replies: ringdb sends the value by reference)."
         )
     if {"lpush", "lpop", "sadd", "hset", "zadd", "zpopmin", "zrange"} & set(tests):
         lines.append(
