@@ -202,6 +202,40 @@ fn a_subscriber_that_stops_reading_is_disconnected_at_its_limit() {
     assert_eq!(numsub[1], redis::Value::Int(0));
 }
 
+/// A shard whose own sockets stay idle while another core keeps handing
+/// its connection replies (here, Pub/Sub messages published on the other
+/// shard): its network driver is woken 40,000 times without its ring
+/// signalling. It must keep going (it once re-polled its parked eventfd
+/// read on every such wake-up, and glommio piles a waker up per poll of a
+/// read: at 32,768 the task's reference count overflowed and the core
+/// panicked).
+#[test]
+fn an_idle_shard_woken_by_another_core_many_times_keeps_serving() {
+    let server = Server::start(2);
+    let mut admin = server.client();
+    let mut keep = Vec::new();
+    let mut sub = common::raw_on_shard(&server, &mut admin, 0, &mut keep);
+    let mut publisher = common::raw_on_shard(&server, &mut admin, 1, &mut keep);
+    drop(keep);
+    sub.send(b"SUBSCRIBE news\r\n");
+    assert!(sub.read_frame().starts_with(b"*3\r\n$9\r\nsubscribe"));
+    const MESSAGES: usize = 40_000;
+    for i in 0..MESSAGES {
+        assert_eq!(publisher.call(&["PUBLISH", "news", &i.to_string()]), ":1\r\n", "message {i}");
+        if i % 1000 == 999 {
+            // Read what arrived so far, so the subscriber stays far below
+            // its output limit.
+            for j in i - 999..=i {
+                let frame = sub.read_frame();
+                let tail = format!("${}\r\n{j}\r\n", j.to_string().len());
+                assert!(frame.ends_with(tail.as_bytes()), "message {j}");
+            }
+        }
+    }
+    assert_eq!(sub.call(&["PING"]), "*2\r\n$4\r\npong\r\n$0\r\n\r\n");
+    assert_eq!(q::<String>(&mut admin, &["PING"]).unwrap(), "PONG");
+}
+
 /// A client that pipelines big replies and never reads them: with a normal
 /// class limit it is disconnected once that much is unsent (replies the
 /// kernel has not taken are visible on the uring path; glommio's writes

@@ -25,10 +25,9 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use ringdb_protocol::Output;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
-use std::future::{poll_fn, Future};
+use std::future::poll_fn;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
-use std::pin::Pin;
 use std::rc::Rc;
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
@@ -74,6 +73,8 @@ pub struct Driver {
     work: RefCell<Vec<Rc<Shared>>>,
     /// The driver task while it is parked.
     parked: Cell<Option<Waker>>,
+    /// The ring signalled its eventfd since the driver last looked.
+    signalled: Cell<bool>,
     /// The eventfd registered with the ring (the kernel holds its own
     /// reference for that), for glommio to read while the driver parks;
     /// taken by [`Driver::run`].
@@ -117,6 +118,7 @@ impl Driver {
             listeners: RefCell::new(Vec::new()),
             work: RefCell::new(Vec::new()),
             parked: Cell::new(None),
+            signalled: Cell::new(false),
             parking_fd: Cell::new(Some(eventfd)),
             scratch: RefCell::new(Vec::new()),
         }))
@@ -164,9 +166,7 @@ impl Driver {
     /// connection.
     pub async fn run(self: Rc<Self>, spin: Duration, on_accept: impl Fn(UringStream)) {
         let Some(fd) = self.parking_fd.take() else { return };
-        // SAFETY: the eventfd, owned by the glommio file from now on.
-        let efile = Rc::new(unsafe { BufferedFile::from_raw_fd(fd.into_raw_fd()) });
-        let mut wait: Option<Pin<Box<dyn Future<Output = ()>>>> = None;
+        glommio::spawn_local(self.clone().watch_eventfd(fd)).detach();
         let mut last_work = Instant::now();
         loop {
             if self.turn(&on_accept) > 0 {
@@ -184,38 +184,48 @@ impl Driver {
             // more (work queued before the signal was on sends no signal).
             self.ring.borrow_mut().completion().enable_eventfd();
             if self.turn(&on_accept) == 0 {
-                let fut = wait.get_or_insert_with(|| {
-                    let efile = efile.clone();
-                    Box::pin(async move {
-                        let _ = efile.read_at(0, 8).await;
-                    })
-                });
-                let signalled = poll_fn(|cx| {
-                    if fut.as_mut().poll(cx).is_ready() {
-                        return Poll::Ready(true);
-                    }
-                    if !self.work.borrow().is_empty() || self.accept_retry_due() {
-                        return Poll::Ready(false);
+                let woken = poll_fn(|cx| {
+                    if self.signalled.replace(false)
+                        || !self.work.borrow().is_empty()
+                        || self.accept_retry_due()
+                    {
+                        return Poll::Ready(());
                     }
                     self.parked.set(Some(cx.waker().clone()));
                     Poll::Pending
                 });
-                let signalled = match self.accept_retry_in() {
-                    None => signalled.await,
+                match self.accept_retry_in() {
+                    None => woken.await,
                     Some(delay) => {
-                        futures_lite::future::or(signalled, async {
-                            glommio::timer::sleep(delay).await;
-                            false
-                        })
-                        .await
+                        futures_lite::future::or(woken, glommio::timer::sleep(delay)).await
                     }
-                };
-                if signalled {
-                    wait = None;
                 }
                 self.parked.set(None);
             }
             self.ring.borrow_mut().completion().disable_eventfd();
+        }
+    }
+
+    /// Reads the ring's eventfd for ever (through glommio, so an idle
+    /// shard sleeps in glommio's own wait) and wakes the parked driver
+    /// when the ring signals. A task of its own: glommio adds a waker to a
+    /// read each time the read is polled, so a read the driver polled
+    /// again after each of its other wake-ups (replies from other cores)
+    /// would pile wakers up until the task's reference count overflows.
+    async fn watch_eventfd(self: Rc<Self>, fd: OwnedFd) {
+        // SAFETY: the eventfd, owned by the glommio file from now on.
+        let efile = unsafe { BufferedFile::from_raw_fd(fd.into_raw_fd()) };
+        loop {
+            if let Err(e) = efile.read_at(0, 8).await {
+                // Not expected of an eventfd; the driver still runs on the
+                // wake-ups of its connections, and this retries.
+                tracing::warn!("reading the network ring's eventfd: {e}");
+                glommio::timer::sleep(Duration::from_millis(1)).await;
+            }
+            self.signalled.set(true);
+            if let Some(waker) = self.parked.take() {
+                waker.wake();
+            }
         }
     }
 
