@@ -53,11 +53,7 @@ fn hot_list(c: &mut redis::Connection) -> Vec<(String, String, i64)> {
 }
 
 fn info_field(c: &mut redis::Connection, name: &str) -> String {
-    let info: String = q(c, &["INFO", "hotkeys"]).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")))
-        .unwrap_or_else(|| panic!("{name} not in {info}"))
-        .to_string()
+    common::info_field(c, "hotkeys", name)
 }
 
 fn set_rule(c: &mut redis::Connection, rule: &str) {

@@ -17,11 +17,7 @@ fn server_on(dir: &Path) -> Server {
 }
 
 fn info_field(c: &mut redis::Connection, field: &str) -> String {
-    let info: String = q(c, &["INFO", "persistence"]).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("no {field} in {info}"))
-        .to_string()
+    common::info_field(c, "persistence", field)
 }
 
 fn saving(c: &mut redis::Connection) -> bool {

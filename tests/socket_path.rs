@@ -5,19 +5,10 @@
 //! reading (disconnected at their output limit, others unaffected).
 
 mod common;
-use common::{keys_on_two_shards, q, Server};
+use common::{info_field, keys_on_two_shards, q, Server};
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::time::{Duration, Instant};
-
-fn info_field(c: &mut redis::Connection, section: &str, field: &str) -> String {
-    let info: String = q(c, &["INFO", section]).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{field}:")))
-        .unwrap_or_else(|| panic!("INFO {section} has no {field}"))
-        .trim()
-        .to_string()
-}
 
 fn backend(c: &mut redis::Connection) -> String {
     info_field(c, "server", "io_backend")

@@ -46,10 +46,7 @@ fn resp3_tracker(server: &Server, options: &[&str]) -> Raw {
 }
 
 fn info_field(con: &mut redis::Connection, name: &str) -> String {
-    let info: String = q(con, &["INFO", "everything"]).unwrap();
-    info.lines()
-        .find_map(|l| l.strip_prefix(&format!("{name}:")).map(str::to_string))
-        .unwrap_or_else(|| panic!("no {name} in INFO"))
+    common::info_field(con, "everything", name)
 }
 
 fn err(con: &mut redis::Connection, args: &[&str]) -> String {

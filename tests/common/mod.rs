@@ -248,6 +248,16 @@ pub fn q<T: redis::FromRedisValue>(
     c.query(con)
 }
 
+/// The value of `field` in INFO `section`.
+pub fn info_field(c: &mut redis::Connection, section: &str, field: &str) -> String {
+    let info: String = q(c, &["INFO", section]).unwrap();
+    info.lines()
+        .find_map(|l| l.strip_prefix(&format!("{field}:")))
+        .unwrap_or_else(|| panic!("INFO {section} has no {field}: {info}"))
+        .trim()
+        .to_string()
+}
+
 /// Two keys that live on different shards of a 2-shard server.
 pub fn keys_on_two_shards() -> (String, String) {
     let map = ringdb_engine::SlotMap::new(2);
