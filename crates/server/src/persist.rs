@@ -684,13 +684,39 @@ pub fn load_shard(core: &Core, data: &[u8], path: &Path) -> Result<usize, String
     let mut shard = core.shard.borrow_mut();
     let shard = &mut *shard;
     let limits = load_limits(&shard.state.settings);
-    let report = snapshot::load(data, &mut shard.keyspace, &shard.state, &limits, now_ms(), verify)
-        .map_err(|e| {
-            format!(
-                "Short read or OOM loading DB ({}): {e}. Unrecoverable error, aborting now.",
-                path.display()
-            )
-        })?;
+    // Large files take a while: the progress is logged at most once a
+    // second per shard (keys loaded, how far into the file, the rate).
+    let started = std::time::Instant::now();
+    let mut logged = started;
+    let mut log_progress = |p: snapshot::Progress| {
+        if logged.elapsed() >= Duration::from_secs(1) {
+            logged = std::time::Instant::now();
+            info!(
+                shard = core.id.0,
+                "Loading {}: {} keys, {:.0}%, {:.0} keys/s",
+                path.display(),
+                p.keys,
+                p.position as f64 * 100.0 / p.total.max(1) as f64,
+                p.keys as f64 / started.elapsed().as_secs_f64()
+            );
+        }
+    };
+    let (keyspace, state) = (&mut shard.keyspace, &shard.state);
+    let report = snapshot::load_reporting(
+        data,
+        keyspace,
+        state,
+        &limits,
+        now_ms(),
+        verify,
+        &mut log_progress,
+    )
+    .map_err(|e| {
+        format!(
+            "Short read or OOM loading DB ({}): {e}. Unrecoverable error, aborting now.",
+            path.display()
+        )
+    })?;
     for code in &report.functions {
         shard.state.scripting.function_load(&bytes::Bytes::copy_from_slice(code), true).map_err(
             |e| format!("Failed loading a function library from {}: {e}", path.display()),

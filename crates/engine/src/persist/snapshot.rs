@@ -127,6 +127,19 @@ pub struct LoadReport {
     pub end: usize,
 }
 
+/// How far a load has gone ([`load_reporting`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Progress {
+    /// Keys of this shard loaded so far.
+    pub keys: usize,
+    /// Bytes of the file read so far, of `total`.
+    pub position: usize,
+    pub total: usize,
+}
+
+/// Records read between two [`Progress`] reports.
+const PROGRESS_EVERY: usize = 1 << 16;
+
 /// Loads the keys this shard owns from an RDB file into `keyspace`
 /// (which should be empty). `verify`: check the CRC64 (`rdbchecksum`).
 /// Errors name the byte where the file went wrong.
@@ -138,9 +151,32 @@ pub fn load(
     now_ms: u64,
     verify: bool,
 ) -> Result<LoadReport, RdbError> {
+    load_reporting(data, keyspace, state, limits, now_ms, verify, &mut |_| {})
+}
+
+/// [`load`], telling `progress` how far it is every [`PROGRESS_EVERY`]
+/// records (start-up logs it for large files).
+pub fn load_reporting(
+    data: &[u8],
+    keyspace: &mut Keyspace,
+    state: &ShardState,
+    limits: &LoadLimits,
+    now_ms: u64,
+    verify: bool,
+    progress: &mut dyn FnMut(Progress),
+) -> Result<LoadReport, RdbError> {
     let mut reader = RdbReader::new(data, verify)?;
     let mut report = LoadReport { version: reader.version, ..LoadReport::default() };
+    let mut records = 0usize;
     loop {
+        records += 1;
+        if records.is_multiple_of(PROGRESS_EVERY) {
+            progress(Progress {
+                keys: report.keys,
+                position: reader.position(),
+                total: data.len(),
+            });
+        }
         let record = reader.next_record()?;
         let key = match record {
             Record::End => {
@@ -283,5 +319,32 @@ mod tests {
         let mut small = Keyspace::for_slots(4, 0, 16384);
         let err = load(&file, &mut small, &state, &LoadLimits::default(), 0, true).unwrap_err();
         assert!(err.reason.contains("more than 4 databases"), "{err}");
+    }
+
+    #[test]
+    fn a_load_reports_its_progress() {
+        let state = ShardState::recording(ShardSettings::default());
+        let mut ks = Keyspace::for_slots(1, 0, 16384);
+        let keys = 3 * PROGRESS_EVERY;
+        for i in 0..keys {
+            put(&mut ks, 0, &format!("k{i}"), "v", None);
+        }
+        let file = assemble(
+            &[],
+            &[serialize(&ks, &state, 0, Encoder::default())],
+            Encoder::default(),
+            true,
+        );
+        let mut back = Keyspace::for_slots(1, 0, 16384);
+        let mut seen: Vec<Progress> = Vec::new();
+        let report =
+            load_reporting(&file, &mut back, &state, &LoadLimits::default(), 0, true, &mut |p| {
+                seen.push(p)
+            })
+            .unwrap();
+        assert_eq!(report.keys, keys);
+        assert!(seen.len() >= 3, "{seen:?}");
+        assert!(seen.windows(2).all(|w| w[0].keys < w[1].keys && w[0].position < w[1].position));
+        assert!(seen.iter().all(|p| p.total == file.len() && p.position < p.total));
     }
 }
