@@ -657,15 +657,22 @@ pub async fn bgsave(core: &Rc<Core>, in_exec: bool) -> Result<(), CmdError> {
 /// as Redis's `killRDBChild`); its temporary file is removed.
 pub async fn stop_background_save(core: &Core) {
     let p = &core.shared.persist;
-    if !p.bgsave_in_progress.load(Relaxed) {
+    let warning = "There is a child saving an .rdb. Killing it!";
+    stop_and_wait(&p.bgsave_in_progress, &p.cancel, warning).await;
+}
+
+/// Stops a background job (a save or a log rewrite) that `running` says is
+/// on, by setting its `cancel` flag, and waits until it has ended.
+pub(crate) async fn stop_and_wait(running: &AtomicBool, cancel: &AtomicBool, warning: &str) {
+    if !running.load(Relaxed) {
         return;
     }
-    warn!("There is a child saving an .rdb. Killing it!");
-    p.cancel.store(true, Relaxed);
-    while p.bgsave_in_progress.load(Relaxed) {
+    warn!("{warning}");
+    cancel.store(true, Relaxed);
+    while running.load(Relaxed) {
         glommio::timer::sleep(Duration::from_millis(1)).await;
     }
-    p.cancel.store(false, Relaxed);
+    cancel.store(false, Relaxed);
 }
 
 /// Reads the snapshot file, if there is one. `Ok(None)`: no file.

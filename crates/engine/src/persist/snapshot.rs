@@ -305,17 +305,17 @@ mod tests {
         assert!(err.offset > 0, "{err}");
     }
 
+    /// An RDB file of one keyspace.
+    fn file_of(ks: &Keyspace, state: &ShardState) -> Vec<u8> {
+        assemble(&[], &[serialize(ks, state, 0, Encoder::default())], Encoder::default(), true)
+    }
+
     #[test]
     fn too_many_databases_is_fatal() {
         let state = ShardState::recording(ShardSettings::default());
         let mut ks = Keyspace::for_slots(16, 0, 16384);
         put(&mut ks, 12, "k", "v", None);
-        let file = assemble(
-            &[],
-            &[serialize(&ks, &state, 0, Encoder::default())],
-            Encoder::default(),
-            true,
-        );
+        let file = file_of(&ks, &state);
         let mut small = Keyspace::for_slots(4, 0, 16384);
         let err = load(&file, &mut small, &state, &LoadLimits::default(), 0, true).unwrap_err();
         assert!(err.reason.contains("more than 4 databases"), "{err}");
@@ -329,12 +329,7 @@ mod tests {
         for i in 0..keys {
             put(&mut ks, 0, &format!("k{i}"), "v", None);
         }
-        let file = assemble(
-            &[],
-            &[serialize(&ks, &state, 0, Encoder::default())],
-            Encoder::default(),
-            true,
-        );
+        let file = file_of(&ks, &state);
         let mut back = Keyspace::for_slots(1, 0, 16384);
         let mut seen: Vec<Progress> = Vec::new();
         let report =

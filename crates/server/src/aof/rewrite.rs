@@ -173,14 +173,8 @@ fn ended(core: &Core, ok: bool, stopped: bool) {
 /// kills its rewriting child); the old logs stay as they are.
 pub async fn stop(core: &Core) {
     let p = &core.shared.persist;
-    if !p.aof_rewrite_in_progress.load(Relaxed) {
-        return;
-    }
-    warn!("There is a child rewriting the AOF. Killing it!");
-    p.aof_cancel.store(true, Relaxed);
-    while p.aof_rewrite_in_progress.load(Relaxed) {
-        glommio::timer::sleep(Duration::from_millis(1)).await;
-    }
+    let warning = "There is a child rewriting the AOF. Killing it!";
+    persist::stop_and_wait(&p.aof_rewrite_in_progress, &p.aof_cancel, warning).await;
 }
 
 /// Whether an automatic rewrite is due (checked once a second): the logs
