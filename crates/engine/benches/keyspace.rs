@@ -1,5 +1,6 @@
 //! Criterion benches for the keyspace table: insert, lookup hit/miss, and
-//! a 1M-key load (the memory shape of the load benchmark).
+//! random lookups in pipelines of 16 over 1M keys, with and without
+//! [`Db::prefetch`](ringdb_engine::keyspace::Db::prefetch) first.
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use ringdb_engine::keyspace::{Entry, Keyspace, StrValue, Value};
@@ -55,5 +56,45 @@ fn keyspace(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, keyspace);
+/// A pipeline of 16 GETs of random keys, as `redis-benchmark -P 16 -r`
+/// sends: every lookup misses the cache unless the batch was prefetched.
+fn pipelined_lookups(c: &mut Criterion) {
+    let n = 1_000_000u64;
+    let mut ks = Keyspace::for_slots(1, 0, 16384);
+    for i in 0..n {
+        ks.db_mut(0).insert(entry(i));
+    }
+    let mut x = 0x9E37_79B9_7F4A_7C15u64;
+    let random: Vec<Vec<u8>> = (0..64 * 1024)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            key(x % n)
+        })
+        .collect();
+    let mut g = c.benchmark_group("pipeline_16_random_gets_1m_keys");
+    g.throughput(Throughput::Elements(random.len() as u64));
+    for prefetch in [false, true] {
+        let name = if prefetch { "prefetched" } else { "one_by_one" };
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                let db = ks.db(0);
+                let mut found = 0;
+                for batch in random.chunks(16) {
+                    if prefetch {
+                        db.prefetch(batch.iter().map(|k| &k[..]));
+                    }
+                    for k in batch {
+                        found += db.get(k).is_some() as usize;
+                    }
+                }
+                black_box(found);
+            })
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, keyspace, pipelined_lookups);
 criterion_main!(benches);

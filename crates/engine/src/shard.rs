@@ -540,12 +540,25 @@ impl Shard {
         }
     }
 
+    /// Before a pipeline of commands from one client runs here: starts
+    /// loading their keys' entries into the cache (see [`crate::keyspace::Db::prefetch`]).
+    /// Takes each command's second argument, the first key of nearly every
+    /// keyed command; for the others the hint is merely wasted.
+    pub fn prefetch<'k>(&self, db: usize, args: impl Iterator<Item = &'k [Bytes]>) {
+        if db < self.keyspace.db_count() {
+            self.keyspace.db(db).prefetch(args.filter_map(|a| a.get(1).map(|k| &k[..])));
+        }
+    }
+
     /// Runs a batch of commands from one connection in order. A command
     /// whose keys are locked by a transaction parks the rest of the batch in
     /// the lock queue; it resumes when its turn comes. `done` receives the
     /// replies once the last command has run, or once they pass
     /// [`BATCH_REPLY_LIMIT`] (then `rest` holds the commands still to run).
     pub fn run_batch(&mut self, cmds: Vec<ShardCommand>, done: BatchDone) {
+        if cmds.len() > 1 {
+            self.prefetch(cmds[0].client.db, cmds.iter().map(|c| &c.args[..]));
+        }
         self.resume_batch(cmds, 0, BatchReply::default(), false, done)
     }
 

@@ -32,6 +32,9 @@ const OUTPUT_FLUSH_BYTES: usize = 1 << 20;
 /// Runs the commands of one read and leaves their replies in `conn.out`.
 pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
     let mut segment = Segment::default();
+    if requests.len() > 1 {
+        conn.core.shard.borrow().prefetch(conn.state.db, requests.iter().map(|r| &r.args[..]));
+    }
     for request in requests {
         if conn.state.close_after_reply {
             break;
