@@ -16,6 +16,7 @@
 //! another shard as they are.
 
 use bytes::{Bytes, BytesMut};
+use memchr::memchr;
 use std::fmt;
 
 /// Longest inline command, and longest `*<n>` / `$<n>` header line (Redis's
@@ -98,6 +99,7 @@ struct Multibulk {
 }
 
 /// A command cut out of the buffer but not yet turned into [`Bytes`] slices.
+#[derive(Debug)]
 enum Parsed {
     /// Argument offsets `offsets[first..first + argc]`, relative to the batch.
     Resp {
@@ -111,7 +113,15 @@ enum Parsed {
 #[derive(Debug, Default)]
 pub struct RequestParser {
     partial: Option<Multibulk>,
+    /// Scratch kept from one read to the next, so that parsing a read
+    /// allocates only the arguments it returns (at most [`KEEP_SCRATCH`]
+    /// entries each: one huge pipeline does not pin memory for good).
+    offsets: Vec<(usize, usize)>,
+    parsed: Vec<Parsed>,
+    spare_args: Vec<(usize, usize)>,
 }
+
+const KEEP_SCRATCH: usize = 1024;
 
 enum Step {
     /// A whole command (or an ignorable empty one) was consumed.
@@ -143,8 +153,8 @@ impl RequestParser {
         out: &mut Vec<Request>,
     ) -> Result<(), ParseError> {
         let mut base = 0usize;
-        let mut offsets: Vec<(usize, usize)> = Vec::new();
-        let mut parsed: Vec<Parsed> = Vec::new();
+        let mut offsets = std::mem::take(&mut self.offsets);
+        let mut parsed = std::mem::take(&mut self.parsed);
         let result = loop {
             match self.step(buf, &mut base, limits, &mut offsets, &mut parsed) {
                 Ok(Step::Progress) => continue,
@@ -155,7 +165,7 @@ impl RequestParser {
         if base > 0 {
             let chunk = buf.split_to(base).freeze();
             out.reserve(parsed.len());
-            for p in parsed {
+            for p in parsed.drain(..) {
                 let args = match p {
                     Parsed::Resp { first, argc } => offsets[first..first + argc]
                         .iter()
@@ -165,6 +175,14 @@ impl RequestParser {
                 };
                 out.push(Request { args });
             }
+        }
+        offsets.clear();
+        parsed.clear();
+        if offsets.capacity() <= KEEP_SCRATCH {
+            self.offsets = offsets;
+        }
+        if parsed.capacity() <= KEEP_SCRATCH {
+            self.parsed = parsed;
         }
         result
     }
@@ -204,12 +222,9 @@ impl RequestParser {
                 return Ok(Step::Progress);
             }
             let count = count as usize;
-            self.partial = Some(Multibulk {
-                remaining: count,
-                args: Vec::with_capacity(count.min(1024)),
-                bulk_len: None,
-                pos: cr + 2,
-            });
+            let mut args = std::mem::take(&mut self.spare_args);
+            args.reserve(count.min(KEEP_SCRATCH));
+            self.partial = Some(Multibulk { remaining: count, args, bulk_len: None, pos: cr + 2 });
         }
         let Some(mb) = self.partial.as_mut() else { return Ok(Step::NeedMore) };
         while mb.remaining > 0 {
@@ -250,7 +265,12 @@ impl RequestParser {
         offsets.extend(mb.args.iter().map(|&(s, e)| (*base + s, *base + e)));
         parsed.push(Parsed::Resp { first, argc: mb.args.len() });
         *base += mb.pos;
-        self.partial = None;
+        if let Some(Multibulk { mut args, .. }) = self.partial.take() {
+            if args.capacity() <= KEEP_SCRATCH {
+                args.clear();
+                self.spare_args = args;
+            }
+        }
         Ok(Step::Progress)
     }
 }
@@ -300,10 +320,6 @@ fn parse_len(s: &[u8]) -> Option<i64> {
         n = -n;
     }
     Some(n)
-}
-
-fn memchr(needle: u8, hay: &[u8]) -> Option<usize> {
-    hay.iter().position(|&c| c == needle)
 }
 
 /// Splits an inline command line into arguments with `redis-cli`'s quoting

@@ -62,8 +62,8 @@ pub fn crc16(data: &[u8]) -> u16 {
 
 /// The part of `key` that is hashed: its `{tag}` if it has a non-empty one.
 pub fn hash_tag(key: &[u8]) -> &[u8] {
-    if let Some(open) = key.iter().position(|&c| c == b'{') {
-        if let Some(len) = key[open + 1..].iter().position(|&c| c == b'}') {
+    if let Some(open) = memchr::memchr(b'{', key) {
+        if let Some(len) = memchr::memchr(b'}', &key[open + 1..]) {
             if len > 0 {
                 return &key[open + 1..open + 1 + len];
             }

@@ -289,8 +289,7 @@ impl Connection {
                 return Err("query buffer limit".into());
             }
             if !requests.is_empty() {
-                let batch = std::mem::take(&mut requests);
-                crate::route::execute(self, batch).await;
+                crate::route::execute(self, &mut requests).await;
             }
             if let Err(e) = parsed {
                 self.reply().error(&e.to_string());

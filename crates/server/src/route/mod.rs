@@ -29,13 +29,15 @@ use segment::Segment;
 /// Replies buffered beyond this are written before more commands run.
 const OUTPUT_FLUSH_BYTES: usize = 1 << 20;
 
-/// Runs the commands of one read and leaves their replies in `conn.out`.
-pub async fn execute(conn: &mut Connection, requests: Vec<Request>) {
+/// Runs the commands of one read, taking them out of `requests` (whose
+/// memory the connection keeps for its next read), and leaves their replies
+/// in `conn.out`.
+pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
     let mut segment = Segment::default();
     if requests.len() > 1 {
         conn.core.shard.borrow().prefetch(conn.state.db, requests.iter().map(|r| &r.args[..]));
     }
-    for request in requests {
+    for request in requests.drain(..) {
         if conn.state.close_after_reply {
             break;
         }

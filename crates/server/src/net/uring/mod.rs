@@ -92,6 +92,10 @@ impl Driver {
             .setup_coop_taskrun()
             .setup_single_issuer()
             .setup_defer_taskrun()
+            // The kernel flags waiting completion work in the shared ring,
+            // so that a turn with nothing to submit and nothing waiting
+            // costs no system call.
+            .setup_taskrun_flag()
             .setup_cqsize(CQ_ENTRIES)
             .build(SQ_ENTRIES)?;
         let bufs = BufRing::new(BUFFERS, BUFFER_SIZE)?;
@@ -169,7 +173,7 @@ impl Driver {
         glommio::spawn_local(self.clone().watch_eventfd(fd)).detach();
         let mut last_work = Instant::now();
         loop {
-            if self.turn(&on_accept) > 0 {
+            if self.turn(&on_accept, false) > 0 {
                 // Let the connections just woken run and queue their replies.
                 last_work = Instant::now();
                 glommio::executor().yield_now().await;
@@ -183,7 +187,7 @@ impl Driver {
             // Nothing to do: have the ring signal the eventfd, then look once
             // more (work queued before the signal was on sends no signal).
             self.ring.borrow_mut().completion().enable_eventfd();
-            if self.turn(&on_accept) == 0 {
+            if self.turn(&on_accept, true) == 0 {
                 let woken = poll_fn(|cx| {
                     if self.signalled.replace(false)
                         || !self.work.borrow().is_empty()
@@ -231,8 +235,11 @@ impl Driver {
 
     /// One turn: queue the listed work, submit it and run the ring's
     /// completion work in one `io_uring_enter`, then handle the completions.
+    /// The system call is left out when there is nothing to submit and the
+    /// kernel has flagged no completion work, unless `always_enter` (the
+    /// last look before parking does not trust the flag alone).
     /// Returns how many submissions and completions there were.
-    fn turn(self: &Rc<Self>, on_accept: &impl Fn(UringStream)) -> usize {
+    fn turn(self: &Rc<Self>, on_accept: &impl Fn(UringStream), always_enter: bool) -> usize {
         let mut ring = self.ring.borrow_mut();
         let work = std::mem::take(&mut *self.work.borrow_mut());
         for shared in &work {
@@ -241,21 +248,23 @@ impl Driver {
         }
         self.arm_listeners(&mut ring);
         let submitted = ring.submission().len();
+        let enter = always_enter || submitted > 0 || ring.submission().taskrun();
         // SAFETY: every queued entry points at memory the driver keeps until
         // its completion (send buffers in `Shared`, the buffer ring).
-        match unsafe {
+        let entered = enter.then(|| unsafe {
             ring.submitter().enter::<libc::sigset_t>(
                 submitted as u32,
                 0,
                 io_uring::EnterFlags::GETEVENTS.bits(),
                 None,
             )
-        } {
-            Ok(_) => {}
+        });
+        match entered {
+            None | Some(Ok(_)) => {}
             // EBUSY/EAGAIN: completions must be reaped first; EINTR: again.
-            Err(e)
+            Some(Err(e))
                 if matches!(e.raw_os_error(), Some(libc::EBUSY | libc::EAGAIN | libc::EINTR)) => {}
-            Err(e) => warn!("io_uring_enter failed: {e}"),
+            Some(Err(e)) => warn!("io_uring_enter failed: {e}"),
         }
         let mut scratch = self.scratch.borrow_mut();
         scratch.clear();
