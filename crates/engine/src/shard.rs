@@ -544,9 +544,14 @@ impl Shard {
     /// loading their keys' entries into the cache (see [`crate::keyspace::Db::prefetch`]).
     /// Takes each command's second argument, the first key of nearly every
     /// keyed command; for the others the hint is merely wasted.
-    pub fn prefetch<'k>(&self, db: usize, args: impl Iterator<Item = &'k [Bytes]>) {
-        if db < self.keyspace.db_count() {
-            self.keyspace.db(db).prefetch(args.filter_map(|a| a.get(1).map(|k| &k[..])));
+    pub fn prefetch<'k>(&self, db: usize, args: impl Iterator<Item = &'k [Bytes]> + Clone) {
+        if db >= self.keyspace.db_count() {
+            return;
+        }
+        let keys = args.filter_map(|a| a.get(1).map(|k| &k[..]));
+        self.keyspace.db(db).prefetch(keys.clone());
+        for key in keys.take(crate::keyspace::PREFETCH_MAX) {
+            self.state.hotkeys.prefetch(db, key);
         }
     }
 

@@ -200,6 +200,11 @@ impl HotKeys {
         }
     }
 
+    /// Starts loading what [`record`](Self::record) of `key` will touch.
+    pub fn prefetch(&self, db: usize, key: &[u8]) {
+        self.top.prefetch(db, key);
+    }
+
     /// Counts one access of `key` in `db` at `now_ms`; `write` tells a write
     /// from a read.
     pub fn record(&mut self, db: usize, key: &[u8], write: bool, now_ms: u64) {

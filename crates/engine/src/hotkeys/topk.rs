@@ -91,12 +91,21 @@ impl TopK {
         }
     }
 
+    /// Starts loading the line an access of `(db, key)` will count in (see
+    /// [`crate::keyspace::Db::prefetch`]): under a spread-out load the
+    /// keyspace pushes the array out of the cache between two accesses.
+    pub fn prefetch(&self, db: usize, key: &[u8]) {
+        if let Some(line) = self.lines.get(line_of(hash_of(db, key))) {
+            crate::keyspace::prefetch_line(line);
+        }
+    }
+
     /// Counts one access of `(db, key)`.
     pub fn add(&mut self, db: usize, key: &[u8]) {
         if self.lines.is_empty() {
             self.lines = vec![Line::default(); LINES];
         }
-        let hash = xxhash_rust::xxh3::xxh3_64_with_seed(key, db as u64);
+        let hash = hash_of(db, key);
         let fingerprint = (hash >> 32) as u32 | 1;
         let line = line_of(hash);
         let mut estimate = 0u32;
@@ -212,6 +221,10 @@ impl TopK {
 /// one line, so an access costs one cache miss rather than one per row.
 /// Rows stay distinct counters (each row picks its column with its own hash
 /// bit); two keys meet in a row only if they share a line and that bit.
+fn hash_of(db: usize, key: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(key, db as u64)
+}
+
 fn line_of(hash: u64) -> usize {
     let mixed = hash.wrapping_mul(0xBF58_476D_1CE4_E5B9).rotate_left(29);
     (mixed % LINES as u64) as usize

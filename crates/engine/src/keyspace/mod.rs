@@ -32,10 +32,14 @@ pub fn set_hash_seed(seed: u64) {
     HASH_SEED.store(seed, Ordering::Relaxed);
 }
 
+/// Keys a prefetch covers: the first of a longer pipeline (more would be
+/// evicted again before their turn comes).
+pub const PREFETCH_MAX: usize = 32;
+
 /// Asks the CPU to start loading the cache line of `at` (a hint: no effect
 /// on results, none at all off x86-64).
 #[inline(always)]
-fn prefetch_line<T>(at: &T) {
+pub(crate) fn prefetch_line<T>(at: &T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: a prefetch never faults and reads nothing into the program;
     // SSE is part of every x86-64 CPU.
@@ -298,10 +302,9 @@ impl Db {
     /// tables, then (their headers arriving meanwhile) the probe, which
     /// touches the control bytes and only prefetches each candidate entry.
     pub fn prefetch<'k>(&self, keys: impl Iterator<Item = &'k [u8]>) {
-        const MAX: usize = 32;
-        let mut found = [(0usize, 0u64); MAX];
+        let mut found = [(0usize, 0u64); PREFETCH_MAX];
         let mut n = 0;
-        for key in keys.take(MAX) {
+        for key in keys.take(PREFETCH_MAX) {
             let pos = KeyPos::of(key);
             if let Some(i) = self.table_index(pos.slot) {
                 prefetch_line(&self.tables[i]);
