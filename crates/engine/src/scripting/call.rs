@@ -21,9 +21,10 @@ use crate::command::table;
 use crate::keyspace::Keyspace;
 use crate::shard::{execute_timed, Clock, ShardCommand, ShardState};
 use bytes::Bytes;
-use mlua::{Lua, MultiValue, Value};
+use mlua::{Function, Lua, MultiValue, Value};
 use ringdb_protocol::ReplyWriter;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
 
 /// What a script's commands run against.
 pub struct CallCtx<'a> {
@@ -37,6 +38,67 @@ pub struct CallCtx<'a> {
     pub allow_undeclared: bool,
     pub run: &'a RunState,
     pub reply: Vec<u8>,
+}
+
+/// `redis.call` and `redis.pcall`, made once per Lua state. A run hands
+/// them its [`CallCtx`] through [`CallFns::enter`]: making a fresh pair of
+/// scoped functions for every run cost more than many scripts' own work.
+pub struct CallFns {
+    pub call: Function,
+    pub pcall: Function,
+    /// The running script's `RefCell<CallCtx>`, erased to a pointer (null
+    /// between runs).
+    current: Rc<Cell<*const ()>>,
+}
+
+/// The context of the run in progress, for as long as this guard lives.
+pub struct Entered<'f> {
+    current: &'f Cell<*const ()>,
+    previous: *const (),
+}
+
+impl Drop for Entered<'_> {
+    fn drop(&mut self) {
+        self.current.set(self.previous);
+    }
+}
+
+impl CallFns {
+    pub fn new(lua: &Lua, run: &Rc<RunState>) -> mlua::Result<CallFns> {
+        let current: Rc<Cell<*const ()>> = Rc::new(Cell::new(std::ptr::null()));
+        let make = |raise: bool| {
+            let (current, run) = (current.clone(), run.clone());
+            lua.create_function(move |lua, args: MultiValue| {
+                let ptr = current.get();
+                if ptr.is_null() {
+                    return Err(mlua::Error::runtime(
+                        "redis.call/pcall can only be called inside a script invocation",
+                    ));
+                }
+                // SAFETY: `ptr` was set by `enter` from a live
+                // `&RefCell<CallCtx>`, and its guard resets it before that
+                // borrow ends (also when unwinding); only the lifetime
+                // parameter differs, which does not change the layout.
+                let ctx = unsafe { &*(ptr as *const RefCell<CallCtx<'static>>) };
+                let (value, failed) = command(lua, ctx, args)?;
+                match value {
+                    Value::Table(t) if failed && raise => {
+                        let text = super::error_field(&t);
+                        *run.pending_error.borrow_mut() = Some(t);
+                        Err(mlua::Error::runtime(text))
+                    }
+                    value => Ok(value),
+                }
+            })
+        };
+        Ok(CallFns { call: make(true)?, pcall: make(false)?, current })
+    }
+
+    /// Makes `ctx` the context of the functions until the guard drops.
+    pub fn enter<'f>(&'f self, ctx: &'f RefCell<CallCtx<'_>>) -> Entered<'f> {
+        let previous = self.current.replace(ctx as *const RefCell<CallCtx<'_>> as *const ());
+        Entered { current: &self.current, previous }
+    }
 }
 
 /// Lua numbers become arguments as Redis formats them (`%.17g`).

@@ -152,6 +152,7 @@ struct Script {
 pub struct LuaEngine {
     lua: Lua,
     sandbox: Sandbox,
+    calls: call::CallFns,
     run: Rc<RunState>,
     scripts: HashMap<String, Script>,
     pub libraries: Libraries,
@@ -189,9 +190,11 @@ impl Scripting {
         if self.engine.is_none() {
             let (lua, sandbox, run) = sandbox::new_state().map_err(lua_error)?;
             *run.monitor.borrow_mut() = self.monitor.clone();
+            let calls = call::CallFns::new(&lua, &run).map_err(lua_error)?;
             self.engine = Some(Box::new(LuaEngine {
                 lua,
                 sandbox,
+                calls,
                 run,
                 scripts: HashMap::new(),
                 libraries: Libraries::default(),
@@ -504,33 +507,20 @@ impl LuaEngine {
             reply: Vec::new(),
         });
         let redis = &self.sandbox.redis;
-        let run = &self.run;
-        let outcome = lua.scope(|scope| {
-            let call = scope.create_function(|lua, args: MultiValue| {
-                let (value, failed) = call::command(lua, &call_ctx, args)?;
-                match value {
-                    Value::Table(t) if failed => {
-                        let text = error_field(&t);
-                        *run.pending_error.borrow_mut() = Some(t);
-                        Err(mlua::Error::runtime(text))
-                    }
-                    value => Ok(value),
-                }
-            })?;
-            let pcall = scope.create_function(|lua, args: MultiValue| {
-                Ok(call::command(lua, &call_ctx, args)?.0)
-            })?;
-            redis.raw_set("call", call)?;
-            redis.raw_set("pcall", pcall)?;
+        let entered = self.calls.enter(&call_ctx);
+        let outcome = (|| {
+            redis.raw_set("call", &self.calls.call)?;
+            redis.raw_set("pcall", &self.calls.pcall)?;
             let result = if inv.eval {
                 self.sandbox.run_eval.call::<MultiValue>(inv.function.clone())
             } else {
                 self.sandbox.run_function.call::<MultiValue>((inv.function.clone(), keys, argv))
             };
-            redis.raw_set("call", self.sandbox.not_running.clone())?;
-            redis.raw_set("pcall", self.sandbox.not_running.clone())?;
+            redis.raw_set("call", &self.sandbox.not_running)?;
+            redis.raw_set("pcall", &self.sandbox.not_running)?;
             result
-        });
+        })();
+        drop(entered);
         drop(call_ctx);
         let script_resp = self.run.resp.get();
         self.run.end();
