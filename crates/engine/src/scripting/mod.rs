@@ -482,14 +482,17 @@ impl LuaEngine {
         let settings = ctx.ks.state.settings.scripts;
         let lua = &self.lua;
         let (keys, argv) = string_arrays(lua, inv.keys, inv.argv).map_err(lua_error)?;
-        let real = &self.sandbox.real;
+        let (real, redis) = (&self.sandbox.real, &self.sandbox.redis);
         let (g_keys, g_argv) = if inv.eval {
             (Value::Table(keys.clone()), Value::Table(argv.clone()))
         } else {
             (Value::Nil, Value::Nil)
         };
-        real.raw_set("KEYS", g_keys).map_err(lua_error)?;
-        real.raw_set("ARGV", g_argv).map_err(lua_error)?;
+        let call = Value::Function(self.calls.call.clone());
+        let pcall = Value::Function(self.calls.pcall.clone());
+        raw_set_fields(lua, [(real, c"KEYS", g_keys), (real, c"ARGV", g_argv)])
+            .and_then(|()| raw_set_fields(lua, [(redis, c"call", call), (redis, c"pcall", pcall)]))
+            .map_err(lua_error)?;
 
         let read_only = inv.read_only_command || (!compat && inv.flags & flag::NO_WRITES != 0);
         let allow_undeclared =
@@ -506,21 +509,17 @@ impl LuaEngine {
             run: &self.run,
             reply: Vec::new(),
         });
-        let redis = &self.sandbox.redis;
         let entered = self.calls.enter(&call_ctx);
-        let outcome = (|| {
-            redis.raw_set("call", &self.calls.call)?;
-            redis.raw_set("pcall", &self.calls.pcall)?;
-            let result = if inv.eval {
-                self.sandbox.run_eval.call::<MultiValue>(inv.function.clone())
-            } else {
-                self.sandbox.run_function.call::<MultiValue>((inv.function.clone(), keys, argv))
-            };
-            redis.raw_set("call", &self.sandbox.not_running)?;
-            redis.raw_set("pcall", &self.sandbox.not_running)?;
-            result
-        })();
+        let outcome = if inv.eval {
+            self.sandbox.run_eval.call::<MultiValue>(inv.function.clone())
+        } else {
+            self.sandbox.run_function.call::<MultiValue>((inv.function.clone(), keys, argv))
+        };
         drop(entered);
+        let idle = Value::Function(self.sandbox.not_running.clone());
+        let restored =
+            raw_set_fields(lua, [(redis, c"call", idle.clone()), (redis, c"pcall", idle)]);
+        let outcome = restored.and(outcome);
         drop(call_ctx);
         let script_resp = self.run.resp.get();
         self.run.end();
@@ -579,6 +578,30 @@ fn string_arrays(lua: &Lua, keys: &[Bytes], argv: &[Bytes]) -> mlua::Result<(Tab
                     ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 1);
                 }
             }
+        })
+    }
+}
+
+/// Sets `table[name] = value` (raw) for each triple in one protected call,
+/// for the same reason as [`string_arrays`].
+fn raw_set_fields<const N: usize>(
+    lua: &Lua,
+    fields: [(&Table, &std::ffi::CStr, Value); N],
+) -> mlua::Result<()> {
+    use mlua::ffi;
+    let names = fields.each_ref().map(|(_, name, _)| *name);
+    let args: MultiValue =
+        fields.into_iter().flat_map(|(t, _, v)| [Value::Table(t.clone()), v]).collect();
+    // SAFETY: as in `string_arrays`; the stack holds the table and value of
+    // field `i` at `2i + 1` and `2i + 2`, and nothing is left on it.
+    unsafe {
+        lua.exec_raw((args,), |state| {
+            for (i, name) in names.iter().enumerate() {
+                ffi::lua_pushstring(state, name.as_ptr());
+                ffi::lua_pushvalue(state, 2 * i as i32 + 2);
+                ffi::lua_rawset(state, 2 * i as i32 + 1);
+            }
+            ffi::lua_settop(state, 0);
         })
     }
 }
