@@ -216,15 +216,16 @@ impl TopK {
     }
 }
 
+/// The hash an access of `(db, key)` is counted under.
+fn hash_of(db: usize, key: &[u8]) -> u64 {
+    xxhash_rust::xxh3::xxh3_64_with_seed(key, db as u64)
+}
+
 /// The cache line of a key's buckets. The array is laid out in lines
 /// of `DEPTH × COLUMNS` buckets (64 bytes): a key's bucket of each row is in
 /// one line, so an access costs one cache miss rather than one per row.
 /// Rows stay distinct counters (each row picks its column with its own hash
 /// bit); two keys meet in a row only if they share a line and that bit.
-fn hash_of(db: usize, key: &[u8]) -> u64 {
-    xxhash_rust::xxh3::xxh3_64_with_seed(key, db as u64)
-}
-
 fn line_of(hash: u64) -> usize {
     let mixed = hash.wrapping_mul(0xBF58_476D_1CE4_E5B9).rotate_left(29);
     (mixed % LINES as u64) as usize
