@@ -708,7 +708,7 @@ pub fn load_shard(core: &Core, data: &[u8], path: &Path) -> Result<usize, String
             );
         }
     };
-    let (keyspace, state) = (&mut shard.keyspace, &shard.state);
+    let (keyspace, state) = (&mut shard.keyspace, &mut shard.state);
     let report = snapshot::load_reporting(
         data,
         keyspace,
@@ -724,11 +724,6 @@ pub fn load_shard(core: &Core, data: &[u8], path: &Path) -> Result<usize, String
             path.display()
         )
     })?;
-    for code in &report.functions {
-        shard.state.scripting.function_load(&bytes::Bytes::copy_from_slice(code), true).map_err(
-            |e| format!("Failed loading a function library from {}: {e}", path.display()),
-        )?;
-    }
     Ok(report.keys)
 }
 

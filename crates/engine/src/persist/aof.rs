@@ -428,11 +428,6 @@ pub fn replay(
     let mut at = 0;
     if data.starts_with(b"REDIS") {
         let preamble = super::snapshot::load(data, keyspace, state, limits, now_ms, true)?;
-        for code in &preamble.functions {
-            state.scripting.function_load(&Bytes::copy_from_slice(code), true).map_err(|e| {
-                RdbError { offset: 0, reason: format!("a function library: {}", e.text()) }
-            })?;
-        }
         at = preamble.end;
         report.valid_len = at;
     }

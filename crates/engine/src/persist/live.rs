@@ -313,9 +313,9 @@ mod tests {
     /// The keys (and string values) a snapshot's bytes load back as.
     fn loaded(part: ShardPart, dbs: usize) -> Keyspace {
         let file = assemble(&[], &[part], Encoder::default(), true);
-        let state = ShardState::recording(ShardSettings::default());
+        let mut state = ShardState::recording(ShardSettings::default());
         let mut back = Keyspace::for_slots(dbs, 0, 16384);
-        load(&file, &mut back, &state, &LoadLimits::default(), NOW, true).unwrap();
+        load(&file, &mut back, &mut state, &LoadLimits::default(), NOW, true).unwrap();
         back
     }
 

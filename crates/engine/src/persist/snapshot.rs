@@ -119,8 +119,6 @@ pub struct LoadReport {
     pub keys: usize,
     /// Keys of this shard already expired, not loaded.
     pub expired: usize,
-    /// Function libraries in the file (every shard loads them).
-    pub functions: Vec<Vec<u8>>,
     pub version: u16,
     /// Where the file ended (after its checksum): an append-only log with
     /// an RDB preamble goes on with records from there.
@@ -141,12 +139,13 @@ pub struct Progress {
 const PROGRESS_EVERY: usize = 1 << 16;
 
 /// Loads the keys this shard owns from an RDB file into `keyspace`
-/// (which should be empty). `verify`: check the CRC64 (`rdbchecksum`).
+/// (which should be empty), and the file's function libraries (every shard
+/// has them all). `verify`: check the CRC64 (`rdbchecksum`).
 /// Errors name the byte where the file went wrong.
 pub fn load(
     data: &[u8],
     keyspace: &mut Keyspace,
-    state: &ShardState,
+    state: &mut ShardState,
     limits: &LoadLimits,
     now_ms: u64,
     verify: bool,
@@ -159,7 +158,7 @@ pub fn load(
 pub fn load_reporting(
     data: &[u8],
     keyspace: &mut Keyspace,
-    state: &ShardState,
+    state: &mut ShardState,
     limits: &LoadLimits,
     now_ms: u64,
     verify: bool,
@@ -185,7 +184,12 @@ pub fn load_reporting(
             }
             Record::Aux(..) => continue,
             Record::Function(code) => {
-                report.functions.push(code.into_owned());
+                // As Redis, a library that does not load fails the whole load.
+                let code = bytes::Bytes::copy_from_slice(&code);
+                state.scripting.function_load(&code, true).map_err(|e| RdbError {
+                    offset: reader.position(),
+                    reason: format!("a function library: {}", e.text()),
+                })?;
                 continue;
             }
             Record::Key(key) => key,
@@ -253,7 +257,7 @@ mod tests {
 
     #[test]
     fn shards_save_one_file_and_each_loads_its_own_keys() {
-        let state = ShardState::recording(ShardSettings::default());
+        let mut state = ShardState::recording(ShardSettings::default());
         let now = 1_000_000;
         let mut shards = two_shards();
         for ks in &mut shards {
@@ -271,7 +275,7 @@ mod tests {
         let mut loaded = two_shards();
         let mut total = 0;
         for ks in &mut loaded {
-            let report = load(&file, ks, &state, &LoadLimits::default(), now, true).unwrap();
+            let report = load(&file, ks, &mut state, &LoadLimits::default(), now, true).unwrap();
             total += report.keys;
         }
         assert_eq!(total, 100);
@@ -292,7 +296,9 @@ mod tests {
         let expired: usize = late
             .iter_mut()
             .map(|ks| {
-                load(&file, ks, &state, &LoadLimits::default(), now + 20_000, true).unwrap().expired
+                load(&file, ks, &mut state, &LoadLimits::default(), now + 20_000, true)
+                    .unwrap()
+                    .expired
             })
             .sum();
         assert_eq!(expired, 50);
@@ -300,7 +306,7 @@ mod tests {
         let mut bad = file.clone();
         let at = bad.len() - 20;
         bad[at] ^= 0xff;
-        let err = load(&bad, &mut two_shards()[0], &state, &LoadLimits::default(), now, true)
+        let err = load(&bad, &mut two_shards()[0], &mut state, &LoadLimits::default(), now, true)
             .unwrap_err();
         assert!(err.offset > 0, "{err}");
     }
@@ -312,18 +318,18 @@ mod tests {
 
     #[test]
     fn too_many_databases_is_fatal() {
-        let state = ShardState::recording(ShardSettings::default());
+        let mut state = ShardState::recording(ShardSettings::default());
         let mut ks = Keyspace::for_slots(16, 0, 16384);
         put(&mut ks, 12, "k", "v", None);
         let file = file_of(&ks, &state);
         let mut small = Keyspace::for_slots(4, 0, 16384);
-        let err = load(&file, &mut small, &state, &LoadLimits::default(), 0, true).unwrap_err();
+        let err = load(&file, &mut small, &mut state, &LoadLimits::default(), 0, true).unwrap_err();
         assert!(err.reason.contains("more than 4 databases"), "{err}");
     }
 
     #[test]
     fn a_load_reports_its_progress() {
-        let state = ShardState::recording(ShardSettings::default());
+        let mut state = ShardState::recording(ShardSettings::default());
         let mut ks = Keyspace::for_slots(1, 0, 16384);
         let keys = 3 * PROGRESS_EVERY;
         for i in 0..keys {
@@ -332,11 +338,16 @@ mod tests {
         let file = file_of(&ks, &state);
         let mut back = Keyspace::for_slots(1, 0, 16384);
         let mut seen: Vec<Progress> = Vec::new();
-        let report =
-            load_reporting(&file, &mut back, &state, &LoadLimits::default(), 0, true, &mut |p| {
-                seen.push(p)
-            })
-            .unwrap();
+        let report = load_reporting(
+            &file,
+            &mut back,
+            &mut state,
+            &LoadLimits::default(),
+            0,
+            true,
+            &mut |p| seen.push(p),
+        )
+        .unwrap();
         assert_eq!(report.keys, keys);
         assert!(seen.len() >= 3, "{seen:?}");
         assert!(seen.windows(2).all(|w| w[0].keys < w[1].keys && w[0].position < w[1].position));

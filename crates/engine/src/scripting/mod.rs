@@ -572,7 +572,8 @@ fn string_arrays(lua: &Lua, keys: &[Bytes], argv: &[Bytes]) -> mlua::Result<(Tab
     unsafe {
         lua.exec_raw((), |state| {
             for items in [keys, argv] {
-                ffi::lua_createtable(state, items.len() as i32, 0);
+                // A size hint only: clamped, never wrapped.
+                ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as i32, 0);
                 for (i, item) in items.iter().enumerate() {
                     ffi::lua_pushlstring(state, item.as_ptr().cast(), item.len());
                     ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 1);
