@@ -367,56 +367,24 @@ fn undeclared_keys_are_refused_unless_allowed() {
         .contains("undeclared key on another shard"));
 }
 
-/// A connection whose core is not `busy_shard`'s: connections land on cores
-/// as the kernel spreads them, so try until one answers.
-/// A connection on a core that answers while `key`'s shard runs a script,
-/// once that script is past the busy threshold (GET `key` gets BUSY): polls
-/// rather than sleeping a fixed time, which a loaded machine can outlast.
-fn busy_connection_off(server: &Server, key: &str) -> Raw {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let (conn, reply) = connection_off(server, &["GET", key]);
-        if reply.starts_with("-BUSY") {
-            assert_eq!(reply, "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n");
-            return conn;
-        }
-        assert!(Instant::now() < deadline, "the script never became busy: {reply}");
-        thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn connection_off(server: &Server, probe: &[&str]) -> (Raw, String) {
-    for _ in 0..40 {
-        let mut r = server.raw();
-        r.stream.set_read_timeout(Some(Duration::from_millis(300))).unwrap();
-        let args: Vec<&[u8]> = probe.iter().map(|a| a.as_bytes()).collect();
-        r.cmd(&args);
-        let mut buf = [0u8; 512];
-        if let Ok(n) = std::io::Read::read(&mut r.stream, &mut buf) {
-            if n > 0 {
-                r.stream.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-                return (r, String::from_utf8_lossy(&buf[..n]).into_owned());
-            }
-        }
-    }
-    panic!("no connection reached another core");
-}
-
 #[test]
 fn busy_scripts_get_busy_replies_and_script_kill() {
     let server = Server::start(2);
     let (a, _, b) = keys();
-    let mut admin = server.raw();
-    assert_eq!(admin.call(&["CONFIG", "SET", "busy-reply-threshold", "50"]), "+OK\r\n");
+    let mut admin = server.client();
+    let _: () = q(&mut admin, &["CONFIG", "SET", "busy-reply-threshold", "50"]).unwrap();
+    // A client on the other core than a's (shard 0).
+    let mut other = common::raw_on_shard(&server, &mut admin, 1, &mut Vec::new());
     // A script that never ends, on a's shard.
     let mut runner = server.raw();
     runner.cmd(&[b"EVAL", b"while true do end", b"1", a.as_bytes()]);
-    // A client on the other core gets BUSY for a's shard, and is served
+    // The client on the other core gets BUSY for a's shard, and is served
     // for b's.
-    let mut other = busy_connection_off(&server, &a);
+    wait_until_busy(&mut other);
+    assert_eq!(other.call(&["GET", &a]), BUSY);
     assert_eq!(other.call(&["SET", &b, "1"]), "+OK\r\n");
     assert!(other.call(&["DBSIZE"]).starts_with("-BUSY"));
-    assert_eq!(other.call(&["FUNCTION", "KILL"]), "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n");
+    assert_eq!(other.call(&["FUNCTION", "KILL"]), BUSY);
     assert_eq!(other.call(&["SCRIPT", "KILL"]), "+OK\r\n");
     let killed = String::from_utf8_lossy(&runner.read_frame()).into_owned();
     assert!(
@@ -437,7 +405,7 @@ fn busy_scripts_get_busy_replies_and_script_kill() {
         b"1",
         a.as_bytes(),
     ]);
-    let mut other = busy_connection_off(&server, &a);
+    wait_until_busy(&mut other);
     assert_eq!(other.call(&["SCRIPT", "KILL"]), "+OK\r\n");
     let killed = String::from_utf8_lossy(&runner.read_frame()).into_owned();
     assert!(killed.contains("Script killed by user with SCRIPT KILL..."), "{killed}");
@@ -458,6 +426,89 @@ fn busy_scripts_get_busy_replies_and_script_kill() {
         "{reply}"
     );
     assert_eq!(String::from_utf8_lossy(&runner.read_frame()), "$4\r\ndone\r\n");
+}
+
+/// The clients of the core a busy script blocks are answered from the
+/// script's hook, as Redis answers its clients while a script runs: BUSY,
+/// SCRIPT KILL, SHUTDOWN NOSAVE, new connections too; a command that only
+/// needs other shards waits for the script's end, in order. The glommio
+/// backend has no such answers (its clients wait for the script's end).
+#[test]
+fn busy_scripts_answer_the_clients_of_their_own_core() {
+    let server = Server::start(2);
+    let (a, _, b) = keys();
+    let mut admin = server.client();
+    let backend = common::info_field(&mut admin, "server", "io_backend");
+    if backend != "uring" {
+        eprintln!("skipped: io-backend {backend} does not answer while a script runs");
+        return;
+    }
+    let _: () = q(&mut admin, &["CONFIG", "SET", "busy-reply-threshold", "50"]).unwrap();
+    let mut keep = Vec::new();
+    // a's shard is shard 0: the runner and two idle clients live there.
+    let mut runner = common::raw_on_shard(&server, &mut admin, 0, &mut keep);
+    let mut same = common::raw_on_shard(&server, &mut admin, 0, &mut keep);
+    let mut same2 = common::raw_on_shard(&server, &mut admin, 0, &mut keep);
+    runner.cmd(&[b"EVAL", b"while true do end", b"1", a.as_bytes()]);
+    // Answered once the script passes the threshold (the read waits).
+    wait_until_busy(&mut same);
+    // One read: an unknown command, a key of the busy shard, SHUTDOWN
+    // without NOSAVE, the other kind's KILL.
+    let mut pipeline = b"*1\r\n$3\r\nFOO\r\n".to_vec();
+    pipeline.extend_from_slice(format!("*2\r\n$3\r\nGET\r\n${}\r\n{a}\r\n", a.len()).as_bytes());
+    pipeline.extend_from_slice(b"*1\r\n$8\r\nSHUTDOWN\r\n*2\r\n$8\r\nFUNCTION\r\n$4\r\nKILL\r\n");
+    same.send(&pipeline);
+    assert_eq!(
+        String::from_utf8_lossy(&same.read_frame()),
+        "-ERR unknown command 'FOO', with args beginning with: \r\n"
+    );
+    for _ in 0..3 {
+        assert_eq!(String::from_utf8_lossy(&same.read_frame()), BUSY);
+    }
+    // New connections, wherever the kernel puts them, are answered.
+    for _ in 0..8 {
+        let mut fresh = server.raw();
+        assert_eq!(fresh.call(&["PING"]), BUSY);
+    }
+    // b's shard is free: GET b waits for the script's end, and the PING
+    // after it too (replies stay in order).
+    same.cmd(&[b"GET", b.as_bytes()]);
+    same.cmd(&[b"PING"]);
+    assert_eq!(same2.call(&["SCRIPT", "KILL"]), "+OK\r\n");
+    let killed = String::from_utf8_lossy(&runner.read_frame()).into_owned();
+    assert!(killed.starts_with("-ERR Script killed by user with SCRIPT KILL..."), "{killed}");
+    assert_eq!(String::from_utf8_lossy(&same.read_frame()), "$-1\r\n");
+    assert_eq!(String::from_utf8_lossy(&same.read_frame()), "+PONG\r\n");
+    assert_eq!(runner.call(&["PING"]), "+PONG\r\n");
+
+    // SHUTDOWN NOSAVE stops the process even so.
+    runner.cmd(&[b"EVAL", b"while true do end", b"1", a.as_bytes()]);
+    wait_until_busy(&mut same);
+    same.cmd(&[b"SHUTDOWN", b"NOSAVE"]);
+    assert!(same.is_closed());
+    let mut server = server;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while server.is_running() {
+        assert!(Instant::now() < deadline, "SHUTDOWN NOSAVE did not stop a busy server");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+const BUSY: &str =
+    "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
+
+/// PINGs on `conn` until one gets BUSY (PONG before the script started).
+fn wait_until_busy(conn: &mut Raw) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let reply = conn.call(&["PING"]);
+        if reply.starts_with("-BUSY") {
+            return;
+        }
+        assert_eq!(reply, "+PONG\r\n");
+        assert!(Instant::now() < deadline, "the script never became busy");
+        thread::sleep(Duration::from_millis(10));
+    }
 }
 
 #[test]

@@ -166,6 +166,7 @@ pub struct LuaEngine {
 pub struct Scripting {
     engine: Option<Box<LuaEngine>>,
     monitor: Option<(Arc<ScriptMonitor>, usize)>,
+    while_busy: Option<Rc<dyn Fn()>>,
 }
 
 fn lua_error(e: mlua::Error) -> CmdError {
@@ -181,6 +182,15 @@ impl Scripting {
         self.monitor = Some((monitor, shard));
     }
 
+    /// What a busy script's hook calls to serve the core's other clients
+    /// (see [`sandbox::RunState::while_busy`]).
+    pub fn serve_while_busy(&mut self, serve: Rc<dyn Fn()>) {
+        if let Some(engine) = &self.engine {
+            *engine.run.while_busy.borrow_mut() = Some(serve.clone());
+        }
+        self.while_busy = Some(serve);
+    }
+
     pub fn monitor(&self) -> Option<&Arc<ScriptMonitor>> {
         self.monitor.as_ref().map(|(m, _)| m)
     }
@@ -190,6 +200,7 @@ impl Scripting {
         if self.engine.is_none() {
             let (lua, sandbox, run) = sandbox::new_state().map_err(lua_error)?;
             *run.monitor.borrow_mut() = self.monitor.clone();
+            *run.while_busy.borrow_mut() = self.while_busy.clone();
             let calls = call::CallFns::new(&lua, &run).map_err(lua_error)?;
             self.engine = Some(Box::new(LuaEngine {
                 lua,

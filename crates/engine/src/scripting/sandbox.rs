@@ -41,6 +41,11 @@ pub struct RunState {
     pub name: RefCell<String>,
     pub command: RefCell<Vec<Bytes>>,
     pub monitor: RefCell<Option<(Arc<ScriptMonitor>, usize)>>,
+    /// Serves the core's other clients while the script is busy (BUSY
+    /// replies, SCRIPT KILL, SHUTDOWN NOSAVE): the server's part of Redis's
+    /// `processEventsWhileBlocked`, called from the hook once the script
+    /// has passed the busy threshold.
+    pub while_busy: RefCell<Option<Rc<dyn Fn()>>>,
     pub rand: Cell<Lrand48>,
     /// Set while FUNCTION LOAD runs a library's code.
     pub loading: RefCell<Option<PendingLibrary>>,
@@ -65,6 +70,7 @@ impl RunState {
             name: RefCell::new(String::new()),
             command: RefCell::new(Vec::new()),
             monitor: RefCell::new(None),
+            while_busy: RefCell::new(None),
             rand: Cell::new(Lrand48::default()),
             loading: RefCell::new(None),
             pending_error: RefCell::new(None),
@@ -108,6 +114,11 @@ impl RunState {
                 };
                 monitor.set_busy(*shard, self.run_id.get(), self.wrote.get(), script);
             }
+        }
+        // Cloned out first: serving may not find this state borrowed.
+        let serve = self.while_busy.borrow().clone();
+        if let Some(serve) = serve {
+            serve();
         }
         let kill = self
             .monitor

@@ -84,33 +84,56 @@ pub async fn bgrewriteaof(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// The options of SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT].
+#[derive(Default)]
+pub struct ShutdownFlags {
+    pub nosave: bool,
+    pub save: bool,
+    pub force: bool,
+    pub abort: bool,
+}
+
+impl ShutdownFlags {
+    pub fn parse(args: &[Bytes]) -> Result<ShutdownFlags, CmdError> {
+        let mut f = ShutdownFlags::default();
+        let mut now = false;
+        for arg in &args[1..] {
+            if is(arg, "nosave") {
+                f.nosave = true;
+            } else if is(arg, "save") {
+                f.save = true;
+            } else if is(arg, "now") {
+                now = true;
+            } else if is(arg, "force") {
+                f.force = true;
+            } else if is(arg, "abort") {
+                f.abort = true;
+            } else {
+                return Err(SYNTAX);
+            }
+        }
+        if (f.abort && (f.nosave || f.save || now || f.force)) || (f.nosave && f.save) {
+            return Err(SYNTAX);
+        }
+        if f.abort {
+            return Err(CmdError::new("ERR No shutdown in progress."));
+        }
+        Ok(f)
+    }
+}
+
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. ringdb has no replicas to
 /// wait for, so a shutdown is never in progress: it happens at once. It
 /// saves the snapshot first when asked (SAVE) or when a `save` schedule is
 /// configured (unless NOSAVE), as Redis does; a failed save stops the
-/// shutdown unless FORCE says to go on regardless.
+/// shutdown unless FORCE says to go on regardless. While a script is busy
+/// only SHUTDOWN NOSAVE goes ahead (the busy core could not save).
 pub async fn shutdown(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
-    let (mut nosave, mut save, mut now, mut force, mut abort) = (false, false, false, false, false);
-    for arg in &args[1..] {
-        if is(arg, "nosave") {
-            nosave = true;
-        } else if is(arg, "save") {
-            save = true;
-        } else if is(arg, "now") {
-            now = true;
-        } else if is(arg, "force") {
-            force = true;
-        } else if is(arg, "abort") {
-            abort = true;
-        } else {
-            return Err(SYNTAX);
+    let ShutdownFlags { nosave, save, force, .. } = ShutdownFlags::parse(args)?;
+    if !nosave {
+        if let Some(busy) = conn.core.shared.scripts.any_busy_error() {
+            return Err(CmdError::new(busy));
         }
-    }
-    if (abort && (nosave || save || now || force)) || (nosave && save) {
-        return Err(SYNTAX);
-    }
-    if abort {
-        return Err(CmdError::new("ERR No shutdown in progress."));
     }
     // As Redis kills its saving child: the final save (if any) starts
     // afresh, and no temporary file is left behind.

@@ -136,7 +136,7 @@ impl Connection {
 
     /// Serves one client until it leaves, is killed or idles past `timeout`.
     pub async fn serve(core: Rc<Core>, socket: Socket) {
-        if Self::denied_by_protected_mode(&core, &socket) {
+        if Self::denied_by_protected_mode(&core, socket.peer_addr()) {
             Self::refuse(socket, PROTECTED_MODE_DENIED).await;
             core.shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
             return;
@@ -201,11 +201,22 @@ impl Connection {
     }
 
     /// Protected mode with no password: only loopback clients are served.
-    fn denied_by_protected_mode(core: &Core, socket: &Socket) -> bool {
+    fn denied_by_protected_mode(core: &Core, peer: Option<std::net::SocketAddr>) -> bool {
         let config = core.config.borrow();
         config.protected_mode()
             && config.requirepass().is_none()
-            && socket.peer_addr().is_some_and(|a| !a.ip().is_loopback())
+            && peer.is_some_and(|a| !a.ip().is_loopback())
+    }
+
+    /// Whether a connection accepted while a script blocks the core may be
+    /// answered before it is served ([`Self::answerable_while_busy`] of a
+    /// fresh connection): no password to give first, and not one that
+    /// protected mode turns away.
+    pub fn answerable_when_new(core: &Core, peer: Option<std::net::SocketAddr>) -> bool {
+        let Ok(config) = core.config.try_borrow() else { return false };
+        let needs_password = config.requirepass().is_some();
+        drop(config);
+        !needs_password && !Self::denied_by_protected_mode(core, peer)
     }
 
     /// Gives this connection a mailbox in its core's push hub (its first
@@ -309,6 +320,23 @@ impl Connection {
         }
     }
 
+    /// Whether the driver may answer this connection's next commands while
+    /// a script blocks the core (`route::busy`): nothing of a command is
+    /// buffered here, and nothing of the connection's state (a transaction,
+    /// authentication, CLIENT REPLY, CLIENT CACHING, RESP2 subscribe mode)
+    /// changes what a BUSY-time command gets or does.
+    fn answerable_while_busy(&self) -> bool {
+        let st = &self.state;
+        self.inbuf.is_empty()
+            && st.authenticated
+            && st.multi.is_none()
+            && !st.reply_off
+            && !st.skip_next
+            && !st.caching
+            && !st.close_after_reply
+            && !st.in_push_mode()
+    }
+
     /// Reads what is available (waiting for at least one byte), or returns
     /// `usize::MAX` when a push arrived first. CLIENT KILL shuts the socket
     /// down, which ends the read; so does `timeout`.
@@ -323,6 +351,7 @@ impl Connection {
             } else {
                 0
             };
+        self.socket.set_idle(self.answerable_while_busy());
         let read = self.socket.read_into(&mut self.inbuf, wanted);
         let read = async { read.await.map(Some).map_err(|e| e.to_string()) };
         let pushes_in = &mut self.pushes_in;
@@ -336,7 +365,7 @@ impl Connection {
                     Ok(None)
                 };
                 if secs == 0 {
-                    futures_lite::future::or(read, push).await?
+                    futures_lite::future::or(read, push).await
                 } else {
                     // A RESP3 or tracking client waits for pushes but,
                     // not being subscribed, is closed when idle (Redis).
@@ -345,21 +374,22 @@ impl Connection {
                         idle.await;
                         Err("idle timeout".to_string())
                     };
-                    futures_lite::future::or(read, futures_lite::future::or(push, idle)).await?
+                    futures_lite::future::or(read, futures_lite::future::or(push, idle)).await
                 }
             }
-            (None, 0) => read.await?,
+            (None, 0) => read.await,
             (None, secs) => {
                 let idle = glommio::timer::sleep(Duration::from_secs(secs));
                 futures_lite::future::or(read, async {
                     idle.await;
                     Err("idle timeout".to_string())
                 })
-                .await?
+                .await
             }
         };
+        self.socket.set_idle(false);
         // A push woke us: nothing was read.
-        let Some(n) = n else { return Ok(usize::MAX) };
+        let Some(n) = n? else { return Ok(usize::MAX) };
         if n > 0 {
             let stats = &mut self.core.shard.borrow_mut().state.stats;
             stats.net_input_bytes += n as u64;

@@ -11,7 +11,7 @@
 //! names: its own io_uring ring ([`super::uring`]) or glommio's listener.
 
 use crate::net::connection::Connection;
-use crate::net::socket::Socket;
+use crate::net::socket::{self, Socket};
 use crate::net::uring;
 use crate::node::Core;
 use glommio::net::TcpListener;
@@ -91,6 +91,18 @@ pub fn start(core: &Rc<Core>, fds: Vec<OwnedFd>) -> Result<&'static str, String>
                     driver.listen(fd);
                 }
                 let spin = Duration::from_micros(core.config.borrow().spin_before_park_us());
+                // A busy script's hook serves this core's waiting clients.
+                let (weak, serving) = (Rc::downgrade(core), driver.clone());
+                let serve = move || {
+                    if let Some(core) = weak.upgrade() {
+                        let new_is_idle =
+                            |fd| Connection::answerable_when_new(&core, socket::peer_addr(fd));
+                        serving.serve_while_busy(&new_is_idle, &mut |input, out| {
+                            crate::route::busy::answer(&core, input, out)
+                        });
+                    }
+                };
+                core.shard.borrow_mut().state.scripting.serve_while_busy(Rc::new(serve));
                 let core = core.clone();
                 let run = driver.run(spin, move |stream| admit(&core, Socket::Uring(stream)));
                 glommio::spawn_local(run).detach();

@@ -38,24 +38,17 @@ impl Socket {
         }
     }
 
-    fn with_sock<R>(&self, f: impl FnOnce(socket2::SockRef<'_>) -> R) -> R {
-        // SAFETY: the descriptor belongs to this socket, which outlives the
-        // borrow.
-        let fd = unsafe { BorrowedFd::borrow_raw(self.fd()) };
-        f(socket2::SockRef::from(&fd))
-    }
-
     pub fn peer_addr(&self) -> Option<SocketAddr> {
-        self.with_sock(|s| s.peer_addr().ok().and_then(|a| a.as_socket()))
+        peer_addr(self.fd())
     }
 
     pub fn local_addr(&self) -> Option<SocketAddr> {
-        self.with_sock(|s| s.local_addr().ok().and_then(|a| a.as_socket()))
+        with_sock(self.fd(), |s| s.local_addr().ok().and_then(|a| a.as_socket()))
     }
 
     /// TCP_NODELAY and, when `keepalive_secs` > 0, keepalive probes.
     pub fn set_options(&self, keepalive_secs: u64) {
-        self.with_sock(|sock| {
+        with_sock(self.fd(), |sock| {
             let _ = sock.set_nodelay(true);
             if keepalive_secs > 0 {
                 let ka = socket2::TcpKeepalive::new()
@@ -115,6 +108,16 @@ impl Socket {
         }
     }
 
+    /// Marks the connection as waiting for input in a state where, while a
+    /// script blocks the core, its commands may be answered without it
+    /// (`uring::stream::Shared::idle`; the glommio path has no such
+    /// answers: its clients wait for the script's end).
+    pub fn set_idle(&self, idle: bool) {
+        if let Socket::Uring(s) = self {
+            s.set_idle(idle);
+        }
+    }
+
     /// Closes the socket once what was written has been sent.
     pub async fn close(self) {
         match self {
@@ -125,4 +128,16 @@ impl Socket {
             }
         }
     }
+}
+
+/// The peer of an open socket's descriptor.
+pub fn peer_addr(fd: RawFd) -> Option<SocketAddr> {
+    with_sock(fd, |s| s.peer_addr().ok().and_then(|a| a.as_socket()))
+}
+
+/// `fd` must be an open socket for as long as `f` runs.
+fn with_sock<R>(fd: RawFd, f: impl FnOnce(socket2::SockRef<'_>) -> R) -> R {
+    // SAFETY: callers pass a socket they own, open for the borrow.
+    let fd = unsafe { BorrowedFd::borrow_raw(fd) };
+    f(socket2::SockRef::from(&fd))
 }

@@ -13,6 +13,7 @@
 //!
 //! Replies always go out in request order.
 
+pub mod busy;
 pub mod cross;
 pub mod multi;
 pub mod segment;
@@ -87,7 +88,7 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
             continue;
         }
         if conn.core.shared.scripts.any_busy() && !spec.has(flags::ALLOW_BUSY) {
-            if let Some(busy) = busy_error(conn, spec, &args) {
+            if let Some(busy) = busy_error(&conn.core, spec, &args) {
                 conn.core.shard.borrow_mut().state.stats.command(reg.id).rejected_calls += 1;
                 segment.reply_error(conn, &CmdError::new(busy), skip || conn.state.reply_off);
                 continue;
@@ -214,25 +215,32 @@ fn read_from_copy(
 }
 
 /// Redis's BUSY reply when a script has been running past the busy
-/// threshold on a shard this command needs: a shard command whose keys live
-/// there, or any server command (they may visit every shard). Only checked
-/// while some script is busy (one atomic load otherwise).
-fn busy_error(
-    conn: &Connection,
+/// threshold on a shard this command needs: a shard command's key owners
+/// (this core's shard for a keyless one), or any shard for a server command
+/// (they may visit every shard). Only checked while some script is busy
+/// (one atomic load otherwise).
+pub(crate) fn busy_error(
+    core: &crate::node::Core,
     spec: &ringdb_engine::command::CommandSpec,
     args: &[Bytes],
 ) -> Option<&'static str> {
-    let scripts = &conn.core.shared.scripts;
+    let scripts = &core.shared.scripts;
     match spec.exec {
         Exec::Shard(_) | Exec::Split { .. } => {
-            let slot_map = conn.core.shared.slot_map;
+            let slot_map = core.shared.slot_map;
             let mut busy = None;
+            let mut keyed = false;
             spec.for_each_key(args, |i| {
+                keyed = true;
                 if busy.is_none() {
                     busy = scripts.busy_error(slot_map.shard_of_key(&args[i]).index());
                 }
             });
-            busy
+            if keyed {
+                busy
+            } else {
+                scripts.busy_error(core.id.index())
+            }
         }
         _ => scripts.any_busy_error(),
     }

@@ -20,6 +20,7 @@ pub mod buffers;
 pub mod stream;
 
 use buffers::BufRing;
+use bytes::BytesMut;
 use glommio::io::BufferedFile;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use ringdb_protocol::Output;
@@ -81,6 +82,9 @@ pub struct Driver {
     parking_fd: Cell<Option<OwnedFd>>,
     /// Completions of a turn, copied out of the ring before handling them.
     scratch: RefCell<Vec<(u64, i32, u32)>>,
+    /// Connections accepted while a script blocked the core, admitted by
+    /// the driver's next turn of its own.
+    held: RefCell<Vec<UringStream>>,
 }
 
 impl Driver {
@@ -125,6 +129,7 @@ impl Driver {
             signalled: Cell::new(false),
             parking_fd: Cell::new(Some(eventfd)),
             scratch: RefCell::new(Vec::new()),
+            held: RefCell::new(Vec::new()),
         }))
     }
 
@@ -147,6 +152,7 @@ impl Driver {
             st: RefCell::new(State::default()),
             reader: Cell::new(None),
             writer: Cell::new(None),
+            idle: Cell::new(false),
         });
         conns.insert(token, shared.clone());
         drop(conns);
@@ -173,6 +179,8 @@ impl Driver {
         glommio::spawn_local(self.clone().watch_eventfd(fd)).detach();
         let mut last_work = Instant::now();
         loop {
+            let held = std::mem::take(&mut *self.held.borrow_mut());
+            held.into_iter().for_each(&on_accept);
             if self.turn(&on_accept, false) > 0 {
                 // Let the connections just woken run and queue their replies.
                 last_work = Instant::now();
@@ -207,6 +215,54 @@ impl Driver {
                 self.parked.set(None);
             }
             self.ring.borrow_mut().completion().disable_eventfd();
+        }
+    }
+
+    /// While a script blocks the core (called from its hook, so no task of
+    /// this core runs meanwhile, the driver's included): one turn of the
+    /// ring, then `serve` may answer the input of each idle connection
+    /// ([`Shared::idle`]) by taking commands off the front of its input and
+    /// appending their replies, and a second turn sends those. New
+    /// connections are held until the driver runs again (for the server to
+    /// admit them), and are idle meanwhile when `new_is_idle` says so of
+    /// their descriptor. The part of Redis's `processEventsWhileBlocked`
+    /// that reaches the network.
+    pub fn serve_while_busy(
+        self: &Rc<Self>,
+        new_is_idle: &dyn Fn(RawFd) -> bool,
+        serve: &mut dyn FnMut(&mut BytesMut, &mut Output),
+    ) {
+        let hold = |stream: UringStream| {
+            stream.set_idle(new_is_idle(stream.fd()));
+            self.held.borrow_mut().push(stream);
+        };
+        if self.ring.try_borrow_mut().is_err() {
+            return;
+        }
+        self.turn(&hold, false);
+        let idle: Vec<Rc<Shared>> = self
+            .conns
+            .borrow()
+            .values()
+            .filter(|shared| shared.idle.get() && !shared.st.borrow().input.is_empty())
+            .cloned()
+            .collect();
+        for shared in &idle {
+            {
+                let mut st = shared.st.borrow_mut();
+                if st.closing || st.error.is_some() {
+                    continue;
+                }
+                let st = &mut *st;
+                serve(&mut st.input, &mut st.pending);
+            }
+            self.schedule(shared);
+        }
+        self.turn(&hold, false);
+        if !self.held.borrow().is_empty() {
+            if let Some(waker) = self.parked.take() {
+                waker.wake();
+            }
         }
     }
 

@@ -37,6 +37,11 @@ pub struct Shared {
     pub st: RefCell<State>,
     pub reader: Cell<Option<Waker>>,
     pub writer: Cell<Option<Waker>>,
+    /// The connection waits for input with nothing of its own buffered, in
+    /// a state where what its commands get while a script blocks the core
+    /// depends on the commands alone: the driver may answer it then
+    /// ([`Driver::serve_while_busy`]).
+    pub idle: Cell<bool>,
 }
 
 #[derive(Default)]
@@ -138,6 +143,11 @@ impl UringStream {
 
     pub fn unsent(&self) -> usize {
         self.shared.st.borrow().unsent()
+    }
+
+    /// See [`Shared::idle`].
+    pub fn set_idle(&self, idle: bool) {
+        self.shared.idle.set(idle);
     }
 
     /// Appends what has been received to `buf` (waiting for at least one

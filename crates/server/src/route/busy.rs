@@ -1,0 +1,123 @@
+//! What the clients of a core get while a script blocks it.
+//!
+//! A script runs to its end on its shard's core, so nothing else of that
+//! core runs meanwhile. Once it has run past `busy-reply-threshold`, its
+//! hook calls [`answer`] (through the network driver) for every connection
+//! of the core that is waiting for input, as Redis's
+//! `processEventsWhileBlocked` does for its clients: commands that need the
+//! busy shard get the BUSY error, SCRIPT KILL and FUNCTION KILL ask the
+//! script to stop, SHUTDOWN NOSAVE stops the process. Clients on other
+//! cores get the same answers from the router ([`super::busy_error`]).
+
+use super::busy_error;
+use crate::cmd::admin::ShutdownFlags;
+use crate::node::Core;
+use bytes::{BufMut, Bytes, BytesMut};
+use ringdb_engine::command::spec::flags;
+use ringdb_engine::command::table;
+use ringdb_protocol::{Output, ParseLimits, ReplyWriter, Request, RequestParser, Resp};
+
+/// Answers the commands at the front of an idle connection's `input`,
+/// appending the replies to `out`. It stops at the first command it cannot
+/// answer without the connection's own state or another core (AUTH, MULTI,
+/// a key of another shard …): that command and those after it stay in
+/// `input`, to run in order once the script has ended. So does an
+/// incomplete or malformed command.
+pub fn answer(core: &Core, input: &mut BytesMut, out: &mut Output) {
+    let Ok(config) = core.config.try_borrow() else { return };
+    // Only authenticated connections are idle (`Shared::idle`).
+    let limits =
+        ParseLimits { max_bulk_len: config.conn.proto_max_bulk_len, ..ParseLimits::default() };
+    drop(config);
+    let mut requests = Vec::new();
+    // A protocol error leaves the bad bytes in `input`: the connection
+    // replies to them itself.
+    let _ = RequestParser::new().parse(input, &limits, &mut requests);
+    let mut requests = requests.into_iter();
+    while let Some(request) = requests.next() {
+        // Error replies and +OK read the same in RESP2 and RESP3.
+        if !answer_one(core, &request.args, &mut out.writer(Resp::V2)) {
+            let mut kept = BytesMut::new();
+            for request in std::iter::once(request).chain(requests) {
+                encode(&request, &mut kept);
+            }
+            kept.extend_from_slice(input);
+            *input = kept;
+            return;
+        }
+    }
+}
+
+/// Answers one command; false when it must wait for the script's end.
+fn answer_one(core: &Core, args: &[Bytes], out: &mut ReplyWriter) -> bool {
+    // Unknown commands and wrong arities are reported before BUSY (Redis's
+    // `processCommand` order).
+    let reg = match table().resolve(args) {
+        Ok(reg) => reg,
+        Err(e) => {
+            out.error(e.text());
+            return true;
+        }
+    };
+    let scripts = &core.shared.scripts;
+    if !reg.spec.has(flags::ALLOW_BUSY) {
+        return match busy_error(core, reg.spec, args) {
+            Some(busy) => {
+                out.error(busy);
+                true
+            }
+            // Only other shards are needed: it runs after the script.
+            None => false,
+        };
+    }
+    match reg.full_name.as_str() {
+        "script|kill" | "function|kill" => {
+            match scripts.kill(reg.full_name == "script|kill") {
+                Ok(()) => out.simple("OK"),
+                Err(e) => out.error(e.text()),
+            }
+            true
+        }
+        "shutdown" => {
+            match ShutdownFlags::parse(args) {
+                Err(e) => out.error(e.text()),
+                Ok(f) if f.nosave => {
+                    tracing::warn!("User requested shutdown...");
+                    crate::node::shutdown(0)
+                }
+                // Saving needs the busy shard (Redis: only NOSAVE).
+                Ok(_) => out.error(scripts.any_busy_error().unwrap_or_default()),
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+/// A request as a RESP multibulk again (inline ones included).
+fn encode(request: &Request, buf: &mut BytesMut) {
+    buf.put_slice(format!("*{}\r\n", request.args.len()).as_bytes());
+    for arg in &request.args {
+        buf.put_slice(format!("${}\r\n", arg.len()).as_bytes());
+        buf.put_slice(arg);
+        buf.put_slice(b"\r\n");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_round_trips_through_the_parser() {
+        let args: Vec<Bytes> =
+            vec![Bytes::from_static(b"SET"), Bytes::from_static(b"k"), Bytes::from_static(b"")];
+        let mut buf = BytesMut::new();
+        encode(&Request { args: args.clone() }, &mut buf);
+        let mut out = Vec::new();
+        RequestParser::new().parse(&mut buf, &ParseLimits::default(), &mut out).unwrap();
+        assert_eq!(out.len(), 1);
+        assert_eq!(out[0].args, args);
+        assert!(buf.is_empty());
+    }
+}
