@@ -481,6 +481,25 @@ fn busy_scripts_answer_the_clients_of_their_own_core() {
     assert_eq!(String::from_utf8_lossy(&same.read_frame()), "+PONG\r\n");
     assert_eq!(runner.call(&["PING"]), "+PONG\r\n");
 
+    // A busy function: FUNCTION STATS describes it, FUNCTION KILL stops it.
+    let code = "#!lua name=spin\nredis.register_function('spin', function() while true do end end)";
+    assert_eq!(runner.call(&["FUNCTION", "LOAD", code]), "$4\r\nspin\r\n");
+    runner.cmd(&[b"FCALL", b"spin", b"1", a.as_bytes()]);
+    wait_until_busy(&mut same);
+    let stats = same.call(&["FUNCTION", "STATS"]);
+    assert!(
+        stats.starts_with("*4\r\n$14\r\nrunning_script\r\n*6\r\n$4\r\nname\r\n$4\r\nspin\r\n"),
+        "{stats}"
+    );
+    assert!(
+        stats.contains("$15\r\nlibraries_count\r\n:1\r\n$15\r\nfunctions_count\r\n:1\r\n"),
+        "{stats}"
+    );
+    assert!(same.call(&["SCRIPT", "KILL"]).starts_with("-BUSY"));
+    assert_eq!(same.call(&["FUNCTION", "KILL"]), "+OK\r\n");
+    let killed = String::from_utf8_lossy(&runner.read_frame()).into_owned();
+    assert!(killed.contains("Script killed by user"), "{killed}");
+
     // SHUTDOWN NOSAVE stops the process even so.
     runner.cmd(&[b"EVAL", b"while true do end", b"1", a.as_bytes()]);
     wait_until_busy(&mut same);

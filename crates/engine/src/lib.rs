@@ -28,6 +28,7 @@
 pub mod blocking;
 pub mod command;
 pub mod digest;
+pub mod evict;
 pub mod expire;
 pub mod families;
 pub mod funnel;

@@ -100,6 +100,11 @@ impl<W> LockTable<W> {
         self.held.is_empty() && self.waiting.is_empty()
     }
 
+    /// Whether a transaction holds `fp` (or the whole shard).
+    pub fn holds(&self, fp: Fingerprint) -> bool {
+        self.held.contains_key(&fp) || self.held.contains_key(&WHOLE_SHARD)
+    }
+
     fn admitted_by_held(&self, locks: &LockSet) -> bool {
         if locks.is_empty() {
             return true;

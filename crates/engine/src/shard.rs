@@ -128,6 +128,8 @@ pub struct ShardStats {
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
     pub expired_keys: u64,
+    /// Keys deleted to stay under `maxmemory`.
+    pub evicted_keys: u64,
     pub expired_stale_perc: f64,
     pub expire_cycle_cpu_ms: u64,
     pub commands_processed: u64,
@@ -224,6 +226,7 @@ impl ShardStats {
         self.keyspace_hits += other.keyspace_hits;
         self.keyspace_misses += other.keyspace_misses;
         self.expired_keys += other.expired_keys;
+        self.evicted_keys += other.evicted_keys;
         self.expired_stale_perc = self.expired_stale_perc.max(other.expired_stale_perc);
         self.expire_cycle_cpu_ms += other.expire_cycle_cpu_ms;
         self.commands_processed += other.commands_processed;
@@ -265,6 +268,8 @@ pub struct ShardSettings {
     /// command (each change is pushed), more leaves it to the server's
     /// timer.
     pub watch_coalesce_ms: u64,
+    /// `maxmemory` and its eviction policy.
+    pub memory: crate::evict::MemoryLimit,
 }
 
 impl Default for ShardSettings {
@@ -287,6 +292,7 @@ impl Default for ShardSettings {
             bf_error_rate: 0.01,
             bf_initial_size: 100,
             watch_coalesce_ms: 0,
+            memory: crate::evict::MemoryLimit::default(),
         }
     }
 }
@@ -300,6 +306,10 @@ pub struct ShardState {
     pub scripting: crate::scripting::Scripting,
     /// Hot-key rules, counters and the top-keys sketch.
     pub hotkeys: crate::hotkeys::HotKeys,
+    /// The process was over `maxmemory` before the current command and
+    /// this shard ran out of keys to evict: `denyoom` commands get the OOM
+    /// error (see [`crate::evict`]).
+    pub oom: bool,
     rng: u64,
 }
 
@@ -314,6 +324,7 @@ impl ShardState {
             settings,
             scripting: crate::scripting::Scripting::default(),
             hotkeys: crate::hotkeys::HotKeys::default(),
+            oom: false,
             rng: seed | 1,
         }
     }
@@ -520,6 +531,7 @@ impl Shard {
 
     /// [`execute`](Self::execute) on a caller's clock (a run of commands).
     pub fn execute_with(&mut self, cmd: &ShardCommand, out: &mut Vec<u8>, clock: &mut Clock) {
+        crate::evict::make_room(self, clock.now_ms);
         execute_timed(&mut self.keyspace, &mut self.state, cmd, out, clock);
         self.after_command(clock.now_ms);
     }
@@ -527,6 +539,7 @@ impl Shard {
     /// [`execute_with`](Self::execute_with) into a connection's output: a
     /// long string value in the reply is a reference, not a copy.
     pub fn execute_into(&mut self, cmd: &ShardCommand, out: &mut Output, clock: &mut Clock) {
+        crate::evict::make_room(self, clock.now_ms);
         execute_spliced(&mut self.keyspace, &mut self.state, cmd, out, clock);
         self.after_command(clock.now_ms);
     }
@@ -598,6 +611,8 @@ impl Shard {
                     return;
                 }
             }
+            crate::evict::make_room(self, clock.now_ms);
+            let cmd = &cmds[next];
             execute_spliced(&mut self.keyspace, &mut self.state, cmd, &mut reply.buf, &mut clock);
             reply.ends.push(reply.buf.len());
             next += 1;
@@ -856,6 +871,11 @@ fn run_handler(
         ReplyWriter::new(out, cmd.client.resp).error(e.text());
         return Some(e);
     };
+    if state.oom && cmd.spec.has(crate::command::spec::flags::DENYOOM) {
+        let e = crate::command::error::CmdError::new(crate::evict::OOM);
+        ReplyWriter::new(out, cmd.client.resp).error(e.text());
+        return Some(e);
+    }
     let mark = out.len();
     let outer_writer = state.funnel.tracking.enter(&cmd.client);
     let result = {

@@ -1,6 +1,8 @@
 //! The active expiry task of a core: `hz` times a second it runs the shard's
 //! expiry cycle, which reclaims expired keys without a full scan and within a
-//! time budget (see `ringdb_engine::expire`).
+//! time budget (see `ringdb_engine::expire`), and, when the process is over
+//! `maxmemory`, evicts some of the shard's keys even if no command comes
+//! (see `ringdb_engine::evict`).
 
 use crate::node::Core;
 use std::rc::Rc;
@@ -16,6 +18,7 @@ pub async fn run(core: Rc<Core>) {
             // Redis's slow cycle: at most 25% of the period.
             ringdb_engine::expire::active_cycle(&mut shard, period / 4);
         }
+        ringdb_engine::evict::make_room(&mut shard, ringdb_engine::shard::now_ms());
         // A lowered tracking-table-max-keys is reached a step per tick.
         shard.state.funnel.tracking.limit_used_slots();
         drop(shard);

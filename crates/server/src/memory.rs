@@ -48,6 +48,14 @@ pub fn used_memory() -> u64 {
     USED.load(Ordering::Relaxed).max(0) as u64
 }
 
+/// [`used_memory`] with this thread's own unreported delta: what a shard
+/// sees of its own frees at once, as it evicts keys to get under
+/// `maxmemory`.
+pub fn used_memory_now() -> u64 {
+    let pending = PENDING.try_with(|p| p.get()).unwrap_or(0);
+    (USED.load(Ordering::Relaxed) + pending).max(0) as u64
+}
+
 /// The most `used_memory` has been since start (or the last reset).
 pub fn peak_memory() -> u64 {
     PEAK.load(Ordering::Relaxed).max(0) as u64

@@ -103,6 +103,7 @@ impl Core {
             bf_error_rate: config.bf_error_rate(),
             bf_initial_size: config.bf_initial_size(),
             watch_coalesce_ms: config.watch_coalesce_ms(),
+            memory: config.memory_limit(),
         }
     }
 

@@ -279,6 +279,32 @@ impl Db {
         }
     }
 
+    /// A random entry, for eviction's sampling (only entries with a TTL
+    /// when `volatile`): a random entry of a random slot's table, so not
+    /// uniform over keys, which sampling does not need. None when there is
+    /// none.
+    pub fn sample(&self, volatile: bool, rng: &mut impl FnMut() -> u64) -> Option<&Entry> {
+        let live = |t: &SlotTable| if volatile { t.volatile as usize } else { t.len() };
+        let wanted = if volatile { self.volatile } else { self.len };
+        let n = self.tables.len();
+        if wanted == 0 || n == 0 {
+            return None;
+        }
+        // Mostly-full shards: a few random tables find one at once. A
+        // sparse one: the first table with keys from a random start.
+        let start =
+            (0..8).map(|_| (rng() % n as u64) as usize).find(|&i| live(&self.tables[i]) > 0);
+        let start = start.unwrap_or((rng() % n as u64) as usize);
+        let t = (0..n).map(|i| &self.tables[(start + i) % n]).find(|t| live(t) > 0)?;
+        let k = (rng() % live(t) as u64) as usize;
+        let mut entries = t.table.iter().map(|e| &**e);
+        if volatile {
+            entries.filter(|e| e.expire_at != 0).nth(k)
+        } else {
+            entries.nth(k)
+        }
+    }
+
     /// The table of `slot`, if it holds anything.
     pub fn slot_table(&self, slot: u16) -> Option<&SlotTable> {
         self.table_index(slot).map(|i| &self.tables[i])

@@ -36,6 +36,10 @@ pub struct CallCtx<'a> {
     pub keys: &'a [Bytes],
     pub read_only: bool,
     pub allow_undeclared: bool,
+    /// The process was over `maxmemory` when the script started, and the
+    /// script does not allow that (`allow-oom`): its first write that may
+    /// grow memory is refused.
+    pub oom: bool,
     pub run: &'a RunState,
     pub reply: Vec<u8>,
 }
@@ -160,6 +164,12 @@ impl CallCtx<'_> {
         }
         if self.read_only && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
             return Err("Write commands are not allowed from read-only scripts.".into());
+        }
+        // Before the keys, as Redis's `scriptVerifyOOM` comes before its
+        // cluster checks; once the script has written, it cannot be stopped
+        // half way.
+        if self.oom && !self.run.wrote.get() && spec.has(flags::DENYOOM) {
+            return Err(format!("-{}", crate::evict::OOM));
         }
         self.check_keys(spec, &argv)?;
         if spec.is_write() {

@@ -490,6 +490,14 @@ impl LuaEngine {
                 "ERR Can not execute a script with write flag using *_ro command.",
             ));
         }
+        // Over `maxmemory` before the script: a script with flags runs only
+        // if it may not write or allows it (Redis's `scriptPrepareForRun`).
+        let oom = ctx.ks.state.oom;
+        if oom && !compat && inv.flags & (flag::ALLOW_OOM | flag::NO_WRITES) == 0 {
+            return Err(CmdError::new(
+                "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
+            ));
+        }
         let settings = ctx.ks.state.settings.scripts;
         let lua = &self.lua;
         let (keys, argv) = string_arrays(lua, inv.keys, inv.argv).map_err(lua_error)?;
@@ -508,7 +516,11 @@ impl LuaEngine {
         let read_only = inv.read_only_command || (!compat && inv.flags & flag::NO_WRITES != 0);
         let allow_undeclared =
             settings.allow_undeclared_keys || inv.flags & flag::ALLOW_UNDECLARED != 0;
+        self.run.libraries.set((self.libraries.libs.len(), self.libraries.function_count()));
         self.run.begin(inv.name.clone(), inv.command, inv.eval, settings.busy_reply_threshold_ms);
+        // The script's commands are held to the state it started in
+        // (`CallCtx::oom`), not refused by the shard's own check.
+        ctx.ks.state.oom = false;
         let call_ctx = RefCell::new(call::CallCtx {
             keyspace: &mut *ctx.ks.keyspace,
             state: &mut *ctx.ks.state,
@@ -517,6 +529,7 @@ impl LuaEngine {
             keys: inv.keys,
             read_only,
             allow_undeclared,
+            oom: oom && (compat || inv.flags & flag::ALLOW_OOM == 0),
             run: &self.run,
             reply: Vec::new(),
         });
@@ -532,6 +545,7 @@ impl LuaEngine {
             raw_set_fields(lua, [(redis, c"call", idle.clone()), (redis, c"pcall", idle)]);
         let outcome = restored.and(outcome);
         drop(call_ctx);
+        ctx.ks.state.oom = oom;
         let script_resp = self.run.resp.get();
         self.run.end();
         self.relieve(settings.memory_limit);

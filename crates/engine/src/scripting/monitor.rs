@@ -28,6 +28,9 @@ pub struct RunningScript {
     pub started: Instant,
     /// EVAL/EVALSHA (SCRIPT KILL stops it) rather than FCALL (FUNCTION KILL).
     pub eval: bool,
+    /// Libraries and functions loaded on its shard, for a FUNCTION STATS
+    /// answered while the script blocks that shard.
+    pub libraries: (usize, usize),
 }
 
 /// One shard's published script state.
@@ -232,7 +235,13 @@ mod tests {
     use super::*;
 
     fn script(eval: bool) -> RunningScript {
-        RunningScript { name: "x".into(), command: vec![], started: Instant::now(), eval }
+        RunningScript {
+            name: "x".into(),
+            command: vec![],
+            started: Instant::now(),
+            eval,
+            libraries: (0, 0),
+        }
     }
 
     #[test]

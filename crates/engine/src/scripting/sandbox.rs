@@ -37,6 +37,8 @@ pub struct RunState {
     /// The protocol `redis.call` replies are converted from (`redis.setresp`).
     pub resp: Cell<Resp>,
     pub eval_mode: Cell<bool>,
+    /// Libraries and functions loaded (see [`RunningScript::libraries`]).
+    pub libraries: Cell<(usize, usize)>,
     /// The script's name and command, published if it becomes busy.
     pub name: RefCell<String>,
     pub command: RefCell<Vec<Bytes>>,
@@ -67,6 +69,7 @@ impl RunState {
             wrote: Cell::new(false),
             resp: Cell::new(Resp::V2),
             eval_mode: Cell::new(true),
+            libraries: Cell::new((0, 0)),
             name: RefCell::new(String::new()),
             command: RefCell::new(Vec::new()),
             monitor: RefCell::new(None),
@@ -111,6 +114,7 @@ impl RunState {
                     command: self.command.borrow().clone(),
                     started: self.started.get(),
                     eval: self.eval_mode.get(),
+                    libraries: self.libraries.get(),
                 };
                 monitor.set_busy(*shard, self.run_id.get(), self.wrote.get(), script);
             }

@@ -266,17 +266,19 @@ impl Report<'_> {
         let system = memory::total_system_memory();
         let peak_perc = if peak > 0 { used as f64 * 100.0 / peak as f64 } else { 0.0 };
         let frag = if used > 0 { rss as f64 / used as f64 } else { 0.0 };
+        let maxmemory = self.core.config.borrow().maxmemory();
         let _ = write!(
             out,
             "# Memory\r\nused_memory:{used}\r\nused_memory_human:{}\r\nused_memory_rss:{rss}\r\n\
              used_memory_rss_human:{}\r\nused_memory_peak:{peak}\r\nused_memory_peak_human:{}\r\n\
              used_memory_peak_perc:{peak_perc:.2}%\r\ntotal_system_memory:{system}\r\n\
-             total_system_memory_human:{}\r\nmaxmemory:0\r\nmaxmemory_human:0B\r\nmaxmemory_policy:{}\r\n\
-             mem_fragmentation_ratio:{frag:.2}\r\nmem_fragmentation_bytes:{}\r\n",
+             total_system_memory_human:{}\r\nmaxmemory:{maxmemory}\r\nmaxmemory_human:{}\r\n\
+             maxmemory_policy:{}\r\nmem_fragmentation_ratio:{frag:.2}\r\nmem_fragmentation_bytes:{}\r\n",
             memory::human(used),
             memory::human(rss),
             memory::human(peak),
             memory::human(system),
+            memory::human(maxmemory),
             self.core.config.borrow().maxmemory_policy(),
             rss as i64 - used as i64,
         );
@@ -360,7 +362,7 @@ impl Report<'_> {
              instantaneous_output_kbps:{:.2}\r\ninstantaneous_input_repl_kbps:0.00\r\n\
              instantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:0\r\nsync_partial_ok:0\r\n\
              sync_partial_err:0\r\nexpired_keys:{}\r\nexpired_stale_perc:{:.2}\r\n\
-             expire_cycle_cpu_milliseconds:{}\r\nevicted_keys:0\r\nevicted_clients:0\r\nkeyspace_hits:{}\r\n\
+             expire_cycle_cpu_milliseconds:{}\r\nevicted_keys:{}\r\nevicted_clients:0\r\nkeyspace_hits:{}\r\n\
              keyspace_misses:{}\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\n\
              tracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\n\
              unexpected_error_replies:0\r\n\
@@ -376,6 +378,7 @@ impl Report<'_> {
             t.expired_keys,
             t.expired_stale_perc,
             t.expire_cycle_cpu_ms,
+            t.evicted_keys,
             t.keyspace_hits,
             t.keyspace_misses,
             self.reports.iter().map(|r| r.tracking.1).sum::<usize>(),

@@ -16,7 +16,9 @@ use bytes::Bytes;
 use ringdb_engine::command::args::{is, text};
 use ringdb_engine::command::{CmdError, CmdResult};
 use ringdb_engine::persist::aof::LogEvent;
+use ringdb_engine::scripting::monitor::RunningScript;
 use ringdb_engine::scripting::{functions::Library, RestorePolicy, Scripting, FLAG_NAMES};
+use ringdb_protocol::ReplyWriter;
 use std::rc::Rc;
 
 /// The first error of a visit to every shard, or the first shard's value.
@@ -281,14 +283,24 @@ pub async fn function_restore(conn: &mut Connection, args: &[Bytes]) -> CmdResul
 /// core) and the number of libraries and functions.
 pub fn function_stats(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
     let running = conn.core.shared.scripts.running();
-    if running.as_ref().is_some_and(|r| r.eval) {
-        return Err(CmdError::new(ringdb_engine::scripting::monitor::BUSY_EVAL));
-    }
-    let (libraries, functions) = {
+    let counts = {
         let shard = conn.core.shard.borrow();
         shard.state.scripting.libraries().map_or((0, 0), |l| (l.libs.len(), l.function_count()))
     };
-    let mut out = conn.reply();
+    write_function_stats(&mut conn.reply(), running, counts)
+}
+
+/// FUNCTION STATS's reply: `running` (an EVAL script gets BUSY instead, as
+/// in Redis) and the counts of libraries and functions. Also what a busy
+/// function's own core answers (`route::busy`).
+pub fn write_function_stats(
+    out: &mut ReplyWriter,
+    running: Option<RunningScript>,
+    (libraries, functions): (usize, usize),
+) -> CmdResult {
+    if running.as_ref().is_some_and(|r| r.eval) {
+        return Err(CmdError::new(ringdb_engine::scripting::monitor::BUSY_EVAL));
+    }
     out.map(2);
     out.bulk(b"running_script");
     match running {

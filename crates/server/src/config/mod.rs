@@ -226,6 +226,22 @@ impl Config {
         self.get("maxmemory-policy").unwrap_or("noeviction")
     }
 
+    pub fn maxmemory(&self) -> u64 {
+        self.int("maxmemory") as u64
+    }
+
+    /// `maxmemory` and how to stay under it, measured by the process's
+    /// allocator count.
+    pub fn memory_limit(&self) -> ringdb_engine::evict::MemoryLimit {
+        ringdb_engine::evict::MemoryLimit {
+            maxmemory: self.maxmemory(),
+            policy: ringdb_engine::evict::Policy::from_name(self.maxmemory_policy()),
+            samples: self.int("maxmemory-samples") as usize,
+            tenacity: self.int("maxmemory-eviction-tenacity") as u32,
+            used: |_| crate::memory::used_memory_now(),
+        }
+    }
+
     pub fn lfu_log_factor(&self) -> u32 {
         self.int("lfu-log-factor") as u32
     }

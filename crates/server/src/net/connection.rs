@@ -351,7 +351,7 @@ impl Connection {
             } else {
                 0
             };
-        self.socket.set_idle(self.answerable_while_busy());
+        self.socket.set_idle(self.answerable_while_busy().then_some(self.state.resp));
         let read = self.socket.read_into(&mut self.inbuf, wanted);
         let read = async { read.await.map(Some).map_err(|e| e.to_string()) };
         let pushes_in = &mut self.pushes_in;
@@ -387,7 +387,7 @@ impl Connection {
                 .await
             }
         };
-        self.socket.set_idle(false);
+        self.socket.set_idle(None);
         // A push woke us: nothing was read.
         let Some(n) = n? else { return Ok(usize::MAX) };
         if n > 0 {

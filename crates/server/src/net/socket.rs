@@ -112,7 +112,7 @@ impl Socket {
     /// script blocks the core, its commands may be answered without it
     /// (`uring::stream::Shared::idle`; the glommio path has no such
     /// answers: its clients wait for the script's end).
-    pub fn set_idle(&self, idle: bool) {
+    pub fn set_idle(&self, idle: Option<ringdb_protocol::Resp>) {
         if let Socket::Uring(s) = self {
             s.set_idle(idle);
         }

@@ -6,7 +6,8 @@
 //! of the core that is waiting for input, as Redis's
 //! `processEventsWhileBlocked` does for its clients: commands that need the
 //! busy shard get the BUSY error, SCRIPT KILL and FUNCTION KILL ask the
-//! script to stop, SHUTDOWN NOSAVE stops the process. Clients on other
+//! script to stop, FUNCTION STATS describes it, SHUTDOWN NOSAVE stops the
+//! process. Clients on other
 //! cores get the same answers from the router ([`super::busy_error`]).
 
 use super::busy_error;
@@ -23,7 +24,7 @@ use ringdb_protocol::{Output, ParseLimits, ReplyWriter, Request, RequestParser, 
 /// a key of another shard …): that command and those after it stay in
 /// `input`, to run in order once the script has ended. So does an
 /// incomplete or malformed command.
-pub fn answer(core: &Core, input: &mut BytesMut, out: &mut Output) {
+pub fn answer(core: &Core, resp: Resp, input: &mut BytesMut, out: &mut Output) {
     let Ok(config) = core.config.try_borrow() else { return };
     // Only authenticated connections are idle (`Shared::idle`).
     let limits =
@@ -35,8 +36,7 @@ pub fn answer(core: &Core, input: &mut BytesMut, out: &mut Output) {
     let _ = RequestParser::new().parse(input, &limits, &mut requests);
     let mut requests = requests.into_iter();
     while let Some(request) = requests.next() {
-        // Error replies and +OK read the same in RESP2 and RESP3.
-        if !answer_one(core, &request.args, &mut out.writer(Resp::V2)) {
+        if !answer_one(core, &request.args, &mut out.writer(resp)) {
             let mut kept = BytesMut::new();
             for request in std::iter::once(request).chain(requests) {
                 encode(&request, &mut kept);
@@ -75,6 +75,15 @@ fn answer_one(core: &Core, args: &[Bytes], out: &mut ReplyWriter) -> bool {
             match scripts.kill(reg.full_name == "script|kill") {
                 Ok(()) => out.simple("OK"),
                 Err(e) => out.error(e.text()),
+            }
+            true
+        }
+        "function|stats" => {
+            // This core's shard is the busy one: its counts come with it.
+            let running = scripts.running();
+            let counts = running.as_ref().map_or((0, 0), |r| r.libraries);
+            if let Err(e) = crate::cmd::scripting::write_function_stats(out, running, counts) {
+                out.error(e.text());
             }
             true
         }

@@ -134,6 +134,12 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
                     }
                 }
             }
+            Exec::Node(_) if spec.has(flags::DENYOOM) && out_of_memory(&conn.core) => {
+                segment.finish(conn).await;
+                conn.core.shard.borrow_mut().state.stats.command(reg.id).rejected_calls += 1;
+                let oom = CmdError::new(ringdb_engine::evict::OOM);
+                segment.reply_error(conn, &oom, skip || conn.state.reply_off);
+            }
             Exec::Node(node) => {
                 segment.finish(conn).await;
                 let mark = conn.out.len();
@@ -244,6 +250,15 @@ pub(crate) fn busy_error(
         }
         _ => scripts.any_busy_error(),
     }
+}
+
+/// Whether a server command that may grow memory (FUNCTION LOAD, FUNCTION
+/// RESTORE) must be refused: the process is over `maxmemory` and this
+/// core's shard has nothing left to evict (see `ringdb_engine::evict`).
+fn out_of_memory(core: &crate::node::Core) -> bool {
+    let mut shard = core.shard.borrow_mut();
+    ringdb_engine::evict::make_room(&mut shard, ringdb_engine::shard::now_ms());
+    shard.state.oom
 }
 
 /// The row a request that failed to resolve would have run, when the command

@@ -23,7 +23,7 @@ use buffers::BufRing;
 use bytes::BytesMut;
 use glommio::io::BufferedFile;
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
-use ringdb_protocol::Output;
+use ringdb_protocol::{Output, Resp};
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::future::poll_fn;
@@ -152,7 +152,7 @@ impl Driver {
             st: RefCell::new(State::default()),
             reader: Cell::new(None),
             writer: Cell::new(None),
-            idle: Cell::new(false),
+            idle: Cell::new(None),
         });
         conns.insert(token, shared.clone());
         drop(conns);
@@ -230,10 +230,10 @@ impl Driver {
     pub fn serve_while_busy(
         self: &Rc<Self>,
         new_is_idle: &dyn Fn(RawFd) -> bool,
-        serve: &mut dyn FnMut(&mut BytesMut, &mut Output),
+        serve: &mut dyn FnMut(Resp, &mut BytesMut, &mut Output),
     ) {
         let hold = |stream: UringStream| {
-            stream.set_idle(new_is_idle(stream.fd()));
+            stream.set_idle(new_is_idle(stream.fd()).then_some(Resp::V2));
             self.held.borrow_mut().push(stream);
         };
         if self.ring.try_borrow_mut().is_err() {
@@ -244,17 +244,18 @@ impl Driver {
             .conns
             .borrow()
             .values()
-            .filter(|shared| shared.idle.get() && !shared.st.borrow().input.is_empty())
+            .filter(|shared| shared.idle.get().is_some() && !shared.st.borrow().input.is_empty())
             .cloned()
             .collect();
         for shared in &idle {
             {
                 let mut st = shared.st.borrow_mut();
+                let Some(resp) = shared.idle.get() else { continue };
                 if st.closing || st.error.is_some() {
                     continue;
                 }
                 let st = &mut *st;
-                serve(&mut st.input, &mut st.pending);
+                serve(resp, &mut st.input, &mut st.pending);
             }
             self.schedule(shared);
         }

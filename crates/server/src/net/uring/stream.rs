@@ -13,7 +13,7 @@
 
 use super::Driver;
 use bytes::BytesMut;
-use ringdb_protocol::Output;
+use ringdb_protocol::{Output, Resp};
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
 use std::io;
@@ -40,8 +40,8 @@ pub struct Shared {
     /// The connection waits for input with nothing of its own buffered, in
     /// a state where what its commands get while a script blocks the core
     /// depends on the commands alone: the driver may answer it then
-    /// ([`Driver::serve_while_busy`]).
-    pub idle: Cell<bool>,
+    /// ([`Driver::serve_while_busy`]); the protocol its replies are in.
+    pub idle: Cell<Option<Resp>>,
 }
 
 #[derive(Default)]
@@ -146,7 +146,7 @@ impl UringStream {
     }
 
     /// See [`Shared::idle`].
-    pub fn set_idle(&self, idle: bool) {
+    pub fn set_idle(&self, idle: Option<Resp>) {
         self.shared.idle.set(idle);
     }
 

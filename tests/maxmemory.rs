@@ -1,0 +1,136 @@
+//! `maxmemory` against a real 2-shard server: the OOM error under
+//! `noeviction` (and under a volatile policy with no key that has a TTL),
+//! eviction that keeps the process under the limit on both shards, the
+//! `evicted` keyspace event, and the INFO and CONFIG views of the limit.
+
+mod common;
+use common::{info_field, q, Server};
+
+/// Redis's OOM error (the `redis` crate shows its code as "OOM:").
+fn is_oom(error: &str) -> bool {
+    error.starts_with("OOM")
+        && error.ends_with("command not allowed when used memory > 'maxmemory'.")
+}
+
+fn used(c: &mut redis::Connection) -> u64 {
+    info_field(c, "memory", "used_memory").parse().unwrap()
+}
+
+/// Writes 1 KiB values under fresh keys until one fails or `count` are
+/// written; returns how many were written and the error, if any.
+fn fill(
+    c: &mut redis::Connection,
+    prefix: &str,
+    count: usize,
+    ttl: bool,
+) -> (usize, Option<String>) {
+    let value = "v".repeat(1024);
+    for i in 0..count {
+        let key = format!("{prefix}:{i}");
+        let reply = if ttl {
+            q::<String>(c, &["SET", &key, &value, "EX", "1000"])
+        } else {
+            q::<String>(c, &["SET", &key, &value])
+        };
+        if let Err(e) = reply {
+            return (i, Some(e.to_string()));
+        }
+    }
+    (count, None)
+}
+
+#[test]
+fn noeviction_refuses_writes_and_eviction_keeps_under_the_limit() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    assert_eq!(info_field(&mut c, "memory", "maxmemory"), "0");
+    let limit = used(&mut c) + 4 * 1024 * 1024;
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", &limit.to_string()]).unwrap();
+    let got: Vec<String> = q(&mut c, &["CONFIG", "GET", "maxmemory"]).unwrap();
+    assert_eq!(got, ["maxmemory".to_string(), limit.to_string()]);
+    assert_eq!(info_field(&mut c, "memory", "maxmemory"), limit.to_string());
+
+    // noeviction: writes fail once the process is over the limit (8 MiB
+    // of values is twice what fits).
+    let (written, error) = fill(&mut c, "a", 8 * 1024, false);
+    let first_written = written;
+    let error = error.expect("no write was refused");
+    assert!(is_oom(&error), "{error}");
+    assert!(written > 1000, "refused too early: {written}");
+    // Reads and deletes still run; nothing was evicted.
+    let v: Option<String> = q(&mut c, &["GET", "a:0"]).unwrap();
+    assert!(v.is_some());
+    let dbsize: usize = q(&mut c, &["DBSIZE"]).unwrap();
+    assert_eq!(dbsize, written);
+    assert_eq!(info_field(&mut c, "stats", "evicted_keys"), "0");
+
+    // volatile-lru with no key that has a TTL: still refused.
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory-policy", "volatile-lru"]).unwrap();
+    let (_, error) = fill(&mut c, "b", 2048, false);
+    assert!(error.is_some_and(|e| is_oom(&e)));
+
+    // allkeys-lru: every write goes through, old keys go, and the process
+    // stays near the limit.
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory-policy", "allkeys-lru"]).unwrap();
+    let _: () = q(&mut c, &["CONFIG", "SET", "notify-keyspace-events", "Ee"]).unwrap();
+    let mut sub = server.client();
+    let mut pubsub = sub.as_pubsub();
+    pubsub.subscribe("__keyevent@0__:evicted").unwrap();
+    let (written, error) = fill(&mut c, "c", 8 * 1024, false);
+    assert_eq!((written, error), (8 * 1024, None));
+    let evicted: u64 = info_field(&mut c, "stats", "evicted_keys").parse().unwrap();
+    assert!(evicted > 1000, "{evicted}");
+    let dbsize: u64 = q(&mut c, &["DBSIZE"]).unwrap();
+    assert!(dbsize < 8 * 1024, "{dbsize}");
+    let now = used(&mut c);
+    assert!(now <= limit + 1024 * 1024, "used {now} over the limit {limit}");
+    // Both shards gave keys up: of the keys written under noeviction, each
+    // shard lost some.
+    let map = ringdb_engine::SlotMap::new(2);
+    let mut before = [0; 2];
+    let mut after = [0; 2];
+    for i in 0..first_written {
+        let key = format!("a:{i}");
+        let shard = map.shard_of_key(key.as_bytes()).index();
+        before[shard] += 1;
+        after[shard] += q::<u64>(&mut c, &["EXISTS", &key]).unwrap();
+    }
+    assert!(after[0] < before[0] && after[1] < before[1], "{before:?} -> {after:?}");
+    pubsub.set_read_timeout(Some(std::time::Duration::from_secs(5))).unwrap();
+    let msg = pubsub.get_message().unwrap();
+    let key: String = msg.get_payload().unwrap();
+    assert!(key.starts_with("a:") || key.starts_with("c:"), "{key}");
+
+    // volatile-ttl evicts only keys with a TTL, soonest first.
+    let _: () = q(&mut c, &["FLUSHALL"]).unwrap();
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory-policy", "volatile-ttl"]).unwrap();
+    let value = "v".repeat(1024);
+    for i in 0..1000 {
+        let _: () = q(&mut c, &["SET", &format!("keep:{i}"), &value]).unwrap();
+    }
+    let (written, error) = fill(&mut c, "t", 8 * 1024, true);
+    assert_eq!((written, error), (8 * 1024, None));
+    for i in 0..1000 {
+        let v: Option<String> = q(&mut c, &["GET", &format!("keep:{i}")]).unwrap();
+        assert!(v.is_some(), "keep:{i} has no TTL and was evicted");
+    }
+}
+
+#[test]
+fn bad_maxmemory_settings_are_refused() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    for (name, value) in [
+        ("maxmemory", "-1"),
+        ("maxmemory-samples", "0"),
+        ("maxmemory-samples", "65"),
+        ("maxmemory-eviction-tenacity", "101"),
+        ("maxmemory-policy", "lru"),
+    ] {
+        let err = q::<()>(&mut c, &["CONFIG", "SET", name, value]).unwrap_err();
+        assert!(err.to_string().contains("CONFIG SET failed"), "{name} {value}: {err}");
+    }
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", "1gb"]).unwrap();
+    assert_eq!(info_field(&mut c, "memory", "maxmemory"), (1u64 << 30).to_string());
+    assert_eq!(info_field(&mut c, "memory", "maxmemory_human"), "1.00G");
+}
