@@ -8,9 +8,9 @@
 //! - on its timer, so that a shard that gets no writes still gives memory
 //!   back when others fill the process.
 //!
-//! Candidates are sampled (`maxmemory-samples` keys per database per round,
-//! only keys with a TTL for the `volatile-*` policies) into a pool of the
-//! best few, as Redis's approximated LRU, LFU and TTL eviction do. Keys a
+//! Candidates are sampled (`maxmemory-samples` neighbouring keys per
+//! database per round, only keys with a TTL for the `volatile-*` policies)
+//! into a pool of the best few kept from run to run, as Redis's approximated LRU, LFU and TTL eviction do. Keys a
 //! cross-shard transaction holds are never evicted. A run stops when the
 //! process is under the limit, or when its time budget
 //! (`maxmemory-eviction-tenacity`) is spent; a command meeting a shard that
@@ -114,10 +114,21 @@ impl MemoryLimit {
 const POOL: usize = 16;
 
 /// A sampled key and how good a victim it is (higher: evict sooner).
+#[derive(Debug)]
 struct Candidate {
     score: u64,
     db: usize,
     key: Bytes,
+}
+
+/// The best candidates sampled so far, worst first (Redis's eviction
+/// pool). It lives in the shard from one eviction run to the next, so each
+/// run starts from the best keys earlier rounds found.
+#[derive(Debug, Default)]
+pub struct Pool {
+    /// The policy the scores were computed for.
+    policy: Option<Policy>,
+    best: Vec<Candidate>,
 }
 
 /// Evicts this shard's keys while the process is over `maxmemory`, and
@@ -142,7 +153,8 @@ fn evict_over_limit(shard: &mut Shard, now_ms: u64) {
     }
     let started = Instant::now();
     let budget = limit.time_budget();
-    let mut pool: Vec<Candidate> = Vec::new();
+    let kept = std::mem::take(&mut shard.state.evict_pool);
+    let mut pool = if kept.policy == Some(limit.policy) { kept.best } else { Vec::new() };
     let mut evicted = 0u64;
     // Redis's EVICT_FAIL: over the limit with nothing (left) to evict. A
     // run cut short by its time budget lets commands through (EVICT_RUNNING).
@@ -162,6 +174,7 @@ fn evict_over_limit(shard: &mut Shard, now_ms: u64) {
             }
         }
     }
+    shard.state.evict_pool = Pool { policy: Some(limit.policy), best: pool };
     shard.state.oom = failed;
 }
 
@@ -201,14 +214,15 @@ fn next_victim(
             if live(shard, db) == 0 {
                 continue;
             }
-            for _ in 0..limit.samples.max(1) {
-                let Shard { keyspace, state, locks, .. } = &mut *shard;
-                let Some(e) = keyspace.db(db).sample(volatile, &mut || state.random()) else {
-                    break;
-                };
-                if locks.is_idle() || !locks.holds(fingerprint(db, e.key())) {
-                    return Some((db, Bytes::copy_from_slice(e.key())));
+            let Shard { keyspace, state, locks, .. } = &mut *shard;
+            let mut victim = None;
+            keyspace.db(db).sample(volatile, limit.samples, &mut || state.random(), |e| {
+                if victim.is_none() && (locks.is_idle() || !locks.holds(fingerprint(db, e.key()))) {
+                    victim = Some(Bytes::copy_from_slice(e.key()));
                 }
+            });
+            if let Some(key) = victim {
+                return Some((db, key));
             }
         }
         return None;
@@ -217,29 +231,19 @@ fn next_victim(
         if live(shard, db) == 0 {
             continue;
         }
-        for _ in 0..limit.samples.max(1) {
-            let Shard { keyspace, state, .. } = &mut *shard;
-            let Some(e) = keyspace.db(db).sample(volatile, &mut || state.random()) else { break };
-            let score = match limit.policy {
+        let Shard { keyspace, state, .. } = &mut *shard;
+        let (policy, decay) = (limit.policy, state.settings.lfu_decay_time);
+        keyspace.db(db).sample(volatile, limit.samples, &mut || state.random(), |e| {
+            let score = match policy {
                 Policy::AllKeysLfu | Policy::VolatileLfu => {
-                    255 - lfu_decayed(e.access, now_ms, state.settings.lfu_decay_time) as u64
+                    255 - lfu_decayed(e.access, now_ms, decay) as u64
                 }
                 Policy::VolatileTtl => u64::MAX - e.expire_at().unwrap_or(u64::MAX),
                 // The LRU clock is in seconds and wraps like Redis's.
                 _ => ((now_ms / 1000) as u32).wrapping_sub(e.access) as u64,
             };
-            if pool.iter().any(|c| c.db == db && c.key[..] == *e.key()) {
-                continue;
-            }
-            if pool.len() == POOL {
-                if pool[0].score >= score {
-                    continue;
-                }
-                pool.remove(0);
-            }
-            let at = pool.partition_point(|c| c.score < score);
-            pool.insert(at, Candidate { score, db, key: Bytes::copy_from_slice(e.key()) });
-        }
+            consider(pool, db, e.key(), score);
+        });
     }
     // The best candidate still there (another command may have deleted or
     // a transaction locked it since it was sampled).
@@ -251,6 +255,22 @@ fn next_victim(
         }
     }
     None
+}
+
+/// Puts a sampled key in the pool if it is among the best [`POOL`] (the
+/// pool stays sorted, worst first).
+fn consider(pool: &mut Vec<Candidate>, db: usize, key: &[u8], score: u64) {
+    if pool.iter().any(|c| c.db == db && c.key[..] == *key) {
+        return;
+    }
+    if pool.len() == POOL {
+        if pool[0].score >= score {
+            return;
+        }
+        pool.remove(0);
+    }
+    let at = pool.partition_point(|c| c.score < score);
+    pool.insert(at, Candidate { score, db, key: Bytes::copy_from_slice(key) });
 }
 
 #[cfg(test)]

@@ -310,6 +310,8 @@ pub struct ShardState {
     /// this shard ran out of keys to evict: `denyoom` commands get the OOM
     /// error (see [`crate::evict`]).
     pub oom: bool,
+    /// Eviction candidates kept between runs (see [`crate::evict`]).
+    pub evict_pool: crate::evict::Pool,
     rng: u64,
 }
 
@@ -325,6 +327,7 @@ impl ShardState {
             scripting: crate::scripting::Scripting::default(),
             hotkeys: crate::hotkeys::HotKeys::default(),
             oom: false,
+            evict_pool: crate::evict::Pool::default(),
             rng: seed | 1,
         }
     }

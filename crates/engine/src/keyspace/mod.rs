@@ -279,29 +279,49 @@ impl Db {
         }
     }
 
-    /// A random entry, for eviction's sampling (only entries with a TTL
-    /// when `volatile`): a random entry of a random slot's table, so not
-    /// uniform over keys, which sampling does not need. None when there is
-    /// none.
-    pub fn sample(&self, volatile: bool, rng: &mut impl FnMut() -> u64) -> Option<&Entry> {
+    /// Up to `n` entries for eviction's sampling (only entries with a TTL
+    /// when `volatile`), handed to `visit`: consecutive entries from a
+    /// random place of a random slot's table, going on to the next tables
+    /// while `n` are not found. Like Redis's `dictGetSomeKeys`, it reads one
+    /// region rather than `n` scattered ones (the cache misses of sampling
+    /// are most of eviction's cost), and is not uniform over keys, which
+    /// sampling does not need.
+    pub fn sample(
+        &self,
+        volatile: bool,
+        n: usize,
+        rng: &mut impl FnMut() -> u64,
+        mut visit: impl FnMut(&Entry),
+    ) {
         let live = |t: &SlotTable| if volatile { t.volatile as usize } else { t.len() };
         let wanted = if volatile { self.volatile } else { self.len };
-        let n = self.tables.len();
-        if wanted == 0 || n == 0 {
-            return None;
+        let tables = self.tables.len();
+        if wanted == 0 || tables == 0 {
+            return;
         }
         // Mostly-full shards: a few random tables find one at once. A
         // sparse one: the first table with keys from a random start.
-        let start =
-            (0..8).map(|_| (rng() % n as u64) as usize).find(|&i| live(&self.tables[i]) > 0);
-        let start = start.unwrap_or((rng() % n as u64) as usize);
-        let t = (0..n).map(|i| &self.tables[(start + i) % n]).find(|t| live(t) > 0)?;
-        let k = (rng() % live(t) as u64) as usize;
-        let mut entries = t.table.iter().map(|e| &**e);
-        if volatile {
-            entries.filter(|e| e.expire_at != 0).nth(k)
-        } else {
-            entries.nth(k)
+        let first = (0..8)
+            .map(|_| (rng() % tables as u64) as usize)
+            .find(|&i| live(&self.tables[i]) > 0)
+            .unwrap_or((rng() % tables as u64) as usize);
+        let mut left = n.min(wanted);
+        for i in 0..tables {
+            let t = &self.tables[(first + i) % tables];
+            let here = live(t);
+            if here == 0 {
+                continue;
+            }
+            // From a random place of the first table, wrapping around it.
+            let skip = if i == 0 { (rng() % here as u64) as usize } else { 0 };
+            let entries = t.table.iter().map(|e| &**e).filter(|e| !volatile || e.expire_at != 0);
+            for e in entries.clone().skip(skip).chain(entries.take(skip)).take(left) {
+                visit(e);
+                left -= 1;
+            }
+            if left == 0 {
+                return;
+            }
         }
     }
 
