@@ -6,10 +6,11 @@
 mod common;
 use common::{info_field, q, Server};
 
+const OOM_TEXT: &str = "command not allowed when used memory > 'maxmemory'.";
+
 /// Redis's OOM error (the `redis` crate shows its code as "OOM:").
 fn is_oom(error: &str) -> bool {
-    error.starts_with("OOM")
-        && error.ends_with("command not allowed when used memory > 'maxmemory'.")
+    error.starts_with("OOM") && error.ends_with(OOM_TEXT)
 }
 
 fn used(c: &mut redis::Connection) -> u64 {
@@ -68,6 +69,13 @@ fn noeviction_refuses_writes_and_eviction_keeps_under_the_limit() {
     let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory-policy", "volatile-lru"]).unwrap();
     let (_, error) = fill(&mut c, "b", 2048, false);
     assert!(error.is_some_and(|e| is_oom(&e)));
+    // A transaction fails at the write, before EXEC (Redis refuses it
+    // before queueing).
+    let mut raw = server.raw();
+    assert_eq!(raw.call(&["MULTI"]), "+OK\r\n");
+    assert_eq!(raw.call(&["GET", "a:0"]), "+QUEUED\r\n");
+    assert_eq!(raw.call(&["SET", "b:x", "1"]), format!("-OOM {OOM_TEXT}\r\n"));
+    assert!(raw.call(&["EXEC"]).starts_with("-EXECABORT"));
 
     // allkeys-lru: every write goes through, old keys go, and the process
     // stays near the limit.

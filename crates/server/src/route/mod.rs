@@ -328,6 +328,16 @@ fn queue(
     skip: bool,
 ) {
     let suppress = skip || conn.state.reply_off;
+    // Over `maxmemory`, a write that may grow memory fails the transaction
+    // at once, as Redis refuses it before queueing.
+    if reg.spec.has(flags::DENYOOM) && out_of_memory(&conn.core) {
+        if let Some(m) = &mut conn.state.multi {
+            m.failed = true;
+        }
+        conn.core.shard.borrow_mut().state.stats.command(reg.id).rejected_calls += 1;
+        segment.reply_error(conn, &CmdError::new(ringdb_engine::evict::OOM), suppress);
+        return;
+    }
     if !multi::allowed_in_multi(reg) {
         if let Some(m) = &mut conn.state.multi {
             m.failed = true;
