@@ -10,12 +10,13 @@
 //!
 //! Candidates are sampled (`maxmemory-samples` neighbouring keys per
 //! database per round, only keys with a TTL for the `volatile-*` policies)
-//! into a pool of the best few kept from run to run, as Redis's approximated LRU, LFU and TTL eviction do. Keys a
-//! cross-shard transaction holds are never evicted. A run stops when the
-//! process is under the limit, or when its time budget
-//! (`maxmemory-eviction-tenacity`) is spent; a command meeting a shard that
-//! could evict nothing at all (`noeviction`, or no candidate) gets Redis's
-//! OOM error if it may grow memory (the `denyoom` commands).
+//! into a pool of the best few, kept from run to run, as Redis's
+//! approximated LRU, LFU and TTL eviction do. Keys a cross-shard
+//! transaction holds are never evicted. A run stops when the process is
+//! under the limit, or when its time budget (`maxmemory-eviction-tenacity`)
+//! is spent; one that runs out of keys to evict (`noeviction`, or no
+//! candidate left) makes the `denyoom` commands that follow get Redis's OOM
+//! error.
 
 use crate::funnel::NotifyClass;
 use crate::locks::fingerprint;
@@ -300,14 +301,10 @@ mod tests {
         shard
     }
 
-    fn run(shard: &mut Shard) {
-        make_room(shard, 1_000_000);
-    }
-
     #[test]
     fn evicts_down_to_the_limit_and_prefers_idle_keys() {
         let mut s = shard(Policy::AllKeysLru, 50, 0);
-        run(&mut s);
+        make_room(&mut s, 1_000_000);
         assert_eq!(s.key_count(), 10);
         assert_eq!(s.state.stats.evicted_keys, 40);
         assert!(!s.state.oom);
@@ -320,7 +317,7 @@ mod tests {
     #[test]
     fn volatile_policies_only_evict_keys_with_a_ttl() {
         let mut s = shard(Policy::VolatileLru, 50, 2);
-        run(&mut s);
+        make_room(&mut s, 1_000_000);
         // 25 keys have a TTL; evicting them all still leaves 25 > 10.
         assert_eq!(s.key_count(), 25);
         assert_eq!(s.keyspace.db(0).volatile(), 0);
@@ -330,7 +327,7 @@ mod tests {
     #[test]
     fn noeviction_refuses_and_keeps_every_key() {
         let mut s = shard(Policy::NoEviction, 50, 0);
-        run(&mut s);
+        make_room(&mut s, 1_000_000);
         assert_eq!(s.key_count(), 50);
         assert!(s.state.oom);
         s.state.settings.memory.maxmemory = 10_000;
@@ -342,12 +339,12 @@ mod tests {
     fn random_and_ttl_policies_evict() {
         for policy in [Policy::AllKeysRandom, Policy::VolatileRandom, Policy::VolatileTtl] {
             let mut s = shard(policy, 50, 1);
-            run(&mut s);
+            make_room(&mut s, 1_000_000);
             assert_eq!(s.key_count(), 10, "{policy:?}");
         }
         // volatile-ttl: the keys that expire soonest go first.
         let mut s = shard(Policy::VolatileTtl, 50, 1);
-        run(&mut s);
+        make_room(&mut s, 1_000_000);
         let latest =
             (40..50).filter(|i| s.keyspace.db(0).get(format!("k{i}").as_bytes()).is_some());
         assert!(latest.count() >= 5);

@@ -7,8 +7,8 @@
 //! `processEventsWhileBlocked` does for its clients: commands that need the
 //! busy shard get the BUSY error, SCRIPT KILL and FUNCTION KILL ask the
 //! script to stop, FUNCTION STATS describes it, SHUTDOWN NOSAVE stops the
-//! process. Clients on other
-//! cores get the same answers from the router ([`super::busy_error`]).
+//! process. Clients on other cores get the same answers from the router
+//! ([`super::busy_error`]).
 
 use super::busy_error;
 use crate::cmd::admin::ShutdownFlags;
@@ -23,9 +23,11 @@ use ringdb_protocol::{Output, ParseLimits, ReplyWriter, Request, RequestParser, 
 /// answer without the connection's own state or another core (AUTH, MULTI,
 /// a key of another shard …): that command and those after it stay in
 /// `input`, to run in order once the script has ended. So does an
-/// incomplete or malformed command.
-pub fn answer(core: &Core, resp: Resp, input: &mut BytesMut, out: &mut Output) {
-    let Ok(config) = core.config.try_borrow() else { return };
+/// incomplete or malformed command. Returns whether the connection may be
+/// answered again while the script runs: not after a command that waits,
+/// nor after a malformed one.
+pub fn answer(core: &Core, resp: Resp, input: &mut BytesMut, out: &mut Output) -> bool {
+    let Ok(config) = core.config.try_borrow() else { return true };
     // Only authenticated connections are idle (`Shared::idle`).
     let limits =
         ParseLimits { max_bulk_len: config.conn.proto_max_bulk_len, ..ParseLimits::default() };
@@ -33,7 +35,7 @@ pub fn answer(core: &Core, resp: Resp, input: &mut BytesMut, out: &mut Output) {
     let mut requests = Vec::new();
     // A protocol error leaves the bad bytes in `input`: the connection
     // replies to them itself.
-    let _ = RequestParser::new().parse(input, &limits, &mut requests);
+    let parsed = RequestParser::new().parse(input, &limits, &mut requests);
     let mut requests = requests.into_iter();
     while let Some(request) = requests.next() {
         if !answer_one(core, &request.args, &mut out.writer(resp)) {
@@ -43,9 +45,10 @@ pub fn answer(core: &Core, resp: Resp, input: &mut BytesMut, out: &mut Output) {
             }
             kept.extend_from_slice(input);
             *input = kept;
-            return;
+            return false;
         }
     }
+    parsed.is_ok()
 }
 
 /// Answers one command; false when it must wait for the script's end.

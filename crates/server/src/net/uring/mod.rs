@@ -222,7 +222,8 @@ impl Driver {
     /// this core runs meanwhile, the driver's included): one turn of the
     /// ring, then `serve` may answer the input of each idle connection
     /// ([`Shared::idle`]) by taking commands off the front of its input and
-    /// appending their replies, and a second turn sends those. New
+    /// appending their replies (false: leave this connection alone until
+    /// it reads again), and a second turn sends those. New
     /// connections are held until the driver runs again (for the server to
     /// admit them), and are idle meanwhile when `new_is_idle` says so of
     /// their descriptor. The part of Redis's `processEventsWhileBlocked`
@@ -230,7 +231,7 @@ impl Driver {
     pub fn serve_while_busy(
         self: &Rc<Self>,
         new_is_idle: &dyn Fn(RawFd) -> bool,
-        serve: &mut dyn FnMut(Resp, &mut BytesMut, &mut Output),
+        serve: &mut dyn FnMut(Resp, &mut BytesMut, &mut Output) -> bool,
     ) {
         let hold = |stream: UringStream| {
             stream.set_idle(new_is_idle(stream.fd()).then_some(Resp::V2));
@@ -255,7 +256,9 @@ impl Driver {
                     continue;
                 }
                 let st = &mut *st;
-                serve(resp, &mut st.input, &mut st.pending);
+                if !serve(resp, &mut st.input, &mut st.pending) {
+                    shared.idle.set(None);
+                }
             }
             self.schedule(shared);
         }
