@@ -64,6 +64,13 @@ fn noeviction_refuses_writes_and_eviction_keeps_under_the_limit() {
     let dbsize: usize = q(&mut c, &["DBSIZE"]).unwrap();
     assert_eq!(dbsize, written);
     assert_eq!(info_field(&mut c, "stats", "evicted_keys"), "0");
+    // A refused write is a rejected call, and an OOM error reply (Redis).
+    let set = info_field(&mut c, "commandstats", "cmdstat_set");
+    assert!(
+        set.contains(&format!("calls={written},")) && set.contains("rejected_calls=1,"),
+        "{set}"
+    );
+    assert_eq!(info_field(&mut c, "errorstats", "errorstat_OOM"), "count=1");
 
     // volatile-lru with no key that has a TTL: still refused.
     let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory-policy", "volatile-lru"]).unwrap();

@@ -768,6 +768,12 @@ fn execute_counted(
     mut splices: Option<&mut Splices>,
     clock: &mut Clock,
 ) {
+    if state.oom && cmd.spec.has(crate::command::spec::flags::DENYOOM) {
+        // Refused before it runs: a rejected call, as in Redis.
+        ReplyWriter::new(out, cmd.client.resp).error(crate::evict::OOM);
+        state.stats.rejected(cmd.id, "OOM");
+        return;
+    }
     record_accesses(state, cmd, clock.now_ms);
     let mark = out.len();
     let log_mark = state.funnel.log.as_ref().map(|log| log.mark());
@@ -874,11 +880,6 @@ fn run_handler(
         ReplyWriter::new(out, cmd.client.resp).error(e.text());
         return Some(e);
     };
-    if state.oom && cmd.spec.has(crate::command::spec::flags::DENYOOM) {
-        let e = crate::command::error::CmdError::new(crate::evict::OOM);
-        ReplyWriter::new(out, cmd.client.resp).error(e.text());
-        return Some(e);
-    }
     let mark = out.len();
     let outer_writer = state.funnel.tracking.enter(&cmd.client);
     let result = {
