@@ -49,10 +49,12 @@ pub const BLOOM_TYPE_NAME: &str = "MBbloom--";
 pub enum StrValue {
     /// A canonical decimal integer (`int`).
     Int(i64),
-    /// A short string, immutable in place (`embstr`).
+    /// A string as stored by SET, immutable in place: inline up to 22
+    /// bytes, else in one heap block of its exact size. Reported as
+    /// `embstr` up to 44 bytes and `raw` beyond, as Redis's encodings are.
     Emb(SmallBytes),
-    /// A string that was modified in place or is longer than 44 bytes (`raw`).
-    /// Boxed so that a `Value` stays 24 bytes; amortised growth for APPEND.
+    /// A string that was modified in place (`raw`). Boxed so that a `Value`
+    /// stays 24 bytes; amortised growth for APPEND.
     Raw(Box<Vec<u8>>),
     /// A long string as stored by SET (and loads): immutable and shared with
     /// the replies still sending it. Reported as `raw`, as Redis would.
@@ -78,8 +80,8 @@ impl Value {
     pub fn encoding(&self) -> &'static str {
         match self {
             Value::Str(StrValue::Int(_)) => "int",
-            Value::Str(StrValue::Emb(_)) => "embstr",
-            Value::Str(StrValue::Raw(_) | StrValue::Shared(_)) => "raw",
+            Value::Str(StrValue::Emb(s)) if s.len() <= EMBSTR_MAX => "embstr",
+            Value::Str(StrValue::Emb(_) | StrValue::Raw(_) | StrValue::Shared(_)) => "raw",
             Value::List(l) => l.encoding(),
             Value::Hash(h) => h.encoding(),
             Value::Set(s) => s.encoding(),
@@ -134,16 +136,16 @@ impl StrValue {
                 return StrValue::Int(n);
             }
         }
-        if bytes.len() <= EMBSTR_MAX {
-            StrValue::Emb(SmallBytes::new(bytes))
-        } else if bytes.len() >= SHARED_MIN {
+        if bytes.len() >= SHARED_MIN {
             // Copied once, to a buffer of its own: a command's argument is a
             // slice of the connection's read buffer, which it would pin
             // whole (with whatever else that read held) for as long as the
             // key lives. SET copied the value before too (into a `Vec`).
             StrValue::Shared(Box::new(Bytes::copy_from_slice(bytes)))
         } else {
-            StrValue::Raw(Box::new(bytes.to_vec()))
+            // One allocation past 22 bytes (a `Raw` would take two: its
+            // box and its buffer).
+            StrValue::Emb(SmallBytes::new(bytes))
         }
     }
 
