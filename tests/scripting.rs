@@ -375,6 +375,7 @@ fn busy_scripts_get_busy_replies_and_script_kill() {
     let _: () = q(&mut admin, &["CONFIG", "SET", "busy-reply-threshold", "50"]).unwrap();
     // A client on the other core than a's (shard 0).
     let mut other = common::raw_on_shard(&server, &mut admin, 1, &mut Vec::new());
+    let mut tx = common::raw_on_shard(&server, &mut admin, 1, &mut Vec::new());
     // A script that never ends, on a's shard.
     let mut runner = server.raw();
     runner.cmd(&[b"EVAL", b"while true do end", b"1", a.as_bytes()]);
@@ -385,6 +386,10 @@ fn busy_scripts_get_busy_replies_and_script_kill() {
     assert_eq!(other.call(&["SET", &b, "1"]), "+OK\r\n");
     assert!(other.call(&["DBSIZE"]).starts_with("-BUSY"));
     assert_eq!(other.call(&["FUNCTION", "KILL"]), BUSY);
+    // A command refused with BUSY inside MULTI fails the EXEC (Redis's
+    // rejectCommand flags the transaction).
+    assert_eq!(tx.call(&["MULTI"]), "+OK\r\n");
+    assert_eq!(tx.call(&["GET", &a]), BUSY);
     assert_eq!(other.call(&["SCRIPT", "KILL"]), "+OK\r\n");
     let killed = String::from_utf8_lossy(&runner.read_frame()).into_owned();
     assert!(
@@ -392,10 +397,12 @@ fn busy_scripts_get_busy_replies_and_script_kill() {
         "{killed}"
     );
     let deadline = Instant::now() + Duration::from_secs(5);
-    while other.call(&["GET", &a]).starts_with("-BUSY") {
+    // Once the script is gone, the GET is queued.
+    while tx.call(&["GET", &a]).starts_with("-BUSY") {
         assert!(Instant::now() < deadline, "still busy after the kill");
         thread::sleep(Duration::from_millis(20));
     }
+    assert!(tx.call(&["EXEC"]).starts_with("-EXECABORT"));
     assert_eq!(other.call(&["SCRIPT", "KILL"]), "-NOTBUSY No scripts in execution right now.\r\n");
 
     // pcall cannot catch a kill.

@@ -615,7 +615,6 @@ impl Shard {
                 }
             }
             crate::evict::make_room(self, clock.now_ms);
-            let cmd = &cmds[next];
             execute_spliced(&mut self.keyspace, &mut self.state, cmd, &mut reply.buf, &mut clock);
             reply.ends.push(reply.buf.len());
             next += 1;

@@ -23,5 +23,5 @@ pub mod parse;
 pub mod reply;
 
 pub use output::{Output, Segments, Splice, Splices, SPLICE_MIN};
-pub use parse::{ParseError, ParseLimits, Request, RequestParser};
+pub use parse::{encode_command, ParseError, ParseLimits, Request, RequestParser};
 pub use reply::{ReplyWriter, Resp};

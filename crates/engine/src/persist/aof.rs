@@ -118,12 +118,7 @@ impl LogState {
 
 /// Appends a RESP array of `args`.
 fn command(out: &mut Vec<u8>, args: &[&[u8]]) {
-    out.extend_from_slice(format!("*{}\r\n", args.len()).as_bytes());
-    for a in args {
-        out.extend_from_slice(format!("${}\r\n", a.len()).as_bytes());
-        out.extend_from_slice(a);
-        out.extend_from_slice(b"\r\n");
-    }
+    ringdb_protocol::encode_command(out, args);
 }
 
 fn select_once(out: &mut Vec<u8>, log: &mut LogState, db: usize) {

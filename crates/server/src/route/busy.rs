@@ -13,10 +13,10 @@
 use super::busy_error;
 use crate::cmd::admin::ShutdownFlags;
 use crate::node::Core;
-use bytes::{BufMut, Bytes, BytesMut};
+use bytes::{Bytes, BytesMut};
 use ringdb_engine::command::spec::flags;
 use ringdb_engine::command::table;
-use ringdb_protocol::{Output, ParseLimits, ReplyWriter, Request, RequestParser, Resp};
+use ringdb_protocol::{encode_command, Output, ParseLimits, ReplyWriter, RequestParser, Resp};
 
 /// Answers the commands at the front of an idle connection's `input`,
 /// appending the replies to `out`. It stops at the first command it cannot
@@ -41,7 +41,8 @@ pub fn answer(core: &Core, resp: Resp, input: &mut BytesMut, out: &mut Output) -
         if !answer_one(core, &request.args, &mut out.writer(resp)) {
             let mut kept = BytesMut::new();
             for request in std::iter::once(request).chain(requests) {
-                encode(&request, &mut kept);
+                // Inline commands come back as multibulks: the same command.
+                encode_command(&mut kept, &request.args);
             }
             kept.extend_from_slice(input);
             *input = kept;
@@ -103,33 +104,5 @@ fn answer_one(core: &Core, args: &[Bytes], out: &mut ReplyWriter) -> bool {
             true
         }
         _ => false,
-    }
-}
-
-/// A request as a RESP multibulk again (inline ones included).
-fn encode(request: &Request, buf: &mut BytesMut) {
-    buf.put_slice(format!("*{}\r\n", request.args.len()).as_bytes());
-    for arg in &request.args {
-        buf.put_slice(format!("${}\r\n", arg.len()).as_bytes());
-        buf.put_slice(arg);
-        buf.put_slice(b"\r\n");
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn encode_round_trips_through_the_parser() {
-        let args: Vec<Bytes> =
-            vec![Bytes::from_static(b"SET"), Bytes::from_static(b"k"), Bytes::from_static(b"")];
-        let mut buf = BytesMut::new();
-        encode(&Request { args: args.clone() }, &mut buf);
-        let mut out = Vec::new();
-        RequestParser::new().parse(&mut buf, &ParseLimits::default(), &mut out).unwrap();
-        assert_eq!(out.len(), 1);
-        assert_eq!(out[0].args, args);
-        assert!(buf.is_empty());
     }
 }

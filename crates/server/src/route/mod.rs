@@ -23,6 +23,7 @@ use bytes::Bytes;
 use ringdb_engine::command::error::NOAUTH;
 use ringdb_engine::command::spec::flags;
 use ringdb_engine::command::{table, CmdError, Exec, Registered};
+use ringdb_engine::evict::OOM;
 use ringdb_engine::{ShardCommand, ShardId};
 use ringdb_protocol::Request;
 use segment::Segment;
@@ -64,14 +65,8 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
             Err(e) => {
                 // A known command with the wrong arity is "rejected" in its
                 // INFO commandstats, as in Redis; an unknown one has no row.
-                if let Some(row) = rejected_row(&args) {
-                    conn.core.shard.borrow_mut().state.stats.command(row.id).rejected_calls += 1;
-                }
-                // A refused command makes an open MULTI fail at EXEC.
-                if let Some(multi) = &mut conn.state.multi {
-                    multi.failed = true;
-                }
-                segment.reply_error(conn, &e, skip || conn.state.reply_off);
+                let row = rejected_row(&args).map(|row| row.id);
+                reject(conn, &mut segment, row, &e, skip);
                 continue;
             }
         };
@@ -80,17 +75,12 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
         // Also when CACHING is not set yet: a transaction may set it.
         conn.state.caching_spent = spends_caching(conn, reg);
         if !conn.state.authenticated && !spec.has(flags::NO_AUTH) && !is_auth_command(spec.name) {
-            conn.core.shard.borrow_mut().state.stats.command(reg.id).rejected_calls += 1;
-            if let Some(multi) = &mut conn.state.multi {
-                multi.failed = true;
-            }
-            segment.reply_error(conn, &NOAUTH, skip || conn.state.reply_off);
+            reject(conn, &mut segment, Some(reg.id), &NOAUTH, skip);
             continue;
         }
         if conn.core.shared.scripts.any_busy() && !spec.has(flags::ALLOW_BUSY) {
             if let Some(busy) = busy_error(&conn.core, spec, &args) {
-                conn.core.shard.borrow_mut().state.stats.command(reg.id).rejected_calls += 1;
-                segment.reply_error(conn, &CmdError::new(busy), skip || conn.state.reply_off);
+                reject(conn, &mut segment, Some(reg.id), &CmdError::new(busy), skip);
                 continue;
             }
         }
@@ -135,10 +125,7 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
                 }
             }
             Exec::Node(_) if spec.has(flags::DENYOOM) && out_of_memory(&conn.core) => {
-                segment.finish(conn).await;
-                conn.core.shard.borrow_mut().state.stats.command(reg.id).rejected_calls += 1;
-                let oom = CmdError::new(ringdb_engine::evict::OOM);
-                segment.reply_error(conn, &oom, skip || conn.state.reply_off);
+                reject(conn, &mut segment, Some(reg.id), &CmdError::new(OOM), skip);
             }
             Exec::Node(node) => {
                 segment.finish(conn).await;
@@ -252,6 +239,25 @@ pub(crate) fn busy_error(
     }
 }
 
+/// A command refused before it runs (Redis's `rejectCommand`): a rejected
+/// call of its row (`id`) in INFO commandstats, an open MULTI fails at
+/// EXEC, and the error is its reply.
+fn reject(
+    conn: &mut Connection,
+    segment: &mut Segment,
+    id: Option<usize>,
+    error: &CmdError,
+    skip: bool,
+) {
+    if let Some(id) = id {
+        conn.core.shard.borrow_mut().state.stats.command(id).rejected_calls += 1;
+    }
+    if let Some(multi) = &mut conn.state.multi {
+        multi.failed = true;
+    }
+    segment.reply_error(conn, error, skip || conn.state.reply_off);
+}
+
 /// Whether a server command that may grow memory (FUNCTION LOAD, FUNCTION
 /// RESTORE) must be refused: the process is over `maxmemory` and this
 /// core's shard has nothing left to evict (see `ringdb_engine::evict`).
@@ -327,17 +333,13 @@ fn queue(
     args: Vec<bytes::Bytes>,
     skip: bool,
 ) {
-    let suppress = skip || conn.state.reply_off;
     // Over `maxmemory`, a write that may grow memory fails the transaction
     // at once, as Redis refuses it before queueing.
     if reg.spec.has(flags::DENYOOM) && out_of_memory(&conn.core) {
-        if let Some(m) = &mut conn.state.multi {
-            m.failed = true;
-        }
-        conn.core.shard.borrow_mut().state.stats.command(reg.id).rejected_calls += 1;
-        segment.reply_error(conn, &CmdError::new(ringdb_engine::evict::OOM), suppress);
+        reject(conn, segment, Some(reg.id), &CmdError::new(OOM), skip);
         return;
     }
+    let suppress = skip || conn.state.reply_off;
     if !multi::allowed_in_multi(reg) {
         if let Some(m) = &mut conn.state.multi {
             m.failed = true;
