@@ -359,13 +359,14 @@ fn quicklist_encoding_at_every_size_and_node_limit() {
     let (a, b) = keys_on_two_shards();
     let mut c = server.client();
     let mut raw = server.raw();
-    for (key, fill) in [(&a, "-2"), (&b, "3"), (&a, "1"), (&b, "-1")] {
+    // Every node limit, plain and with inner nodes LZF-compressed.
+    let runs = [(&a, "-2", "0"), (&b, "3", "0"), (&a, "1", "2"), (&b, "-1", "1"), (&a, "-2", "1")];
+    for (key, fill, depth) in runs {
         let key = key.as_str();
         q::<()>(&mut c, &["DEL", key]).unwrap();
-        assert_eq!(
-            q::<String>(&mut c, &["CONFIG", "SET", "list-max-listpack-size", fill]).unwrap(),
-            "OK"
-        );
+        for (name, value) in [("list-max-listpack-size", fill), ("list-compress-depth", depth)] {
+            assert_eq!(q::<String>(&mut c, &["CONFIG", "SET", name, value]).unwrap(), "OK");
+        }
         let mut model: VecDeque<String> = VecDeque::new();
         q::<i64>(&mut c, &["RPUSH", key, "1"]).unwrap();
         model.push_back("1".into());
@@ -418,6 +419,64 @@ fn quicklist_encoding_at_every_size_and_node_limit() {
         assert_eq!(popped.len(), model.len() - 1);
         assert_eq!(raw.call(&["OBJECT", "ENCODING", key]), bulk("quicklist"), "fill {fill}");
         assert_eq!(q::<i64>(&mut c, &["LLEN", key]).unwrap(), 1);
+    }
+}
+
+/// `list-compress-depth`: inner nodes take a fraction of the memory, every
+/// command still sees the same elements, and a list keeps the depth it was
+/// created with (as in Redis).
+#[test]
+fn compress_depth_shrinks_inner_nodes() {
+    let server = Server::start(2);
+    let (a, b) = keys_on_two_shards();
+    let mut c = server.client();
+    let fill = |c: &mut redis::Connection, key: &str| {
+        for chunk in 0..50 {
+            let values: Vec<String> =
+                (0..1000).map(|i| format!("order:{}:pending", (chunk * 1000 + i) % 100)).collect();
+            let mut args = vec!["RPUSH", key];
+            args.extend(values.iter().map(String::as_str));
+            q::<i64>(c, &args).unwrap();
+        }
+    };
+    fill(&mut c, &a);
+    assert_eq!(q::<String>(&mut c, &["CONFIG", "SET", "list-compress-depth", "1"]).unwrap(), "OK");
+    fill(&mut c, &b);
+    let plain: i64 = q(&mut c, &["MEMORY", "USAGE", &a]).unwrap();
+    let packed: i64 = q(&mut c, &["MEMORY", "USAGE", &b]).unwrap();
+    assert!(packed * 4 < plain, "compressed {packed} bytes vs plain {plain}");
+    // Reads and changes in the middle give what the plain list gives.
+    for key in [&a, &b] {
+        q::<i64>(&mut c, &["LINSERT", key, "BEFORE", "order:42:pending", "first-42"]).unwrap();
+        q::<String>(&mut c, &["LSET", key, "25000", "middle"]).unwrap();
+        q::<i64>(&mut c, &["LREM", key, "-3", "order:7:pending"]).unwrap();
+    }
+    for cmd in [
+        vec!["LRANGE", "K", "24990", "25010"],
+        vec!["LRANGE", "K", "0", "-1"],
+        vec!["LINDEX", "K", "30000"],
+        vec!["LPOS", "K", "middle"],
+        vec!["LPOS", "K", "order:7:pending", "RANK", "-1", "COUNT", "5"],
+    ] {
+        let on = |key: &str| -> Vec<String> {
+            cmd.iter().map(|&x| if x == "K" { key } else { x }.to_string()).collect()
+        };
+        let got_a: redis::Value =
+            q(&mut c, &on(&a).iter().map(String::as_str).collect::<Vec<_>>()).unwrap();
+        let got_b: redis::Value =
+            q(&mut c, &on(&b).iter().map(String::as_str).collect::<Vec<_>>()).unwrap();
+        assert_eq!(got_a, got_b, "{cmd:?}");
+    }
+    // Reads do not leave decompressed copies behind.
+    let after: i64 = q(&mut c, &["MEMORY", "USAGE", &b]).unwrap();
+    assert!(after * 4 < plain, "{after} bytes after reads");
+    // The plain list stays plain under the new setting, and pops drain both alike.
+    let popped_a: Vec<String> = q(&mut c, &["LPOP", &a, "30000"]).unwrap();
+    let popped_b: Vec<String> = q(&mut c, &["LPOP", &b, "30000"]).unwrap();
+    assert_eq!(popped_a, popped_b);
+    for bad in ["-1", "x"] {
+        let err = q::<String>(&mut c, &["CONFIG", "SET", "list-compress-depth", bad]).unwrap_err();
+        assert!(err.to_string().contains("list-compress-depth"), "{err}");
     }
 }
 

@@ -38,6 +38,7 @@ pub mod intset;
 pub mod lcs;
 pub mod limits;
 pub mod list;
+pub mod lzf;
 pub mod murmur;
 pub mod number;
 pub mod pack;

@@ -22,6 +22,9 @@ pub struct Limits {
     /// Redis CONFIG parameter: false makes lists quicklists from their first
     /// element and never convert back, as Redis 7.0 reports them.
     pub list_listpack: bool,
+    /// `list-compress-depth`: nodes kept plain at each end of a quicklist,
+    /// the others LZF-compressed (0: none).
+    pub list_compress_depth: usize,
     /// `hash-max-listpack-entries`.
     pub hash_max_listpack_entries: usize,
     /// `hash-max-listpack-value`: longest field or value kept in a listpack.
@@ -49,6 +52,7 @@ impl Default for Limits {
         Limits {
             list_max_listpack_size: -2,
             list_listpack: true,
+            list_compress_depth: 0,
             hash_max_listpack_entries: 512,
             hash_max_listpack_value: 64,
             set_max_intset_entries: 512,

@@ -612,6 +612,12 @@ impl<const BACK: bool> Pack<BACK> {
         Pack { buf: PackBuf::new() }
     }
 
+    /// A pack of `bytes` this crate encoded itself (a list node it had
+    /// compressed), holding `count` entries.
+    pub(crate) fn from_own_bytes(bytes: Vec<u8>, count: usize) -> Self {
+        Pack { buf: PackBuf::from_box(bytes.into_boxed_slice(), count) }
+    }
+
     /// Wraps a buffer produced by [`Pack::into_buf`] (a set keeps its small
     /// encodings in one field).
     pub fn from_buf(buf: PackBuf) -> Self {

@@ -146,11 +146,15 @@ const BPOP_KEYS: KeySpec = KeySpec::range(1, -2, 1, kf::RW | kf::ACCESS | kf::DE
 // ---- Looking lists up -------------------------------------------------------
 
 /// The list at `key` for reading: `Ok(None)` when missing, WRONGTYPE when
-/// the key holds another type.
-pub fn read_list<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Result<Option<&'a List>, CmdError> {
+/// the key holds another type. Mutable so that a read can close the
+/// compressed nodes it opened ([`List::close`]).
+pub fn read_list<'a>(
+    ks: &'a mut KeyspaceView,
+    key: &[u8],
+) -> Result<Option<&'a mut List>, CmdError> {
     match ks.read(key) {
         None => Ok(None),
-        Some(e) => match &e.value {
+        Some(e) => match &mut e.value {
             Value::List(l) => Ok(Some(l)),
             _ => Err(WRONG_TYPE),
         },
@@ -526,7 +530,7 @@ fn blmpop(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 // ---- Reads ------------------------------------------------------------------
 
 fn llen(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
-    let len = read_list(&mut ctx.ks, &args[1])?.map_or(0, List::len);
+    let len = read_list(&mut ctx.ks, &args[1])?.map_or(0, |l| l.len());
     ctx.out.int(len as i64);
     Ok(())
 }
@@ -549,6 +553,7 @@ fn lrange(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
             }
         }
     }
+    list.close();
     Ok(())
 }
 
@@ -563,6 +568,7 @@ fn lindex(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         Some(item) => reply_item(&mut ctx.out, &item),
         None => ctx.out.null(),
     }
+    list.close();
     Ok(())
 }
 
@@ -645,7 +651,11 @@ fn lpos_matches(list: &List, element: &[u8], o: &LposOptions) -> Vec<usize> {
 fn lpos(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let o = parse_lpos_options(args)?;
     let found = match read_list(&mut ctx.ks, &args[1])? {
-        Some(list) => lpos_matches(list, &args[2], &o),
+        Some(list) => {
+            let found = lpos_matches(list, &args[2], &o);
+            list.close();
+            found
+        }
         None => Vec::new(),
     };
     match (o.count, found.first()) {

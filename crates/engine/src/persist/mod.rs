@@ -19,6 +19,5 @@ pub mod crc64;
 pub mod dump;
 pub mod encodings;
 pub mod live;
-pub mod lzf;
 pub mod rdb;
 pub mod snapshot;

@@ -311,7 +311,7 @@ impl Reader<'_> {
                 3 => {
                     let clen = self.length()?;
                     let len = self.length()?;
-                    lzf_decompress(self.take(clen)?, len)
+                    ringdb_types::lzf::decompress(self.take(clen)?, len)
                 }
                 _ => None,
             },
@@ -334,42 +334,6 @@ impl Reader<'_> {
             _ => None,
         }
     }
-}
-
-/// LZF decompression (liblzf's format, as RDB uses it), bounded by the
-/// length the record announces.
-fn lzf_decompress(input: &[u8], out_len: usize) -> Option<Vec<u8>> {
-    if out_len > input.len().saturating_mul(256) {
-        return None;
-    }
-    let mut out = Vec::with_capacity(out_len);
-    let mut i = 0;
-    while i < input.len() {
-        let ctrl = input[i] as usize;
-        i += 1;
-        if ctrl < 32 {
-            let run = ctrl + 1;
-            out.extend_from_slice(input.get(i..i + run)?);
-            i += run;
-        } else {
-            let mut len = ctrl >> 5;
-            if len == 7 {
-                len += *input.get(i)? as usize;
-                i += 1;
-            }
-            let back = ((ctrl & 0x1f) << 8) + *input.get(i)? as usize + 1;
-            i += 1;
-            let start = out.len().checked_sub(back)?;
-            for k in 0..len + 2 {
-                let c = out[start + k];
-                out.push(c);
-            }
-        }
-        if out.len() > out_len {
-            return None;
-        }
-    }
-    (out.len() == out_len).then_some(out)
 }
 
 /// The library codes in a FUNCTION RESTORE payload, after checking its
@@ -420,14 +384,6 @@ mod tests {
         bad[3] ^= 1;
         assert_eq!(parse_dump(&bad).unwrap_err(), BAD_PAYLOAD);
         assert_eq!(parse_dump(b"short").unwrap_err(), BAD_PAYLOAD);
-    }
-
-    #[test]
-    fn lzf_literals_and_back_references() {
-        // "aaaaaaaaaa": literal 'a', then a back reference of 9.
-        let compressed = [0x00, b'a', 0xe0, 0x00, 0x00];
-        assert_eq!(lzf_decompress(&compressed, 10).unwrap(), b"aaaaaaaaaa");
-        assert!(lzf_decompress(&compressed, 11).is_none());
     }
 
     #[test]

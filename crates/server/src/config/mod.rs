@@ -258,6 +258,8 @@ impl Config {
         ringdb_types::limits::Limits {
             list_max_listpack_size: self.int("list-max-listpack-size"),
             list_listpack: false,
+            // Redis caps the depth a quicklist keeps at 2^16 - 1.
+            list_compress_depth: (self.int("list-compress-depth") as usize).min(u16::MAX as usize),
             hash_max_listpack_entries: self.int("hash-max-listpack-entries") as usize,
             hash_max_listpack_value: self.int("hash-max-listpack-value") as usize,
             set_max_intset_entries: self.int("set-max-intset-entries") as usize,

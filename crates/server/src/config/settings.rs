@@ -138,6 +138,8 @@ pub static SETTINGS: &[Setting] = &[
     aliased(s("list-max-listpack-size", "-2", Kind::Int { min: i32::MIN as i64, max: INT_MAX }, true,
       "List node size: negative = bytes per node (-1 4 KiB, -2 8 KiB, ... -5 64 KiB), positive = elements per node."),
       "list-max-ziplist-size"),
+    s("list-compress-depth", "0", Kind::Int { min: 0, max: INT_MAX }, true,
+      "List nodes kept uncompressed at each end of a list; the nodes between are LZF-compressed (0: none). A list keeps the depth it was created with, as in Redis."),
     aliased(s("hash-max-listpack-entries", "512", Kind::Int { min: 0, max: i64::MAX }, true,
       "Hashes with at most this many fields stay in the compact listpack encoding."),
       "hash-max-ziplist-entries"),

@@ -14,11 +14,11 @@ use super::{
 };
 use crate::keyspace::{StrValue, Value};
 use crate::persist::encodings::{intset_values, listpack_items, ziplist_items, zipmap_pairs};
-use crate::persist::lzf;
 use ringdb_types::bloom::{BloomFilter, SavedLink};
 use ringdb_types::hash::Hash;
 use ringdb_types::limits::Limits;
 use ringdb_types::list::{End, List};
+use ringdb_types::lzf;
 use ringdb_types::number::parse_f64;
 use ringdb_types::pack::Item;
 use ringdb_types::set::Set;

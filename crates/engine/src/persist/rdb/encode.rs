@@ -7,8 +7,9 @@ use super::{
     module_opcode, opcode, types, BLOOM_MODULE_ID, QUICKLIST_PACKED, QUICKLIST_PLAIN, RDB_VERSION,
 };
 use crate::keyspace::{Entry, StrValue, Value};
+use crate::persist::crc64;
 use crate::persist::encodings::{intset_blob, ListpackWriter};
-use crate::persist::{crc64, lzf};
+use ringdb_types::lzf;
 use ringdb_types::number::parse_i64;
 use ringdb_types::pack::Item;
 use ringdb_types::stream::StreamId;

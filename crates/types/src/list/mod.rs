@@ -22,10 +22,20 @@
 //!
 //! Indexing walks nodes from the nearer end (O(n / node size)), as Redis's
 //! quicklist does.
+//!
+//! `list-compress-depth` (fixed per list when it becomes a quicklist, as in
+//! Redis) keeps that many nodes plain at each end and LZF-compresses the
+//! others ([`node`]). Every change restores that; reads through `&self`
+//! open the compressed nodes they touch, and [`List::close`] (or the next
+//! change) closes them again.
+
+mod node;
 
 use crate::limits::Limits;
 use crate::pack::{Item, Pack, Probe};
+use node::Node;
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 pub type ListPack = Pack<true>;
 
@@ -46,10 +56,25 @@ pub enum List {
     Quick(Box<QuickList>),
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Debug, Default)]
 pub struct QuickList {
-    nodes: VecDeque<ListPack>,
+    nodes: VecDeque<Node>,
     len: usize,
+    /// `list-compress-depth` when the list became a quicklist (0: none).
+    depth: usize,
+    /// A read opened a compressed node.
+    opened: AtomicBool,
+}
+
+impl Clone for QuickList {
+    fn clone(&self) -> Self {
+        QuickList {
+            nodes: self.nodes.clone(),
+            len: self.len,
+            depth: self.depth,
+            opened: AtomicBool::new(self.opened.load(Relaxed)),
+        }
+    }
 }
 
 impl Default for List {
@@ -108,8 +133,8 @@ impl List {
             List::Pack(p) => p.byte_len(),
             List::Quick(q) => {
                 std::mem::size_of::<QuickList>()
-                    + q.nodes.capacity() * std::mem::size_of::<ListPack>()
-                    + q.nodes.iter().map(|n| n.byte_len()).sum::<usize>()
+                    + q.nodes.capacity() * std::mem::size_of::<Node>()
+                    + q.nodes.iter().map(Node::heap_size).sum::<usize>()
             }
         }
     }
@@ -127,7 +152,21 @@ impl List {
     pub fn nodes(&self) -> Box<dyn Iterator<Item = &ListPack> + '_> {
         match self {
             List::Pack(p) => Box::new(std::iter::once(p)),
-            List::Quick(q) => Box::new(q.nodes.iter()),
+            List::Quick(q) => Box::new((0..q.nodes.len()).map(|n| q.read(n))),
+        }
+    }
+
+    /// Closes the compressed nodes reads opened (they keep a decompressed
+    /// copy while open). Read commands call it once they have replied.
+    pub fn close(&mut self) {
+        self.settle(false);
+    }
+
+    /// After a change: restores `list-compress-depth` (see
+    /// [`QuickList::settle`]).
+    fn settle(&mut self, inside: bool) {
+        if let List::Quick(q) = self {
+            q.settle(inside);
         }
     }
 
@@ -140,11 +179,13 @@ impl List {
             {
                 let pack = std::mem::take(p);
                 let len = pack.len();
-                let mut nodes = VecDeque::new();
+                let mut nodes = VecDeque::with_capacity(1);
                 if len > 0 {
-                    nodes.push_back(pack);
+                    nodes.push_back(Node::new(pack));
                 }
-                *self = List::Quick(Box::new(QuickList { nodes, len }));
+                let depth = limits.list_compress_depth;
+                *self =
+                    List::Quick(Box::new(QuickList { nodes, len, depth, ..Default::default() }));
             }
         }
     }
@@ -157,11 +198,11 @@ impl List {
                 return;
             }
             let (size_limit, count_limit) = limits.list_node_limit();
-            let node = &q.nodes[0];
+            let node = q.nodes[0].pack();
             if node.redis_bytes() > size_limit / 2 || q.len > count_limit / 2 {
                 return;
             }
-            let pack = q.nodes.pop_front().unwrap_or_default();
+            let pack = q.nodes.pop_front().unwrap_or_default().into_pack();
             *self = List::Pack(pack);
         }
     }
@@ -184,7 +225,9 @@ impl List {
             }
             List::Quick(q) => {
                 for e in elements {
+                    // Each push may add a node, moving one inside the depth.
                     q.push(end, e, limits);
+                    q.settle(false);
                 }
             }
         }
@@ -193,6 +236,7 @@ impl List {
     /// LPOP/RPOP of one element.
     pub fn pop(&mut self, end: End, limits: &Limits) -> Option<Vec<u8>> {
         let v = self.pop_raw(end);
+        self.settle(false);
         if v.is_some() && !self.is_empty() {
             self.shrink_check(limits);
         }
@@ -222,21 +266,19 @@ impl List {
             List::Pack(p) => take_from_pack(p, end, n, &mut out),
             List::Quick(q) => {
                 while out.len() < n {
-                    let node = match end {
-                        End::Head => q.nodes.front_mut(),
-                        End::Tail => q.nodes.back_mut(),
-                    };
-                    let Some(node) = node else { break };
+                    let Some(node) = q.end_mut(end) else { break };
                     let before = out.len();
                     take_from_pack(node, end, n - before, &mut out);
+                    let emptied = node.is_empty();
                     q.len -= out.len() - before;
-                    if node.is_empty() {
+                    if emptied {
                         match end {
                             End::Head => q.nodes.pop_front(),
                             End::Tail => q.nodes.pop_back(),
                         };
                     }
                 }
+                q.settle(false);
             }
         }
         if !out.is_empty() && !self.is_empty() {
@@ -268,7 +310,7 @@ impl List {
             List::Pack(p) => p.seek(i).map(|off| p.get(off)),
             List::Quick(q) => {
                 let (n, off) = q.locate(i)?;
-                Some(q.nodes[n].get(off))
+                Some(q.read(n).get(off))
             }
         }
     }
@@ -286,8 +328,9 @@ impl List {
             }
             List::Quick(q) => {
                 let Some((n, off)) = q.locate(i) else { return false };
-                q.nodes[n].replace(off, &item);
+                q.nodes[n].pack_mut().replace(off, &item);
                 q.isolate_if_oversized(n, off, limits);
+                q.settle(true);
             }
         }
         self.shrink_check(limits);
@@ -313,8 +356,13 @@ impl List {
                 p.insert(at, &[item]);
             }
             List::Quick(q) => {
-                let (n, off) = q.find(&probe)?;
+                let found = q.find(&probe);
+                let Some((n, off)) = found else {
+                    q.settle(false);
+                    return None;
+                };
                 q.insert_at(n, off, after, &item, value.len(), limits);
+                q.settle(true);
             }
         }
         Some(self.len())
@@ -329,7 +377,11 @@ impl List {
         let from_tail = count < 0;
         let removed = match self {
             List::Pack(p) => remove_from_pack(p, &probe, limit, from_tail),
-            List::Quick(q) => q.remove(&probe, limit, from_tail),
+            List::Quick(q) => {
+                let removed = q.remove(&probe, limit, from_tail);
+                q.settle(true);
+                removed
+            }
         };
         if removed > 0 && !self.is_empty() {
             self.shrink_check(limits);
@@ -353,6 +405,7 @@ impl List {
                 List::Quick(q) => q.drop_from(end, n),
             }
         }
+        self.settle(false);
         if !self.is_empty() {
             self.shrink_check(limits);
         }
@@ -385,7 +438,7 @@ impl List {
             }
             List::Quick(q) => {
                 let (node, off) = q.locate(first).unwrap_or((0, crate::pack::FIRST));
-                ListIter { nodes: Nodes::Many(&q.nodes), node, off, left: count, reverse }
+                ListIter { nodes: Nodes::Many(q), node, off, left: count, reverse }
             }
         }
     }
@@ -395,10 +448,23 @@ impl List {
         if let List::Quick(q) = self {
             assert_eq!(q.len, q.nodes.iter().map(|n| n.len()).sum::<usize>());
             assert!(q.nodes.iter().all(|n| !n.is_empty()));
-            for n in &q.nodes {
+            let (count, d) = (q.nodes.len(), q.depth);
+            let opened = q.opened.load(Relaxed);
+            for (i, n) in q.nodes.iter().enumerate() {
+                let inside = d > 0 && i >= d && i + d < count;
+                assert!(n.settled(inside, opened), "node {i} of {count} at depth {d}: {n:?}");
+            }
+            // Plain nodes only (compressed ones were checked when plain):
+            // opening nodes here would bypass `opened`.
+            for n in q.nodes.iter().filter(|n| !n.is_compressed()).map(Node::pack) {
                 if n.len() > 1 {
+                    // A listpack grows by its elements' lengths without
+                    // their headers before it converts (Redis's
+                    // `listTypeTryConversionAppend`), so its node can be over
+                    // by those, as in Redis.
+                    let headers = n.len() * ENTRY_OVERHEAD_ESTIMATE;
                     assert!(
-                        !limits.list_exceeds(n.redis_bytes(), n.len()),
+                        !limits.list_exceeds(n.redis_bytes().saturating_sub(headers), n.len()),
                         "node of {} bytes / {} entries over the limit",
                         n.redis_bytes(),
                         n.len()
@@ -495,13 +561,57 @@ impl QuickList {
         !limits.list_exceeds(node.redis_bytes() + len + ENTRY_OVERHEAD_ESTIMATE, node.len() + 1)
     }
 
-    fn push(&mut self, end: End, element: &[u8], limits: &Limits) {
-        let item = Item::from_bytes(element);
+    /// Node `n`'s entries for reading (opening it if compressed).
+    fn read(&self, n: usize) -> &ListPack {
+        let node = &self.nodes[n];
+        if node.is_compressed() {
+            self.opened.store(true, Relaxed);
+        }
+        node.pack()
+    }
+
+    /// The node at `end`, for a change.
+    fn end_mut(&mut self, end: End) -> Option<&mut ListPack> {
         let node = match end {
             End::Head => self.nodes.front_mut(),
             End::Tail => self.nodes.back_mut(),
         };
-        match node {
+        node.map(Node::pack_mut)
+    }
+
+    /// Restores `list-compress-depth` after a change (or reads): the
+    /// `depth` nodes at each end plain, the others compressed, none left
+    /// open. A change that stayed at the ends (`inside` false) can only have
+    /// moved nodes across the depth boundary, so only the nodes up to it
+    /// are looked at; one inside, or nodes opened by reads, walk them all.
+    fn settle(&mut self, inside: bool) {
+        let d = self.depth;
+        if d == 0 {
+            return;
+        }
+        let n = self.nodes.len();
+        if inside || std::mem::take(self.opened.get_mut()) {
+            for (i, node) in self.nodes.iter_mut().enumerate() {
+                if i >= d && i + d < n {
+                    node.compress();
+                } else {
+                    node.decompress();
+                }
+            }
+            return;
+        }
+        for i in (0..d.min(n)).chain(n.saturating_sub(d)..n) {
+            self.nodes[i].decompress();
+        }
+        if n > 2 * d {
+            self.nodes[d].compress();
+            self.nodes[n - 1 - d].compress();
+        }
+    }
+
+    fn push(&mut self, end: End, element: &[u8], limits: &Limits) {
+        let item = Item::from_bytes(element);
+        match self.end_mut(end) {
             Some(node) if Self::allows_insert(node, element.len(), limits) => match end {
                 End::Head => node.push_front(&[item]),
                 End::Tail => node.push_back(&[item]),
@@ -509,20 +619,28 @@ impl QuickList {
             _ => {
                 let mut node = ListPack::new();
                 node.push_back(&[item]);
-                match end {
-                    End::Head => self.nodes.push_front(node),
-                    End::Tail => self.nodes.push_back(node),
-                }
+                let at = match end {
+                    End::Head => 0,
+                    End::Tail => self.nodes.len(),
+                };
+                self.insert_node(at, node);
             }
         }
         self.len += 1;
     }
 
+    /// Adds a node. The deque grows by a quarter at a time from one node
+    /// (rather than doubling from four), so that its spare room stays below
+    /// what Redis's separately allocated 32-byte nodes cost.
+    fn insert_node(&mut self, at: usize, pack: ListPack) {
+        if self.nodes.len() == self.nodes.capacity() {
+            self.nodes.reserve_exact((self.nodes.len() / 4).max(1));
+        }
+        self.nodes.insert(at, Node::new(pack));
+    }
+
     fn pop(&mut self, end: End) -> Option<Vec<u8>> {
-        let node = match end {
-            End::Head => self.nodes.front_mut()?,
-            End::Tail => self.nodes.back_mut()?,
-        };
+        let node = self.end_mut(end)?;
         let off = match end {
             End::Head => node.first()?,
             End::Tail => node.last()?,
@@ -549,7 +667,7 @@ impl QuickList {
             for (n, node) in self.nodes.iter().enumerate() {
                 let l = node.len();
                 if index < skipped + l {
-                    return Some((n, node.seek(index - skipped)?));
+                    return Some((n, self.read(n).seek(index - skipped)?));
                 }
                 skipped += l;
             }
@@ -559,7 +677,7 @@ impl QuickList {
                 let l = node.len();
                 after -= l;
                 if index >= after {
-                    return Some((n, node.seek(index - after)?));
+                    return Some((n, self.read(n).seek(index - after)?));
                 }
             }
         }
@@ -568,10 +686,8 @@ impl QuickList {
 
     /// First match of `probe` from the head.
     fn find(&self, probe: &Probe<'_>) -> Option<(usize, usize)> {
-        self.nodes
-            .iter()
-            .enumerate()
-            .find_map(|(n, node)| node.find(probe, crate::pack::FIRST, 1).map(|off| (n, off)))
+        (0..self.nodes.len())
+            .find_map(|n| self.read(n).find(probe, crate::pack::FIRST, 1).map(|off| (n, off)))
     }
 
     /// Inserts `item` before/after the entry at `off` of node `n`, following
@@ -588,16 +704,16 @@ impl QuickList {
         limits: &Limits,
     ) {
         self.len += 1;
-        let node = &self.nodes[n];
+        let node = self.nodes[n].pack_mut();
         let at = if after { node.entry(off).1 } else { off };
         if Self::allows_insert(node, len, limits) {
-            self.nodes[n].insert(at, std::slice::from_ref(item));
+            node.insert(at, std::slice::from_ref(item));
             return;
         }
         let at_tail = at == node.byte_len();
         let at_head = at == crate::pack::FIRST;
         if at_tail {
-            if let Some(next) = self.nodes.get_mut(n + 1) {
+            if let Some(next) = self.nodes.get_mut(n + 1).map(Node::pack_mut) {
                 if Self::allows_insert(next, len, limits) {
                     next.push_front(std::slice::from_ref(item));
                     return;
@@ -605,7 +721,7 @@ impl QuickList {
             }
         }
         if at_head && n > 0 {
-            let prev = &mut self.nodes[n - 1];
+            let prev = self.nodes[n - 1].pack_mut();
             if Self::allows_insert(prev, len, limits) {
                 prev.push_back(std::slice::from_ref(item));
                 return;
@@ -614,25 +730,24 @@ impl QuickList {
         let mut fresh = ListPack::new();
         fresh.push_back(std::slice::from_ref(item));
         if at_tail {
-            self.nodes.insert(n + 1, fresh);
+            self.insert_node(n + 1, fresh);
         } else if at_head {
-            self.nodes.insert(n, fresh);
+            self.insert_node(n, fresh);
         } else {
             // Split the full node at the insertion point; the element goes
             // to whichever half has room, or between them.
-            let node = &mut self.nodes[n];
+            let node = self.nodes[n].pack_mut();
             let index = node.iter_offsets().take_while(|(o, _)| *o < at).count();
-            let right = node.split_off(at, node.len() - index);
+            let mut right = node.split_off(at, node.len() - index);
             if Self::allows_insert(&right, len, limits) {
-                let mut right = right;
                 right.push_front(std::slice::from_ref(item));
-                self.nodes.insert(n + 1, right);
-            } else if Self::allows_insert(&self.nodes[n], len, limits) {
-                self.nodes[n].push_back(std::slice::from_ref(item));
-                self.nodes.insert(n + 1, right);
+                self.insert_node(n + 1, right);
+            } else if Self::allows_insert(node, len, limits) {
+                node.push_back(std::slice::from_ref(item));
+                self.insert_node(n + 1, right);
             } else {
-                self.nodes.insert(n + 1, fresh);
-                self.nodes.insert(n + 2, right);
+                self.insert_node(n + 1, fresh);
+                self.insert_node(n + 2, right);
             }
         }
     }
@@ -640,23 +755,22 @@ impl QuickList {
     /// After LSET grew an element: a node now over the limit is split so the
     /// big element sits alone (Redis inserts it as a new node).
     fn isolate_if_oversized(&mut self, n: usize, off: usize, limits: &Limits) {
-        let node = &self.nodes[n];
+        let node = self.nodes[n].pack_mut();
         if node.len() < 2 || !limits.list_exceeds(node.redis_bytes(), node.len()) {
             return;
         }
         let index = node.iter_offsets().take_while(|(o, _)| *o < off).count();
         let len = node.len();
-        let node = &mut self.nodes[n];
         let next_off = node.entry(off).1;
         let right = (next_off < node.byte_len()).then(|| node.split_off(next_off, len - index - 1));
         let middle = (off > crate::pack::FIRST).then(|| node.split_off(off, 1));
         let mut at = n + 1;
         if let Some(m) = middle {
-            self.nodes.insert(at, m);
+            self.insert_node(at, m);
             at += 1;
         }
         if let Some(r) = right {
-            self.nodes.insert(at, r);
+            self.insert_node(at, r);
         }
     }
 
@@ -671,7 +785,8 @@ impl QuickList {
             if removed == limit {
                 break;
             }
-            removed += remove_from_pack(&mut self.nodes[n], probe, limit - removed, from_tail);
+            removed +=
+                remove_from_pack(self.nodes[n].pack_mut(), probe, limit - removed, from_tail);
         }
         self.nodes.retain(|n| !n.is_empty());
         self.len -= removed;
@@ -695,7 +810,7 @@ impl QuickList {
                 self.len -= l;
                 n -= l;
             } else {
-                drop_from_pack(node, end, n);
+                drop_from_pack(node.pack_mut(), end, n);
                 self.len -= n;
                 n = 0;
             }
@@ -705,14 +820,14 @@ impl QuickList {
 
 enum Nodes<'a> {
     One(Option<&'a ListPack>),
-    Many(&'a VecDeque<ListPack>),
+    Many(&'a QuickList),
 }
 
 impl<'a> Nodes<'a> {
     fn get(&self, n: usize) -> Option<&'a ListPack> {
-        match self {
+        match *self {
             Nodes::One(p) => p.filter(|_| n == 0),
-            Nodes::Many(nodes) => nodes.get(n),
+            Nodes::Many(q) => (n < q.nodes.len()).then(|| q.read(n)),
         }
     }
 }
@@ -910,12 +1025,45 @@ mod tests {
         assert_eq!(l.encoding(), "quicklist");
     }
 
-    /// Thousands of random operations against a VecDeque, across encodings
-    /// and node limits.
+    #[test]
+    fn compress_depth_compresses_inner_nodes_and_reads_reopen_them() {
+        let lim = Limits { list_compress_depth: 1, ..Limits::default() };
+        let plain_lim = Limits::default();
+        let (mut l, mut plain) = (List::new(), List::new());
+        for i in 0..20_000 {
+            let v = format!("order:{}:pending", i % 100);
+            l.push(End::Tail, &[v.as_bytes()], &lim);
+            plain.push(End::Tail, &[v.as_bytes()], &plain_lim);
+        }
+        l.check(&lim);
+        assert!(l.node_count() > 10);
+        let (small, big) = (l.heap_size(), plain.heap_size());
+        assert!(small * 3 < big, "compressed {small} bytes vs {big}");
+        // A read in the middle opens one node; closing drops the copy.
+        assert_eq!(l.get(10_050).map(|i| i.to_vec()), Some(b("order:50:pending")));
+        assert!(l.heap_size() > small);
+        l.close();
+        assert_eq!(l.heap_size(), small);
+        l.check(&lim);
+        assert!(l.iter().map(|i| i.to_vec()).eq(plain.iter().map(|i| i.to_vec())));
+        // The depth is the list's own: a later setting does not change it.
+        l.push(End::Head, &[b"first"], &plain_lim);
+        l.check(&lim);
+        assert_eq!(l.pop(End::Head, &plain_lim), Some(b("first")));
+    }
+
+    /// Thousands of random operations against a VecDeque, across encodings,
+    /// node limits and compression depths.
     #[test]
     fn matches_a_vecdeque_model() {
-        for (seed, fill) in [(1u64, -2i64), (2, 3), (3, -1), (4, 1), (5, 16)] {
-            let lim = Limits { list_max_listpack_size: fill, ..Limits::default() };
+        let configs = [(1u64, -2i64, 0), (2, 3, 0), (3, -1, 0), (4, 1, 0), (5, 16, 0)];
+        let compressed = [(6, 3, 1), (7, 1, 2), (8, -1, 1), (9, 16, 3), (10, 2, 1)];
+        for (seed, fill, depth) in configs.into_iter().chain(compressed) {
+            let lim = Limits {
+                list_max_listpack_size: fill,
+                list_compress_depth: depth,
+                ..Limits::default()
+            };
             let mut rng = test_rng(seed);
             let mut l = List::new();
             let mut model: VecDeque<Vec<u8>> = VecDeque::new();
@@ -1048,6 +1196,10 @@ mod tests {
                     }
                 }
                 assert_eq!(l.len(), model.len(), "seed {seed} step {step}");
+                if step % 3 == 0 {
+                    // Reads leave nodes open until the list closes them.
+                    l.close();
+                }
                 l.check(&lim);
                 if model.is_empty() {
                     // Redis deletes empty lists; start over as a new key.

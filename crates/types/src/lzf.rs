@@ -1,4 +1,5 @@
-//! LZF, the compression RDB files use for strings (liblzf's format): a
+//! LZF, the compression RDB files use for strings and Redis uses for the
+//! interior nodes of big lists (`list-compress-depth`), in liblzf's format: a
 //! stream of literal runs (`000LLLLL` + up to 32 bytes) and back
 //! references (`LLLooooo [L+] oooooooo`: 3 to 264 bytes from up to 8 KiB
 //! back).
