@@ -53,6 +53,7 @@ fn describe_spec(spec: &KeySpec) -> String {
         BeginSearch::Keyword { keyword, startfrom } => {
             format!("keyword {keyword} from {startfrom}")
         }
+        BeginSearch::Unknown => "unknown".to_string(),
     };
     let find = match spec.find {
         FindKeys::Range { lastkey, step, limit } => {
@@ -61,6 +62,7 @@ fn describe_spec(spec: &KeySpec) -> String {
         FindKeys::Keynum { keynumidx, firstkey, step } => {
             format!("keynum {keynumidx} first {firstkey} step {step}")
         }
+        FindKeys::Unknown => "unknown".to_string(),
     };
     let flags: Vec<String> = names_of(spec.flags, keyflags::NAMES).into_iter().collect();
     format!("{begin}; {find}; [{}]", flags.join(" "))
@@ -73,6 +75,8 @@ fn describe_json_spec(spec: &Value) -> String {
     } else if let Some(keyword) = begin.get("keyword") {
         let word = keyword.get("keyword").and_then(Value::as_str).unwrap_or("?");
         format!("keyword {word} from {}", int(keyword, "startfrom").unwrap_or(-999))
+    } else if begin.get("unknown").is_some() {
+        "unknown".to_string()
     } else {
         format!("{begin}")
     };
@@ -91,6 +95,8 @@ fn describe_json_spec(spec: &Value) -> String {
             int(keynum, "step").unwrap_or(-999),
         );
         format!("keynum {idx} first {first} step {step}")
+    } else if find.get("unknown").is_some() {
+        "unknown".to_string()
     } else {
         format!("{find}")
     };

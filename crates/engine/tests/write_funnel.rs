@@ -58,6 +58,8 @@ const SAMPLES: &[(&str, &str, &[&str])] = &[
     ("rename", "RENAME s new", &["s", "new"]),
     ("renamenx", "RENAMENX s new", &["s", "new"]),
     ("copy", "COPY s new", &["new"]),
+    ("sort", "SORT l ALPHA STORE new", &["new"]),
+    ("sort_ro", "SORT_RO l ALPHA LIMIT 0 2", &[]),
     ("move", "MOVE s 1", &["s"]),
     ("expire", "EXPIRE s 100", &["s"]),
     ("pexpire", "PEXPIRE s 100000", &["s"]),

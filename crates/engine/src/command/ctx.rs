@@ -25,6 +25,9 @@ pub struct ClientInfo {
     /// if it reads them (default mode, and OPTIN/OPTOUT as CLIENT CACHING
     /// says for this command).
     pub track: bool,
+    /// The command runs inside a script (Redis's `CLIENT_SCRIPT`): SORT
+    /// then orders a set even when asked not to.
+    pub script: bool,
 }
 
 /// Everything a handler gets.

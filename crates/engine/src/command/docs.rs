@@ -25,7 +25,7 @@
 //! Rows are static text checked by a test against Redis's command JSON, but
 //! the parser still returns errors rather than panicking on malformed input.
 
-use super::spec::{keyflags, FindKeys, KeySpec};
+use super::spec::{keyflags, BeginSearch, FindKeys, KeySpec};
 
 /// An argument's type, as COMMAND DOCS names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -346,8 +346,10 @@ fn is_token(word: &str) -> bool {
     upper || word.bytes().all(|c| c.is_ascii_punctuation())
 }
 
-/// Names Redis gives punctuation tokens.
+/// Names Redis gives tokens other than their lower-cased text (punctuation,
+/// and SORT's ALPHA).
 const SYMBOL_NAMES: &[(&str, &str)] = &[
+    ("ALPHA", "sorting"),
     ("\"\"", "empty-string"),
     ("=", "equal"),
     ("~", "approximately"),
@@ -463,6 +465,13 @@ const CHOICE_NAMES: &[(&str, &str)] = &[
     ("flush", "policy"),
 ];
 
+/// A key spec for keys formed from a command's data rather than named by
+/// its arguments, only read (SORT's BY/GET patterns).
+fn is_pattern_spec(spec: &KeySpec) -> bool {
+    let writes = keyflags::RW | keyflags::OW | keyflags::RM;
+    spec.begin == BeginSearch::Unknown && spec.flags & writes == 0
+}
+
 /// Builds arguments left to right, handing out key spec indexes in order.
 struct Builder<'k> {
     keys: &'k [KeySpec],
@@ -476,11 +485,12 @@ impl Builder<'_> {
     /// The key spec for the next key argument: specs are taken in order,
     /// each for as many key arguments as it has fixed keys (`LCS key1 key2`
     /// shares one spec), or for one argument when its count varies
-    /// (`key [key ...]`). Specs of things that are not keys are skipped.
+    /// (`key [key ...]`). Specs of things that are not keys, and
+    /// [pattern specs](Self::pattern_key_spec), are skipped.
     fn next_key_spec(&mut self) -> Option<usize> {
         loop {
             let spec = self.keys.get(self.spec)?;
-            if spec.flags & keyflags::NOT_KEY != 0 {
+            if spec.flags & keyflags::NOT_KEY != 0 || is_pattern_spec(spec) {
                 self.spec += 1;
                 self.used = 0;
                 continue;
@@ -526,8 +536,16 @@ impl Builder<'_> {
         arg.multiple = multiple;
         if kind == ArgType::Key {
             arg.key_spec_index = self.next_key_spec();
+        } else if kind == ArgType::Pattern {
+            arg.key_spec_index = self.pattern_key_spec();
         }
         arg
+    }
+
+    /// The key spec of the keys a pattern argument forms from a value
+    /// (SORT's BY and GET), if the row has one.
+    fn pattern_key_spec(&self) -> Option<usize> {
+        self.keys.iter().position(is_pattern_spec)
     }
 
     fn pure_token(&self, token: &str) -> Argument {

@@ -181,6 +181,9 @@ pub enum BeginSearch {
     /// After the first argument equal to `keyword`, searching from
     /// `startfrom` (negative: from the end, backwards).
     Keyword { keyword: &'static str, startfrom: i32 },
+    /// Only the command's own parsing knows (SORT's STORE and patterns); its
+    /// keys come from the row's `get_keys`, as Redis's getkeys functions.
+    Unknown,
 }
 
 /// How the keys continue from where the search began.
@@ -193,6 +196,8 @@ pub enum FindKeys {
     /// The number of keys is the argument at `keynumidx` (relative to the
     /// begin index); keys start `firstkey` after it, every `step`-th.
     Keynum { keynumidx: i32, firstkey: i32, step: i32 },
+    /// See [`BeginSearch::Unknown`].
+    Unknown,
 }
 
 /// One key spec: where a group of key arguments is and how it is used.
@@ -238,6 +243,11 @@ impl KeySpec {
         flags: u32,
     ) -> Self {
         KeySpec { flags, begin: BeginSearch::Keyword { keyword, startfrom }, find, notes: None }
+    }
+
+    /// Keys only the command's parsing finds (see [`BeginSearch::Unknown`]).
+    pub const fn unknown(flags: u32) -> Self {
+        KeySpec { flags, begin: BeginSearch::Unknown, find: FindKeys::Unknown, notes: None }
     }
 
     pub const fn notes(mut self, notes: &'static str) -> Self {
@@ -422,6 +432,9 @@ pub struct CommandSpec {
     /// arguments really imply (what Redis's getkeys function reports; SET's
     /// key is `OW update`, or `RW access update` with GET).
     pub variable_key_flags: Option<fn(&[Bytes]) -> u32>,
+    /// For rows with `unknown` key specs: every key argument and its flags,
+    /// found by parsing the arguments (Redis's `getkeys_proc`).
+    pub get_keys: Option<fn(&[Bytes], &mut dyn FnMut(usize, u32))>,
 }
 
 impl CommandSpec {
@@ -445,6 +458,7 @@ impl CommandSpec {
             tips: &[],
             subcommands: &[],
             variable_key_flags: None,
+            get_keys: None,
         }
     }
 
@@ -500,6 +514,11 @@ impl CommandSpec {
 
     pub const fn variable_key_flags(mut self, flags_for: fn(&[Bytes]) -> u32) -> Self {
         self.variable_key_flags = Some(flags_for);
+        self
+    }
+
+    pub const fn get_keys(mut self, find: fn(&[Bytes], &mut dyn FnMut(usize, u32))) -> Self {
+        self.get_keys = Some(find);
         self
     }
 
@@ -618,6 +637,10 @@ impl CommandSpec {
     /// (the router does this for every command). `None` as for
     /// [`key_positions`](Self::key_positions).
     pub fn for_each_key(&self, args: &[Bytes], mut f: impl FnMut(usize)) -> Option<()> {
+        if let Some(find) = self.get_keys {
+            find(args, &mut |i, _| f(i));
+            return Some(());
+        }
         for spec in self.keys {
             if spec.flags & keyflags::NOT_KEY != 0 {
                 continue;
@@ -632,6 +655,10 @@ impl CommandSpec {
     /// [`key_positions`](Self::key_positions).
     pub fn key_positions_and_flags(&self, args: &[Bytes]) -> Option<Vec<(usize, u32)>> {
         let mut out = Vec::new();
+        if let Some(find) = self.get_keys {
+            find(args, &mut |i, flags| out.push((i, flags)));
+            return Some(out);
+        }
         for spec in self.keys {
             if spec.flags & keyflags::NOT_KEY != 0 {
                 continue;
@@ -655,6 +682,7 @@ fn find_spec_keys(spec: &KeySpec, args: &[Bytes], out: &mut impl FnMut(usize)) -
             }
             pos as i64
         }
+        BeginSearch::Unknown => return Some(()),
         BeginSearch::Keyword { keyword, startfrom } => {
             let (mut i, end, incr) = if startfrom >= 0 {
                 (startfrom as i64, argc - 1, 1)
@@ -676,6 +704,7 @@ fn find_spec_keys(spec: &KeySpec, args: &[Bytes], out: &mut impl FnMut(usize)) -
         }
     };
     let (last, step) = match spec.find {
+        FindKeys::Unknown => return Some(()),
         FindKeys::Range { lastkey, step, limit } => {
             let last = if lastkey >= 0 {
                 first + lastkey as i64

@@ -19,6 +19,7 @@ pub mod pubsub;
 pub mod scripting;
 pub mod server;
 pub mod set;
+pub mod sort;
 pub mod stream;
 pub mod string;
 pub mod transactions;
@@ -38,6 +39,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     hll::COMMANDS,
     bloom::COMMANDS,
     keys::COMMANDS,
+    sort::COMMANDS,
     dump::COMMANDS,
     memory::COMMANDS,
     transactions::COMMANDS,

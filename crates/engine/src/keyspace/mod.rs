@@ -569,6 +569,13 @@ impl Keyspace {
         self.dbs.first().is_some_and(|db| db.owns_slot(key_slot(key)))
     }
 
+    /// Whether this is the only shard's keyspace (every key belongs here).
+    pub fn owns_every_slot(&self) -> bool {
+        self.dbs.first().is_some_and(|db| {
+            matches!(db.index, SlotIndex::Range { first: 0, count } if count as usize == ringdb_types::slot::SLOTS)
+        })
+    }
+
     /// Database `i`. Indexes are validated by SELECT/MOVE/COPY before they
     /// get here; an invalid one falls back to db 0 rather than panicking.
     pub fn db(&self, i: usize) -> &Db {

@@ -175,7 +175,7 @@ impl CallCtx<'_> {
         if spec.is_write() {
             self.run.note_write();
         }
-        let client = ClientInfo { resp: self.run.resp.get(), ..self.client };
+        let client = ClientInfo { resp: self.run.resp.get(), script: true, ..self.client };
         let cmd = ShardCommand { id: reg.id, spec, args: argv, client };
         execute_timed(
             self.keyspace,

@@ -314,6 +314,11 @@ fn write_key_spec(out: &mut ReplyWriter, spec: &KeySpec) {
             out.bulk(b"spec");
             write_int_map(out, &[("index", pos)]);
         }
+        BeginSearch::Unknown => {
+            out.bulk(b"unknown");
+            out.bulk(b"spec");
+            out.map(0);
+        }
         BeginSearch::Keyword { keyword, startfrom } => {
             out.bulk(b"keyword");
             out.bulk(b"spec");
@@ -328,6 +333,11 @@ fn write_key_spec(out: &mut ReplyWriter, spec: &KeySpec) {
     out.map(2);
     out.bulk(b"type");
     match spec.find {
+        FindKeys::Unknown => {
+            out.bulk(b"unknown");
+            out.bulk(b"spec");
+            out.map(0);
+        }
         FindKeys::Range { lastkey, step, limit } => {
             out.bulk(b"range");
             out.bulk(b"spec");

@@ -104,6 +104,7 @@ impl ClientState {
             no_touch: self.no_touch,
             home: self.home,
             track: self.tracking.is_some_and(|t| t.now(self.caching)),
+            script: false,
         }
     }
 }

@@ -1,0 +1,433 @@
+//! SORT and SORT_RO: the elements of a list, set or sorted set, sorted as
+//! numbers or (ALPHA) as strings, by themselves or by weights read from
+//! other keys (`BY pattern`), a LIMIT window of them, each replaced by the
+//! values of other keys (`GET pattern`, `#` for the element), and with SORT
+//! optionally stored as a list (`STORE`). Semantics, replies and error texts
+//! follow Redis 7.0's `sort.c`.
+//!
+//! **Patterns on several shards.** A pattern (`weight_*`, `obj_*->field`)
+//! forms a key from each element, and the command runs on the sorted key's
+//! shard, where only that shard's keys can be read. So, with more than one
+//! shard, BY and GET patterns are accepted only when every key they form
+//! lives there: the pattern carries a hash tag (`weight_{tag}_*`) before its
+//! `*` that maps to the sorted key's shard, and the STORE destination (if
+//! any) lives there too. Other patterns are refused (Redis in cluster mode
+//! refuses them all); `#` and patterns without `*` (which read no key) are
+//! always accepted.
+
+use crate::command::args::{self, is};
+use crate::command::error::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
+use crate::command::spec::{acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec};
+use crate::command::{Ctx, KeyspaceView};
+use crate::funnel::NotifyClass;
+use crate::keyspace::Value;
+use bytes::Bytes;
+use memchr::{memchr, memmem};
+use ringdb_types::list::{End, List};
+use ringdb_types::number::parse_f64;
+use ringdb_types::slot::hash_tag;
+use std::cmp::Ordering;
+
+const NOT_DOUBLE: CmdError = CmdError::new("ERR One or more scores can't be converted into double");
+const BY_ELSEWHERE: CmdError = CmdError::new(
+    "ERR BY option of SORT denied when the keys the pattern forms may live on another shard",
+);
+const GET_ELSEWHERE: CmdError = CmdError::new(
+    "ERR GET option of SORT denied when the keys the pattern forms may live on another shard",
+);
+
+const SORT_KEYS: &[KeySpec] = &[
+    KeySpec::one(1, kf::RO | kf::ACCESS),
+    KeySpec::unknown(kf::RO | kf::ACCESS).notes("For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort"),
+    KeySpec::unknown(kf::OW | kf::UPDATE).notes("For the optional STORE keyword. It is marked 'unknown' because the keyword can appear anywhere in the argument array"),
+];
+const SORT_RO_KEYS: &[KeySpec] = &[
+    KeySpec::one(1, kf::RO | kf::ACCESS),
+    KeySpec::unknown(kf::RO | kf::ACCESS).notes("For the optional BY/GET keyword. It is marked 'unknown' because the key names derive from the content of the key we sort"),
+];
+const SORT_COMPLEXITY: &str = "O(N+M*log(M)) where N is the number of elements in the list or set to sort, and M the number of returned elements. When the elements are not sorted, complexity is O(N).";
+
+pub static COMMANDS: &[CommandSpec] = &[
+    CommandSpec::new("sort", -2, WRITE | DENYOOM, Exec::Shard(sort))
+        .keys(SORT_KEYS)
+        .get_keys(sort_keys)
+        .acl(acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS)
+        .doc("generic", "1.0.0", "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.", SORT_COMPLEXITY, "key [BY by-pattern=pattern:pattern] [LIMIT offset count] [GET get-pattern=pattern:pattern [GET get-pattern=pattern:pattern ...]] [ASC | DESC] [ALPHA] [STORE destination]"),
+    CommandSpec::new("sort_ro", -2, READONLY, Exec::Shard(sort_ro))
+        .keys(SORT_RO_KEYS)
+        .get_keys(sort_ro_keys)
+        .acl(acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS)
+        .doc("generic", "7.0.0", "Returns the sorted elements of a list, a set, or a sorted set.", SORT_COMPLEXITY, "key [BY by-pattern=pattern:pattern] [LIMIT offset count] [GET get-pattern=pattern:pattern [GET get-pattern=pattern:pattern ...]] [ASC | DESC] [ALPHA]"),
+];
+
+/// Redis's `sortGetKeys`: the sorted key, and the argument after the last
+/// STORE that is not the value of LIMIT, GET or BY.
+fn sort_keys(args: &[Bytes], found: &mut dyn FnMut(usize, u32)) {
+    if args.len() < 2 {
+        return;
+    }
+    found(1, kf::RO | kf::ACCESS);
+    let mut store = None;
+    let mut i = 2;
+    while i < args.len() {
+        let a = &args[i];
+        if is(a, "LIMIT") {
+            i += 2;
+        } else if is(a, "GET") || is(a, "BY") {
+            i += 1;
+        } else if is(a, "STORE") && i + 1 < args.len() {
+            store = Some(i + 1);
+        }
+        i += 1;
+    }
+    if let Some(i) = store {
+        found(i, kf::OW | kf::UPDATE);
+    }
+}
+
+fn sort_ro_keys(args: &[Bytes], found: &mut dyn FnMut(usize, u32)) {
+    if args.len() >= 2 {
+        found(1, kf::RO | kf::ACCESS);
+    }
+}
+
+fn sort(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    sort_generic(ctx, args, false)
+}
+
+fn sort_ro(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
+    sort_generic(ctx, args, true)
+}
+
+/// The options, as `sortCommandGeneric` parses them.
+struct Options<'a> {
+    desc: bool,
+    alpha: bool,
+    limit: Option<(i64, i64)>,
+    by: Option<&'a [u8]>,
+    /// BY without `*`: the elements keep their order.
+    dont_sort: bool,
+    get: Vec<&'a [u8]>,
+    store: Option<&'a [u8]>,
+}
+
+fn parse<'a>(
+    ks: &KeyspaceView,
+    args: &'a [Bytes],
+    read_only: bool,
+) -> Result<Options<'a>, CmdError> {
+    let mut o = Options {
+        desc: false,
+        alpha: false,
+        limit: None,
+        by: None,
+        dont_sort: false,
+        get: Vec::new(),
+        store: None,
+    };
+    let mut patterns = Vec::new();
+    let mut j = 2;
+    while j < args.len() {
+        let a = &args[j];
+        let left = args.len() - j - 1;
+        if is(a, "ASC") {
+            o.desc = false;
+        } else if is(a, "DESC") {
+            o.desc = true;
+        } else if is(a, "ALPHA") {
+            o.alpha = true;
+        } else if is(a, "LIMIT") && left >= 2 {
+            o.limit = Some((args::int(&args[j + 1])?, args::int(&args[j + 2])?));
+            j += 2;
+        } else if !read_only && is(a, "STORE") && left >= 1 {
+            o.store = Some(&args[j + 1]);
+            j += 1;
+        } else if is(a, "BY") && left >= 1 {
+            let pattern: &[u8] = &args[j + 1];
+            o.by = Some(pattern);
+            o.dont_sort = memchr(b'*', pattern).is_none();
+            if !o.dont_sort {
+                patterns.push((pattern, BY_ELSEWHERE));
+            }
+            j += 1;
+        } else if is(a, "GET") && left >= 1 {
+            let pattern: &[u8] = &args[j + 1];
+            o.get.push(pattern);
+            patterns.push((pattern, GET_ELSEWHERE));
+            j += 1;
+        } else {
+            return Err(SYNTAX);
+        }
+        j += 1;
+    }
+    // Checked once STORE is known, since it matters too.
+    for (pattern, refusal) in patterns {
+        if !reads_only_here(ks, &args[1], o.store, pattern) {
+            return Err(refusal);
+        }
+    }
+    Ok(o)
+}
+
+/// Whether every key `pattern` can form lives in this keyspace, which must
+/// be the shard of the sorted key and of the STORE destination (see the
+/// module doc).
+fn reads_only_here(ks: &KeyspaceView, key: &[u8], store: Option<&[u8]>, pattern: &[u8]) -> bool {
+    let Some(star) = memchr(b'*', pattern) else { return true };
+    let here = &ks.keyspace;
+    if pattern == b"#" || here.owns_every_slot() {
+        return true;
+    }
+    if !here.owns_key(key) || store.is_some_and(|dst| !here.owns_key(dst)) {
+        return false;
+    }
+    // The formed key's hash tag is fixed only if it closes before the `*`.
+    let prefix = &pattern[..star];
+    let tag = hash_tag(prefix);
+    !tag.is_empty() && tag.len() < prefix.len() && here.owns_key(prefix)
+}
+
+/// Redis's `lookupKeyByPattern`: `#` is the element itself; otherwise the
+/// first `*` is replaced by the element, and the key's string value (or,
+/// with `->field` after the `*`, that field of the hash there) is read.
+fn lookup(ks: &mut KeyspaceView, pattern: &[u8], element: &[u8]) -> Option<Vec<u8>> {
+    if pattern == b"#" {
+        return Some(element.to_vec());
+    }
+    let star = memchr(b'*', pattern)?;
+    let after = &pattern[star + 1..];
+    let (postfix, field) = match memmem::find(after, b"->") {
+        Some(arrow) if arrow + 2 < after.len() => (&after[..arrow], Some(&after[arrow + 2..])),
+        _ => (after, None),
+    };
+    let mut key = Vec::with_capacity(star + element.len() + postfix.len());
+    key.extend_from_slice(&pattern[..star]);
+    key.extend_from_slice(element);
+    key.extend_from_slice(postfix);
+    let entry = ks.read(&key)?;
+    match (&entry.value, field) {
+        (Value::Str(s), None) => Some(s.as_bytes(&mut [0; 20]).to_vec()),
+        (Value::Hash(h), Some(field)) => h.get(field).map(|v| v.to_vec()),
+        _ => None,
+    }
+}
+
+/// What `strtod` makes of a weight: leading space allowed, nothing after
+/// the number, an empty string is 0; NaN and out-of-range values fail.
+fn weight(bytes: &[u8]) -> Option<f64> {
+    if bytes.is_empty() {
+        return Some(0.0);
+    }
+    let start =
+        bytes.iter().position(|c| !matches!(c, b' ' | b'\t' | b'\n' | 0x0b | 0x0c | b'\r'))?;
+    parse_f64(&bytes[start..])
+}
+
+/// One element to sort and what it sorts by.
+struct Sorted {
+    element: Vec<u8>,
+    score: f64,
+    /// ALPHA BY: the weight read (None when the key was missing).
+    by: Option<Vec<u8>>,
+}
+
+fn sort_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> CmdResult {
+    let mut o = parse(&ctx.ks, args, read_only)?;
+    let Some(entry) = ctx.ks.read(&args[1]) else {
+        return finish(ctx, &o, Vec::new(), 0, -1);
+    };
+    let len = match &entry.value {
+        Value::List(l) => l.len(),
+        Value::Set(s) => s.len(),
+        Value::ZSet(z) => z.len(),
+        _ => return Err(WRONG_TYPE),
+    };
+    // A set has no order of its own: unsorted output is made deterministic
+    // when stored or read by a script (Redis sorts it as strings).
+    if o.dont_sort
+        && matches!(entry.value, Value::Set(_))
+        && (o.store.is_some() || ctx.client.script)
+    {
+        o.dont_sort = false;
+        o.alpha = true;
+        o.by = None;
+    }
+    // `sortCommandGeneric`'s LIMIT arithmetic, on the object's size.
+    let (limit_start, limit_count) = o.limit.unwrap_or((0, -1));
+    let n = len as i64;
+    let mut start = limit_start.max(0).min(n);
+    let count = limit_count.max(-1).min(n);
+    let mut end = if count < 0 { n - 1 } else { start + count - 1 };
+    if start >= n {
+        start = n - 1;
+        end = n - 2;
+    }
+    end = end.min(n - 1);
+    // Lists and sorted sets in their own order load only the window.
+    let window = o.dont_sort && !matches!(entry.value, Value::Set(_));
+    let mut elements: Vec<Vec<u8>> = Vec::new();
+    match &mut entry.value {
+        Value::List(l) if window => {
+            if end >= start {
+                let first = if o.desc { l.len() - 1 - start as usize } else { start as usize };
+                let want = (end - start + 1) as usize;
+                elements.extend(l.iter_range(first, want, o.desc).map(|i| i.to_vec()));
+            }
+            l.close();
+        }
+        Value::List(l) => {
+            elements.extend(l.iter().map(|i| i.to_vec()));
+            l.close();
+        }
+        Value::ZSet(z) if window => {
+            if end >= start {
+                elements.extend(z.range_by_rank(start, end, o.desc).map(|(m, _)| m.to_vec()));
+            }
+        }
+        Value::ZSet(z) => elements.extend(z.iter().map(|(m, _)| m.to_vec())),
+        Value::Set(s) => elements.extend(s.iter().map(|m| m.to_vec())),
+        _ => return Err(WRONG_TYPE),
+    }
+    if window {
+        // The window was loaded directly; the output is all of it.
+        let loaded = elements.len() as i64;
+        return finish(ctx, &o, elements, 0, loaded - 1);
+    }
+    if o.dont_sort {
+        return finish(ctx, &o, elements, start, end);
+    }
+    let mut vector: Vec<Sorted> =
+        elements.into_iter().map(|element| Sorted { element, score: 0.0, by: None }).collect();
+    let mut bad_weight = false;
+    for item in &mut vector {
+        let by = match o.by {
+            Some(pattern) => match lookup(&mut ctx.ks, pattern, &item.element) {
+                Some(v) => v,
+                None => continue,
+            },
+            None => {
+                if !o.alpha {
+                    item.score = weight(&item.element).unwrap_or_else(|| {
+                        bad_weight = true;
+                        0.0
+                    });
+                }
+                continue;
+            }
+        };
+        if o.alpha {
+            item.by = Some(by);
+        } else {
+            item.score = weight(&by).unwrap_or_else(|| {
+                bad_weight = true;
+                0.0
+            });
+        }
+    }
+    if bad_weight {
+        return Err(NOT_DOUBLE);
+    }
+    let by_pattern = o.by.is_some();
+    let (alpha, desc) = (o.alpha, o.desc);
+    vector.sort_by(|a, b| {
+        let cmp = if !alpha {
+            a.score
+                .partial_cmp(&b.score)
+                .unwrap_or(Ordering::Equal)
+                .then_with(|| a.element.cmp(&b.element))
+        } else if by_pattern {
+            // A missing weight sorts first.
+            a.by.cmp(&b.by)
+        } else {
+            a.element.cmp(&b.element)
+        };
+        if desc {
+            cmp.reverse()
+        } else {
+            cmp
+        }
+    });
+    let elements = vector.into_iter().map(|s| s.element).collect();
+    finish(ctx, &o, elements, start, end)
+}
+
+/// Replies with (or stores) `elements[start..=end]`, each replaced by its
+/// GET values if any.
+fn finish(ctx: &mut Ctx, o: &Options, elements: Vec<Vec<u8>>, start: i64, end: i64) -> CmdResult {
+    let picked: &[Vec<u8>] = if end >= start && start >= 0 {
+        &elements[start as usize..=(end as usize).min(elements.len().saturating_sub(1))]
+    } else {
+        &[]
+    };
+    let per = o.get.len().max(1);
+    let outputlen = picked.len() * per;
+    let Some(dst) = o.store else {
+        ctx.out.array(outputlen);
+        for element in picked {
+            if o.get.is_empty() {
+                ctx.out.bulk(element);
+            }
+            for pattern in &o.get {
+                match lookup(&mut ctx.ks, pattern, element) {
+                    Some(v) => ctx.out.bulk(&v),
+                    None => ctx.out.null(),
+                }
+            }
+        }
+        return Ok(());
+    };
+    let limits = ctx.ks.state.settings.limits;
+    let mut list = List::new();
+    for element in picked {
+        if o.get.is_empty() {
+            list.push(End::Tail, &[element], &limits);
+        }
+        for pattern in &o.get {
+            let v = lookup(&mut ctx.ks, pattern, element).unwrap_or_default();
+            list.push(End::Tail, &[&v], &limits);
+        }
+    }
+    if outputlen > 0 {
+        ctx.ks.set(dst, Value::List(list), false);
+        ctx.ks.changed(dst, NotifyClass::List, "sortstore");
+    } else if ctx.ks.delete(dst) {
+        ctx.ks.changed(dst, NotifyClass::Generic, "del");
+    }
+    ctx.out.int(outputlen as i64);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(args: &[&str], find: fn(&[Bytes], &mut dyn FnMut(usize, u32))) -> Vec<usize> {
+        let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
+        let mut out = Vec::new();
+        find(&args, &mut |i, _| out.push(i));
+        out
+    }
+
+    #[test]
+    fn keys_skip_option_values_and_take_the_last_store() {
+        assert_eq!(keys(&["SORT", "k"], sort_keys), [1]);
+        assert_eq!(keys(&["SORT", "k", "STORE", "d"], sort_keys), [1, 3]);
+        assert_eq!(keys(&["SORT", "k", "GET", "store", "STORE", "d"], sort_keys), [1, 5]);
+        assert_eq!(keys(&["SORT", "k", "STORE", "d", "GET", "store"], sort_keys), [1, 3]);
+        assert_eq!(keys(&["SORT", "k", "STORE", "a", "STORE", "b"], sort_keys), [1, 5]);
+        assert_eq!(keys(&["SORT", "k", "LIMIT", "store", "1", "BY", "store"], sort_keys), [1]);
+        assert_eq!(keys(&["SORT", "k", "STORE"], sort_keys), [1]);
+        assert_eq!(keys(&["SORT_RO", "k", "STORE", "d"], sort_ro_keys), [1]);
+    }
+
+    #[test]
+    fn weights_read_as_strtod_does() {
+        assert_eq!(weight(b""), Some(0.0));
+        assert_eq!(weight(b"  1.5"), Some(1.5));
+        assert_eq!(weight(b"-inf"), Some(f64::NEG_INFINITY));
+        assert_eq!(weight(b"1e3"), Some(1000.0));
+        for bad in [&b"   "[..], b"1.5 ", b"abc", b"nan", b"1e400"] {
+            assert_eq!(weight(bad), None, "{:?}", std::str::from_utf8(bad));
+        }
+    }
+}
