@@ -409,6 +409,10 @@ pub struct Doc {
     pub history: &'static [(&'static str, &'static str)],
 }
 
+/// Redis's `getkeys_proc`: calls back with each key argument's position
+/// and key flags.
+pub type GetKeys = fn(&[Bytes], &mut dyn FnMut(usize, u32));
+
 /// A row of the command table.
 #[derive(Clone, Copy)]
 pub struct CommandSpec {
@@ -434,7 +438,7 @@ pub struct CommandSpec {
     pub variable_key_flags: Option<fn(&[Bytes]) -> u32>,
     /// For rows with `unknown` key specs: every key argument and its flags,
     /// found by parsing the arguments (Redis's `getkeys_proc`).
-    pub get_keys: Option<fn(&[Bytes], &mut dyn FnMut(usize, u32))>,
+    pub get_keys: Option<GetKeys>,
 }
 
 impl CommandSpec {
@@ -517,7 +521,7 @@ impl CommandSpec {
         self
     }
 
-    pub const fn get_keys(mut self, find: fn(&[Bytes], &mut dyn FnMut(usize, u32))) -> Self {
+    pub const fn get_keys(mut self, find: GetKeys) -> Self {
         self.get_keys = Some(find);
         self
     }
