@@ -144,3 +144,37 @@ fn by_and_get_patterns_read_strings_and_hash_fields() {
     assert!(error(&mut c, &["SORT", "{t}list", "BY", "{t}w_*"])
         .contains("can't be converted into double"));
 }
+
+/// Patterns whose keys live on both shards: the router gathers them, so
+/// SORT gives what one Redis gives; inside MULTI they are refused.
+#[test]
+fn patterns_read_keys_on_every_shard() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let (a, b) = keys_on_two_shards();
+    let items: Vec<String> = (0..40).map(|i| format!("item{i}")).collect();
+    for (i, item) in items.iter().enumerate() {
+        q::<()>(&mut c, &["RPUSH", &a, item]).unwrap();
+        q::<()>(&mut c, &["SET", &format!("weight_{item}"), &((i * 7) % 40).to_string()]).unwrap();
+        q::<()>(&mut c, &["HSET", &format!("obj_{item}"), "name", &format!("name-{i}")]).unwrap();
+    }
+    let mut want: Vec<(usize, String)> =
+        items.iter().enumerate().map(|(i, item)| ((i * 7) % 40, item.clone())).collect();
+    want.sort();
+    let want: Vec<String> = want.into_iter().map(|(_, item)| item).collect();
+    assert_eq!(strings(&mut c, &["SORT", &a, "BY", "weight_*"]), want);
+    let names: Vec<String> =
+        q(&mut c, &["SORT_RO", &a, "BY", "weight_*", "GET", "obj_*->name", "LIMIT", "0", "2"])
+            .unwrap();
+    let first: usize = want[0].trim_start_matches("item").parse().unwrap();
+    assert_eq!(names[0], format!("name-{first}"));
+    assert_eq!(q::<i64>(&mut c, &["SORT", &a, "BY", "weight_*", "STORE", &b]).unwrap(), 40);
+    assert_eq!(strings(&mut c, &["LRANGE", &b, "0", "-1"]), want);
+    let reply: redis::RedisResult<Value> =
+        redis::pipe().atomic().cmd("SORT").arg(&a).arg("BY").arg("weight_*").query(&mut c);
+    let text = match reply {
+        Ok(v) => format!("{v:?}"),
+        Err(e) => e.to_string(),
+    };
+    assert!(text.contains("denied in MULTI"), "{text}");
+}

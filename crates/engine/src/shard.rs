@@ -312,6 +312,11 @@ pub struct ShardState {
     pub oom: bool,
     /// Eviction candidates kept between runs (see [`crate::evict`]).
     pub evict_pool: crate::evict::Pool,
+    /// A scratch state whose keyspace the router filled with the keys the
+    /// command forms from its data too ([`FormedKeys`]), so it may read them.
+    ///
+    /// [`FormedKeys`]: crate::command::spec::FormedKeys
+    pub formed_keys_gathered: bool,
     rng: u64,
 }
 
@@ -328,6 +333,7 @@ impl ShardState {
             hotkeys: crate::hotkeys::HotKeys::default(),
             oom: false,
             evict_pool: crate::evict::Pool::default(),
+            formed_keys_gathered: false,
             rng: seed | 1,
         }
     }

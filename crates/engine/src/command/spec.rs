@@ -7,6 +7,8 @@
 
 use super::ctx::Ctx;
 use super::error::CmdResult;
+use crate::keyspace::Value;
+use crate::shard::SlotMap;
 use bytes::Bytes;
 
 /// A shard-side command implementation: reads its arguments, works on the
@@ -413,6 +415,18 @@ pub struct Doc {
 /// and key flags.
 pub type GetKeys = fn(&[Bytes], &mut dyn FnMut(usize, u32));
 
+/// Keys a command reads that its arguments do not name but that it forms
+/// from the data (SORT's BY and GET patterns). The router gathers them with
+/// the named keys when they may live on another shard.
+#[derive(Clone, Copy)]
+pub struct FormedKeys {
+    /// Whether the command may form a key that does not live on the shard
+    /// of its named keys (false with one shard).
+    pub elsewhere: fn(&[Bytes], &SlotMap) -> bool,
+    /// The keys formed from the value of the command's first key.
+    pub from_value: fn(&[Bytes], Option<&Value>) -> Vec<Bytes>,
+}
+
 /// A row of the command table.
 #[derive(Clone, Copy)]
 pub struct CommandSpec {
@@ -439,6 +453,7 @@ pub struct CommandSpec {
     /// For rows with `unknown` key specs: every key argument and its flags,
     /// found by parsing the arguments (Redis's `getkeys_proc`).
     pub get_keys: Option<GetKeys>,
+    pub formed_keys: Option<FormedKeys>,
 }
 
 impl CommandSpec {
@@ -463,6 +478,7 @@ impl CommandSpec {
             subcommands: &[],
             variable_key_flags: None,
             get_keys: None,
+            formed_keys: None,
         }
     }
 
@@ -518,6 +534,11 @@ impl CommandSpec {
 
     pub const fn variable_key_flags(mut self, flags_for: fn(&[Bytes]) -> u32) -> Self {
         self.variable_key_flags = Some(flags_for);
+        self
+    }
+
+    pub const fn formed_keys(mut self, formed: FormedKeys) -> Self {
+        self.formed_keys = Some(formed);
         self
     }
 

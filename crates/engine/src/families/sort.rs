@@ -6,21 +6,23 @@
 //! follow Redis 7.0's `sort.c`.
 //!
 //! **Patterns on several shards.** A pattern (`weight_*`, `obj_*->field`)
-//! forms a key from each element, and the command runs on the sorted key's
-//! shard, where only that shard's keys can be read. So, with more than one
-//! shard, BY and GET patterns are accepted only when every key they form
-//! lives there: the pattern carries a hash tag (`weight_{tag}_*`) before its
-//! `*` that maps to the sorted key's shard, and the STORE destination (if
-//! any) lives there too. Other patterns are refused (Redis in cluster mode
-//! refuses them all); `#` and patterns without `*` (which read no key) are
-//! always accepted.
+//! forms a key from each element, and that key may live on any shard. When
+//! every key a SORT names and forms lives on one shard (one shard in all, or
+//! a pattern whose hash tag before its `*` maps to the sorted key's shard,
+//! `weight_{tag}_*`), it runs there like any command. Otherwise the router
+//! gathers the formed keys with the named ones ([`FormedKeys`]): it reads
+//! the sorted value, forms the keys, locks and copies them all, checks that
+//! the locked value forms no other key, and runs this handler on the
+//! copies. Inside MULTI or a script, where that cannot happen, such
+//! patterns are refused (Redis in cluster mode refuses them all).
 
 use crate::command::args::{self, is};
 use crate::command::error::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
-use crate::command::spec::{acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec};
+use crate::command::spec::{acl, flags::*, keyflags as kf, CommandSpec, Exec, FormedKeys, KeySpec};
 use crate::command::{Ctx, KeyspaceView};
 use crate::funnel::NotifyClass;
 use crate::keyspace::Value;
+use crate::shard::SlotMap;
 use bytes::Bytes;
 use memchr::{memchr, memmem};
 use ringdb_types::list::{End, List};
@@ -30,10 +32,10 @@ use std::cmp::Ordering;
 
 const NOT_DOUBLE: CmdError = CmdError::new("ERR One or more scores can't be converted into double");
 const BY_ELSEWHERE: CmdError = CmdError::new(
-    "ERR BY option of SORT denied when the keys the pattern forms may live on another shard",
+    "ERR BY option of SORT denied in MULTI and scripts when the keys the pattern forms may live on another shard",
 );
 const GET_ELSEWHERE: CmdError = CmdError::new(
-    "ERR GET option of SORT denied when the keys the pattern forms may live on another shard",
+    "ERR GET option of SORT denied in MULTI and scripts when the keys the pattern forms may live on another shard",
 );
 
 const SORT_KEYS: &[KeySpec] = &[
@@ -51,11 +53,13 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("sort", -2, WRITE | DENYOOM, Exec::Shard(sort))
         .keys(SORT_KEYS)
         .get_keys(sort_keys)
+        .formed_keys(FormedKeys { elsewhere: sort_forms_elsewhere, from_value: formed_keys })
         .acl(acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS)
         .doc("generic", "1.0.0", "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.", SORT_COMPLEXITY, "key [BY by-pattern=pattern:pattern] [LIMIT offset count] [GET get-pattern=pattern:pattern [GET get-pattern=pattern:pattern ...]] [ASC | DESC] [ALPHA] [STORE destination]"),
     CommandSpec::new("sort_ro", -2, READONLY, Exec::Shard(sort_ro))
         .keys(SORT_RO_KEYS)
         .get_keys(sort_ro_keys)
+        .formed_keys(FormedKeys { elsewhere: sort_ro_forms_elsewhere, from_value: formed_keys })
         .acl(acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS)
         .doc("generic", "7.0.0", "Returns the sorted elements of a list, a set, or a sorted set.", SORT_COMPLEXITY, "key [BY by-pattern=pattern:pattern] [LIMIT offset count] [GET get-pattern=pattern:pattern [GET get-pattern=pattern:pattern ...]] [ASC | DESC] [ALPHA]"),
 ];
@@ -111,11 +115,7 @@ struct Options<'a> {
     store: Option<&'a [u8]>,
 }
 
-fn parse<'a>(
-    ks: &KeyspaceView,
-    args: &'a [Bytes],
-    read_only: bool,
-) -> Result<Options<'a>, CmdError> {
+fn parse(args: &[Bytes], read_only: bool) -> Result<Options<'_>, CmdError> {
     let mut o = Options {
         desc: false,
         alpha: false,
@@ -125,7 +125,6 @@ fn parse<'a>(
         get: Vec::new(),
         store: None,
     };
-    let mut patterns = Vec::new();
     let mut j = 2;
     while j < args.len() {
         let a = &args[j];
@@ -146,54 +145,103 @@ fn parse<'a>(
             let pattern: &[u8] = &args[j + 1];
             o.by = Some(pattern);
             o.dont_sort = memchr(b'*', pattern).is_none();
-            if !o.dont_sort {
-                patterns.push((pattern, BY_ELSEWHERE));
-            }
             j += 1;
         } else if is(a, "GET") && left >= 1 {
-            let pattern: &[u8] = &args[j + 1];
-            o.get.push(pattern);
-            patterns.push((pattern, GET_ELSEWHERE));
+            o.get.push(&args[j + 1]);
             j += 1;
         } else {
             return Err(SYNTAX);
         }
         j += 1;
     }
-    // Checked once STORE is known, since it matters too.
-    for (pattern, refusal) in patterns {
-        if !reads_only_here(ks, &args[1], o.store, pattern) {
-            return Err(refusal);
-        }
-    }
     Ok(o)
 }
 
-/// Whether every key `pattern` can form lives in this keyspace, which must
-/// be the shard of the sorted key and of the STORE destination (see the
-/// module doc).
-fn reads_only_here(ks: &KeyspaceView, key: &[u8], store: Option<&[u8]>, pattern: &[u8]) -> bool {
-    let Some(star) = memchr(b'*', pattern) else { return true };
-    let here = &ks.keyspace;
-    if pattern == b"#" || here.owns_every_slot() {
-        return true;
+impl Options<'_> {
+    /// The patterns that read keys, each with the error that refuses it.
+    fn reading_patterns(&self) -> impl Iterator<Item = (&[u8], CmdError)> + '_ {
+        let by = self.by.filter(|_| !self.dont_sort).map(|p| (p, BY_ELSEWHERE));
+        let get = self.get.iter().filter(|p| **p != b"#").map(|p| (*p, GET_ELSEWHERE));
+        by.into_iter().chain(get).filter(|(p, _)| memchr(b'*', p).is_some())
     }
-    if !here.owns_key(key) || store.is_some_and(|dst| !here.owns_key(dst)) {
-        return false;
+
+    /// Whether every key the patterns form lives with the sorted key (and
+    /// the STORE target): `at_home` says whether a key lives there.
+    fn forms_only_at_home(&self, key: &[u8], at_home: impl Fn(&[u8]) -> bool) -> Option<CmdError> {
+        let named_at_home = at_home(key) && self.store.is_none_or(&at_home);
+        self.reading_patterns().find_map(|(pattern, refusal)| {
+            // The formed key's hash tag is fixed only if it closes before
+            // the `*`; then the prefix has the formed key's slot.
+            let prefix = &pattern[..memchr(b'*', pattern).unwrap_or(pattern.len())];
+            let tag = hash_tag(prefix);
+            let fixed = !tag.is_empty() && tag.len() < prefix.len();
+            (!(named_at_home && fixed && at_home(prefix))).then_some(refusal)
+        })
     }
-    // The formed key's hash tag is fixed only if it closes before the `*`.
-    let prefix = &pattern[..star];
-    let tag = hash_tag(prefix);
-    !tag.is_empty() && tag.len() < prefix.len() && here.owns_key(prefix)
 }
 
-/// Redis's `lookupKeyByPattern`: `#` is the element itself; otherwise the
-/// first `*` is replaced by the element, and the key's string value (or,
-/// with `->field` after the `*`, that field of the hash there) is read.
-fn lookup(ks: &mut KeyspaceView, pattern: &[u8], element: &[u8]) -> Option<Vec<u8>> {
-    if pattern == b"#" {
-        return Some(element.to_vec());
+fn sort_forms_elsewhere(args: &[Bytes], map: &SlotMap) -> bool {
+    forms_elsewhere(args, map, false)
+}
+
+fn sort_ro_forms_elsewhere(args: &[Bytes], map: &SlotMap) -> bool {
+    forms_elsewhere(args, map, true)
+}
+
+/// For the router ([`FormedKeys::elsewhere`]); a command with bad options
+/// runs where its key is and reports them.
+fn forms_elsewhere(args: &[Bytes], map: &SlotMap, read_only: bool) -> bool {
+    let Some(key) = args.get(1) else { return false };
+    if map.shards() == 1 {
+        return false;
     }
+    let home = map.shard_of_key(key);
+    parse(args, read_only)
+        .is_ok_and(|o| o.forms_only_at_home(key, |k| map.shard_of_key(k) == home).is_some())
+}
+
+/// The keys the BY and GET patterns form from the elements of `value`
+/// ([`FormedKeys::from_value`]).
+fn formed_keys(args: &[Bytes], value: Option<&Value>) -> Vec<Bytes> {
+    // SORT_RO's options are SORT's without STORE: this parse reads both.
+    let Ok(o) = parse(args, false) else { return Vec::new() };
+    let patterns: Vec<&[u8]> = o.reading_patterns().map(|(p, _)| p).collect();
+    let mut keys = Vec::new();
+    if patterns.is_empty() {
+        return keys;
+    }
+    let mut form = |element: Vec<u8>| {
+        for p in &patterns {
+            if let Some((key, _)) = formed_key(p, &element) {
+                keys.push(Bytes::from(key));
+            }
+        }
+    };
+    match value {
+        Some(Value::List(l)) => l.iter().for_each(|i| form(i.to_vec())),
+        Some(Value::Set(s)) => s.iter().for_each(|m| form(m.to_vec())),
+        Some(Value::ZSet(z)) => z.iter().for_each(|(m, _)| form(m.to_vec())),
+        _ => {}
+    }
+    keys.sort_unstable();
+    keys.dedup();
+    keys
+}
+
+/// The patterns may read their keys here when this shard owns them all
+/// (and the sorted key and STORE target), or when the router gathered them
+/// into these copies. Otherwise (MULTI, scripts) they are refused.
+fn may_read_patterns(ks: &KeyspaceView, key: &[u8], o: &Options) -> Result<(), CmdError> {
+    let here = &ks.keyspace;
+    if ks.state.formed_keys_gathered || here.owns_every_slot() {
+        return Ok(());
+    }
+    o.forms_only_at_home(key, |k| here.owns_key(k)).map_or(Ok(()), Err)
+}
+
+/// The key `pattern` forms from `element` (its first `*` replaced by it),
+/// and the hash field after `->`, if any. None without a `*`.
+fn formed_key<'p>(pattern: &'p [u8], element: &[u8]) -> Option<(Vec<u8>, Option<&'p [u8]>)> {
     let star = memchr(b'*', pattern)?;
     let after = &pattern[star + 1..];
     let (postfix, field) = match memmem::find(after, b"->") {
@@ -204,6 +252,17 @@ fn lookup(ks: &mut KeyspaceView, pattern: &[u8], element: &[u8]) -> Option<Vec<u
     key.extend_from_slice(&pattern[..star]);
     key.extend_from_slice(element);
     key.extend_from_slice(postfix);
+    Some((key, field))
+}
+
+/// Redis's `lookupKeyByPattern`: `#` is the element itself; otherwise the
+/// key the pattern forms is read: its string value, or with `->field` after
+/// the `*`, that field of the hash there.
+fn lookup(ks: &mut KeyspaceView, pattern: &[u8], element: &[u8]) -> Option<Vec<u8>> {
+    if pattern == b"#" {
+        return Some(element.to_vec());
+    }
+    let (key, field) = formed_key(pattern, element)?;
     let entry = ks.read(&key)?;
     match (&entry.value, field) {
         (Value::Str(s), None) => Some(s.as_bytes(&mut [0; 20]).to_vec()),
@@ -232,7 +291,8 @@ struct Sorted {
 }
 
 fn sort_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> CmdResult {
-    let mut o = parse(&ctx.ks, args, read_only)?;
+    let mut o = parse(args, read_only)?;
+    may_read_patterns(&ctx.ks, &args[1], &o)?;
     let Some(entry) = ctx.ks.read(&args[1]) else {
         return finish(ctx, &o, Vec::new(), 0, -1);
     };

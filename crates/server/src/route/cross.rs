@@ -24,7 +24,7 @@ use crate::aof::{log_part, PartLog};
 use crate::mesh::NO_ANSWER;
 use crate::net::connection::Connection;
 use bytes::Bytes;
-use ringdb_engine::command::spec::FindKeys;
+use ringdb_engine::command::spec::{FindKeys, FormedKeys};
 use ringdb_engine::command::{CmdError, CmdResult, Exec, Merge};
 use ringdb_engine::funnel::{KeyEvent, NotifyClass};
 use ringdb_engine::keyspace::{Entry, Keyspace};
@@ -288,18 +288,63 @@ struct Change {
     events: Vec<(NotifyClass, &'static str)>,
 }
 
+/// How often a command that forms keys from data reads its value again when
+/// the value changed between reading it and locking the formed keys.
+const FORMED_KEY_TRIES: usize = 8;
+
 async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
     let slot_map = conn.core.shared.slot_map;
     let positions = command.spec.key_positions(&command.args).unwrap_or_default();
+    let named: Vec<Bytes> = positions.iter().map(|&pos| command.args[pos].clone()).collect();
+    let formed = command.spec.formed_keys.filter(|f| (f.elsewhere)(&command.args, &slot_map));
+    // Inside EXEC only the named keys are locked: the handler refuses what
+    // it would have to read elsewhere.
+    let (Some(formed), Some(first), false) = (formed, named.first(), conn.state.in_exec) else {
+        gather_keys(conn, &command, named, None).await?;
+        return Ok(());
+    };
+    // SORT … BY/GET: the keys its patterns form from the sorted value, read
+    // now; once they are locked with it, the locked value must form no other.
+    for _ in 0..FORMED_KEY_TRIES {
+        let (source, args, db) = (first.clone(), command.args.clone(), command.client.db);
+        let formed_now = conn
+            .core
+            .invoke_on(slot_map.shard_of_key(first), move |core| {
+                let shard = core.shard.borrow();
+                let entry = shard.keyspace.db(db).get(&source).filter(|e| !e.is_expired(now_ms()));
+                (formed.from_value)(&args, entry.map(|e| &e.value))
+            })
+            .await?;
+        let mut keys = named.clone();
+        keys.extend(formed_now);
+        keys.sort_unstable();
+        keys.dedup();
+        if gather_keys(conn, &command, keys, Some((first.clone(), formed))).await? {
+            return Ok(());
+        }
+    }
+    Err(CmdError::new("ERR the value kept changing while its pattern keys were gathered"))
+}
+
+/// Locks and copies `keys` (sorted when `formed` is given), runs the command
+/// on the copies and writes its changes back. With `formed` (the command's
+/// first key and its [`FormedKeys`]), the command runs only if the locked
+/// value forms no key beyond `keys`; returns whether it ran.
+async fn gather_keys(
+    conn: &mut Connection,
+    command: &ShardCommand,
+    keys: Vec<Bytes>,
+    formed: Option<(Bytes, FormedKeys)>,
+) -> Result<bool, CmdError> {
+    let slot_map = conn.core.shared.slot_map;
     let mut keys_by_shard: BTreeMap<ShardId, Vec<Bytes>> = BTreeMap::new();
-    for &pos in &positions {
-        let key = command.args[pos].clone();
-        keys_by_shard.entry(slot_map.shard_of_key(&key)).or_default().push(key);
+    for key in &keys {
+        keys_by_shard.entry(slot_map.shard_of_key(key)).or_default().push(key.clone());
     }
     let databases = conn.core.config.borrow().databases();
     let plan: Vec<(ShardId, LockSet)> = keys_by_shard
         .iter()
-        .map(|(shard, keys)| (*shard, lock_set_for(&command, keys, databases)))
+        .map(|(shard, keys)| (*shard, lock_set_for(command, keys, databases)))
         .collect();
 
     // Lock and copy the keys, shard by shard.
@@ -325,10 +370,20 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
         scratch.db_mut(db).insert(entry);
     }
     let mut state = ShardState::recording(settings);
+    let complete = match &formed {
+        None => true,
+        Some((first, f)) => {
+            let value = scratch.db(command.client.db).get(first).map(|e| &e.value);
+            (f.from_value)(&command.args, value).iter().all(|k| keys.binary_search(k).is_ok())
+        }
+    };
+    state.formed_keys_gathered = formed.is_some();
     // A gathered script runs on this core: it borrows the home shard's Lua
     // state (scripts, functions, the busy/kill link) for the duration.
     std::mem::swap(&mut state.scripting, &mut conn.core.shard.borrow_mut().state.scripting);
-    execute_spliced(&mut scratch, &mut state, &command, &mut conn.out, &mut Clock::at(now_ms()));
+    if complete {
+        execute_spliced(&mut scratch, &mut state, command, &mut conn.out, &mut Clock::at(now_ms()));
+    }
     std::mem::swap(&mut state.scripting, &mut conn.core.shard.borrow_mut().state.scripting);
     {
         let mut home = conn.core.shard.borrow_mut();
@@ -410,7 +465,7 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
     for rx in waiting {
         rx.recv_async().await.map_err(|_| NO_ANSWER)?;
     }
-    Ok(())
+    Ok(complete)
 }
 
 /// Keys a gathered read let tracking clients cache, for one owner.

@@ -387,10 +387,13 @@ pub(crate) fn target(conn: &Connection, command: &ShardCommand) -> Target {
             Some(_) => {}
         }
     });
+    // Keys it forms from data on other shards are gathered (SORT … BY).
+    let formed_elsewhere =
+        command.spec.formed_keys.is_some_and(|f| (f.elsewhere)(&command.args, &slot_map));
     match (found, first) {
         // Malformed key arguments: the command reports its own error.
         (None, _) | (Some(()), None) => Target::One(home),
-        (Some(()), Some(_)) if many => Target::Many,
+        (Some(()), Some(_)) if many || formed_elsewhere => Target::Many,
         (Some(()), Some(shard)) => Target::One(shard),
     }
 }
