@@ -210,22 +210,27 @@ fn formed_keys(args: &[Bytes], value: Option<&Value>) -> Vec<Bytes> {
     if patterns.is_empty() {
         return keys;
     }
-    let mut form = |element: Vec<u8>| {
+    for element in value.map(elements_of).unwrap_or_default() {
         for p in &patterns {
             if let Some((key, _)) = formed_key(p, &element) {
                 keys.push(Bytes::from(key));
             }
         }
-    };
-    match value {
-        Some(Value::List(l)) => l.iter().for_each(|i| form(i.to_vec())),
-        Some(Value::Set(s)) => s.iter().for_each(|m| form(m.to_vec())),
-        Some(Value::ZSet(z)) => z.iter().for_each(|(m, _)| form(m.to_vec())),
-        _ => {}
     }
     keys.sort_unstable();
     keys.dedup();
     keys
+}
+
+/// Every element of a list, set or sorted set, in its own order (none for
+/// other types).
+fn elements_of(value: &Value) -> Vec<Vec<u8>> {
+    match value {
+        Value::List(l) => l.iter().map(|i| i.to_vec()).collect(),
+        Value::Set(s) => s.iter().map(|m| m.to_vec()).collect(),
+        Value::ZSet(z) => z.iter().map(|(m, _)| m.to_vec()).collect(),
+        _ => Vec::new(),
+    }
 }
 
 /// The patterns may read their keys here when this shard owns them all
@@ -325,28 +330,20 @@ fn sort_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> CmdResult {
     end = end.min(n - 1);
     // Lists and sorted sets in their own order load only the window.
     let window = o.dont_sort && !matches!(entry.value, Value::Set(_));
-    let mut elements: Vec<Vec<u8>> = Vec::new();
-    match &mut entry.value {
-        Value::List(l) if window => {
-            if end >= start {
-                let first = if o.desc { l.len() - 1 - start as usize } else { start as usize };
-                let want = (end - start + 1) as usize;
-                elements.extend(l.iter_range(first, want, o.desc).map(|i| i.to_vec()));
-            }
-            l.close();
+    let elements: Vec<Vec<u8>> = match &entry.value {
+        Value::List(l) if window && end >= start => {
+            let first = if o.desc { l.len() - 1 - start as usize } else { start as usize };
+            let want = (end - start + 1) as usize;
+            l.iter_range(first, want, o.desc).map(|i| i.to_vec()).collect()
         }
-        Value::List(l) => {
-            elements.extend(l.iter().map(|i| i.to_vec()));
-            l.close();
+        Value::ZSet(z) if window && end >= start => {
+            z.range_by_rank(start, end, o.desc).map(|(m, _)| m.to_vec()).collect()
         }
-        Value::ZSet(z) if window => {
-            if end >= start {
-                elements.extend(z.range_by_rank(start, end, o.desc).map(|(m, _)| m.to_vec()));
-            }
-        }
-        Value::ZSet(z) => elements.extend(z.iter().map(|(m, _)| m.to_vec())),
-        Value::Set(s) => elements.extend(s.iter().map(|m| m.to_vec())),
-        _ => return Err(WRONG_TYPE),
+        _ if window => Vec::new(),
+        value => elements_of(value),
+    };
+    if let Value::List(l) = &mut entry.value {
+        l.close();
     }
     if window {
         // The window was loaded directly; the output is all of it.
@@ -414,10 +411,9 @@ fn sort_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> CmdResult {
 /// Replies with (or stores) `elements[start..=end]`, each replaced by its
 /// GET values if any.
 fn finish(ctx: &mut Ctx, o: &Options, elements: Vec<Vec<u8>>, start: i64, end: i64) -> CmdResult {
-    let picked: &[Vec<u8>] = if end >= start && start >= 0 {
-        &elements[start as usize..=(end as usize).min(elements.len().saturating_sub(1))]
-    } else {
-        &[]
+    let picked: &[Vec<u8>] = match (usize::try_from(start), usize::try_from(end)) {
+        (Ok(start), Ok(end)) => elements.get(start..=end).unwrap_or(&[]),
+        _ => &[],
     };
     let per = o.get.len().max(1);
     let outputlen = picked.len() * per;
