@@ -340,3 +340,23 @@ fn coalesced_pushes_end_with_the_latest_result() {
     assert!(received < 500, "{received} pushes for 500 writes in one burst");
     assert_eq!(w.call(&["PING"]), "*2\r\n$4\r\npong\r\n$0\r\n\r\n");
 }
+
+#[test]
+fn geosearch_watch_follows_members_moving_in_and_out_of_the_area() {
+    let server = Server::start(2);
+    let mut keep = Vec::new();
+    let [on0, on1] = watchers(&server, &mut keep);
+    let key = "drivers";
+    let mut w = if shard_of(key) == 0 { on1 } else { on0 };
+    let args = [key, "FROMLONLAT", "2.35", "48.85", "BYRADIUS", "5", "km", "ASC", "WITHDIST"];
+    let f = fp("GEOSEARCH", &args);
+    let watch: Vec<&str> = ["GEOSEARCH.WATCH"].into_iter().chain(args).collect();
+    assert_eq!(w.call(&watch), frame(false, "GEOSEARCH", f, "*0\r\n"));
+    let mut c = server.client();
+    let _: i64 = q(&mut c, &["GEOADD", key, "2.36", "48.86", "d1"]).unwrap();
+    let near = "*1\r\n*2\r\n$2\r\nd1\r\n$6\r\n1.3315\r\n";
+    assert_eq!(String::from_utf8(w.read_frame()).unwrap(), frame(false, "GEOSEARCH", f, near));
+    // d1 drives 73 km east: out of the area.
+    let _: i64 = q(&mut c, &["GEOADD", key, "3.36", "48.86", "d1"]).unwrap();
+    assert_eq!(String::from_utf8(w.read_frame()).unwrap(), frame(false, "GEOSEARCH", f, "*0\r\n"));
+}

@@ -159,6 +159,18 @@ const SAMPLES: &[(&str, &str, &[&str])] = &[
     ("zdiffstore", "ZDIFFSTORE new 1 z", &["new"]),
     ("zintercard", "ZINTERCARD 1 z", &[]),
     ("zscan", "ZSCAN z 0", &[]),
+    // Geo (a sorted set whose scores are geohashes: `z`'s small scores sit
+    // near longitude -180, latitude -85).
+    ("geoadd", "GEOADD g 13.361389 38.115556 Palermo", &["g"]),
+    ("geodist", "GEODIST z a b km", &[]),
+    ("geohash", "GEOHASH z a missing", &[]),
+    ("geopos", "GEOPOS z a missing", &[]),
+    ("georadius", "GEORADIUS z -180 -85 500 km STORE new", &["new"]),
+    ("georadius_ro", "GEORADIUS_RO z -180 -85 500 km WITHDIST", &[]),
+    ("georadiusbymember", "GEORADIUSBYMEMBER z a 100 km STOREDIST new", &["new"]),
+    ("georadiusbymember_ro", "GEORADIUSBYMEMBER_RO z a 100 km", &[]),
+    ("geosearch", "GEOSEARCH z FROMMEMBER a BYBOX 10 10 km", &[]),
+    ("geosearchstore", "GEOSEARCHSTORE new z FROMLONLAT -180 -85 BYRADIUS 500 km", &["new"]),
     // Lists.
     ("lpush", "LPUSH l x", &["l"]),
     ("rpush", "RPUSH new x y", &["new"]),

@@ -31,6 +31,7 @@
 
 pub mod bits;
 pub mod bloom;
+pub mod geohash;
 pub mod glob;
 pub mod hash;
 pub mod hll;

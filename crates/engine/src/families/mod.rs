@@ -9,6 +9,7 @@ pub mod bloom;
 pub mod command;
 pub mod connection;
 pub mod dump;
+pub mod geo;
 pub mod hash;
 pub mod hll;
 pub mod hotkeys;
@@ -35,6 +36,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     hash::COMMANDS,
     set::COMMANDS,
     zset::COMMANDS,
+    geo::COMMANDS,
     stream::COMMANDS,
     hll::COMMANDS,
     bloom::COMMANDS,

@@ -28,6 +28,8 @@ mod read;
 mod tests;
 mod write;
 
+pub(crate) use write::zadd;
+
 use crate::command::error::{CmdError, WRONG_TYPE};
 use crate::command::spec::{acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec};
 use crate::command::{Ctx, KeyspaceView};
@@ -238,7 +240,12 @@ fn build_zset(members: &[(Vec<u8>, f64)], limits: &Limits) -> ZSet {
 /// Ends a STORE command: stores `members` at `dst` (event `event`) and
 /// replies with their count, or, when there are none, deletes `dst` (event
 /// "del" if it existed) and replies 0.
-fn store_result(ctx: &mut Ctx, dst: &[u8], members: &[(Vec<u8>, f64)], event: &'static str) {
+pub(crate) fn store_result(
+    ctx: &mut Ctx,
+    dst: &[u8],
+    members: &[(Vec<u8>, f64)],
+    event: &'static str,
+) {
     if members.is_empty() {
         if ctx.ks.delete(dst) {
             ctx.ks.changed(dst, NotifyClass::Generic, "del");
