@@ -40,6 +40,7 @@ pub mod query_watch;
 pub mod scan;
 pub mod scripting;
 pub mod shard;
+pub mod slowlog;
 pub mod tracking;
 pub mod watch;
 

@@ -270,6 +270,8 @@ pub struct ShardSettings {
     pub watch_coalesce_ms: u64,
     /// `maxmemory` and its eviction policy.
     pub memory: crate::evict::MemoryLimit,
+    /// Which commands the slow log records, and how many it keeps.
+    pub slowlog: crate::slowlog::SlowLogSettings,
 }
 
 impl Default for ShardSettings {
@@ -293,6 +295,7 @@ impl Default for ShardSettings {
             bf_initial_size: 100,
             watch_coalesce_ms: 0,
             memory: crate::evict::MemoryLimit::default(),
+            slowlog: crate::slowlog::SlowLogSettings::default(),
         }
     }
 }
@@ -317,6 +320,9 @@ pub struct ShardState {
     ///
     /// [`FormedKeys`]: crate::command::spec::FormedKeys
     pub formed_keys_gathered: bool,
+    /// Slow commands run here, for the log on their clients' home cores
+    /// (see [`crate::slowlog`]).
+    pub slow: std::collections::VecDeque<crate::slowlog::SlowEntry>,
     rng: u64,
 }
 
@@ -334,6 +340,7 @@ impl ShardState {
             oom: false,
             evict_pool: crate::evict::Pool::default(),
             formed_keys_gathered: false,
+            slow: std::collections::VecDeque::new(),
             rng: seed | 1,
         }
     }
@@ -797,6 +804,7 @@ fn execute_counted(
         state.stats.error(e.code());
     }
     let usec = clock.lap_usec();
+    crate::slowlog::record(&mut state.slow, state.settings.slowlog, cmd, usec, clock.now_ms);
     let stat = state.stats.command(cmd.id);
     stat.calls += 1;
     stat.usec += usec;

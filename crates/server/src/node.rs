@@ -41,6 +41,9 @@ pub struct Shared {
     pub config_file: Option<String>,
     /// Client ids are handed out at connect time only (not the data path).
     pub next_client_id: AtomicU64,
+    /// Ids of slow-log entries, in the order cores log them (slow commands
+    /// only, never the data path).
+    pub next_slowlog_id: AtomicU64,
     /// Connected clients over all cores, for `maxclients` (connect and
     /// disconnect only).
     pub connected_clients: AtomicUsize,
@@ -85,6 +88,8 @@ pub struct Core {
     pub replica_reads: Cell<u64>,
     /// The socket backend this core's connections use (`io-backend`).
     pub io_backend: Cell<&'static str>,
+    /// The slow commands of this core's clients (SLOWLOG).
+    pub slowlog: RefCell<crate::cmd::slowlog::SlowLog>,
 }
 
 impl Core {
@@ -103,6 +108,7 @@ impl Core {
             bf_error_rate: config.bf_error_rate(),
             bf_initial_size: config.bf_initial_size(),
             watch_coalesce_ms: config.watch_coalesce_ms(),
+            slowlog: config.slowlog(),
             memory: config.memory_limit(),
         }
     }
@@ -244,6 +250,9 @@ impl Core {
                 })
                 .detach();
             }
+        }
+        if !shard.state.slow.is_empty() {
+            crate::cmd::slowlog::deliver(self, std::mem::take(&mut shard.state.slow));
         }
         if !shard.state.funnel.queries.outbox.is_empty() {
             self.send_watch_pushes(std::mem::take(&mut shard.state.funnel.queries.outbox));
@@ -462,6 +471,7 @@ pub fn run(config: Config) -> Result<(), String> {
         executable: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
         config_file: config.file.as_ref().map(|p| p.display().to_string()),
         next_client_id: AtomicU64::new(1),
+        next_slowlog_id: AtomicU64::new(0),
         connected_clients: AtomicUsize::new(0),
         scripts: Arc::new(ringdb_engine::scripting::monitor::ScriptMonitor::new(shards)),
         persist: crate::persist::Persistence::default(),
@@ -644,6 +654,7 @@ async fn core_main(
         replicas: RefCell::new(std::collections::HashMap::new()),
         replica_reads: Cell::new(0),
         io_backend: Cell::new("glommio"),
+        slowlog: RefCell::new(Default::default()),
     });
     // Load this shard's keys before serving anything.
     let mut keys = 0;

@@ -28,6 +28,10 @@ pub struct ClientInfo {
     /// The command runs inside a script (Redis's `CLIENT_SCRIPT`): SORT
     /// then orders a set even when asked not to.
     pub script: bool,
+    /// The command is one shard's part of a command split over shards
+    /// (MSET, MGET, DEL, …): the slow log records the whole command where
+    /// the client is, not each part.
+    pub part: bool,
 }
 
 /// Everything a handler gets.

@@ -379,6 +379,10 @@ pub enum NodeCommand {
     ConfigResetStat,
     ConfigRewrite,
     ConfigHelp,
+    SlowlogGet,
+    SlowlogLen,
+    SlowlogReset,
+    SlowlogHelp,
     /// `<NAME>.WATCH …`: a reactive query (rows made from each watchable
     /// row; see [`super::table`]).
     QueryWatch,

@@ -1,4 +1,4 @@
-//! Server commands: INFO, CONFIG, TIME, LASTSAVE, SAVE, BGSAVE, SHUTDOWN and DEBUG. They
+//! Server commands: INFO, CONFIG, SLOWLOG, TIME, LASTSAVE, SAVE, BGSAVE, SHUTDOWN and DEBUG. They
 //! run on the connection's core and visit shards as needed (`Exec::Node`); the server crate implements them. Only their rows
 //! live here.
 
@@ -43,6 +43,38 @@ static CONFIG: &[CommandSpec] = &[
     ),
 ];
 
+static SLOWLOG: &[CommandSpec] = &[
+    node("get", -2, ADMIN | LOADING | STALE, N::SlowlogGet)
+        .tips(&["request_policy:all_nodes", "nondeterministic_output"])
+        .doc(
+            "server",
+            "2.2.12",
+            "Returns the slow log's entries.",
+            "O(N) where N is the number of entries returned",
+            "[count]",
+        )
+        .history(&[("4.0.0", "Added client IP address, port and name to the reply.")]),
+    node("len", 2, ADMIN | LOADING | STALE, N::SlowlogLen)
+        .tips(&["request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"])
+        .doc("server", "2.2.12", "Returns the number of entries in the slow log.", "O(1)", ""),
+    node("reset", 2, ADMIN | LOADING | STALE, N::SlowlogReset)
+        .tips(&["request_policy:all_nodes", "response_policy:all_succeeded"])
+        .doc(
+            "server",
+            "2.2.12",
+            "Clears all entries from the slow log.",
+            "O(N) where N is the number of entries in the slowlog",
+            "",
+        ),
+    node("help", 2, LOADING | STALE, N::SlowlogHelp).doc(
+        "server",
+        "6.2.0",
+        "Show helpful text about the different subcommands",
+        "O(1)",
+        "",
+    ),
+];
+
 pub static COMMANDS: &[CommandSpec] = &[
     node("info", -1, LOADING | STALE | SENTINEL, N::Info)
         .acl(acl::DANGEROUS)
@@ -52,6 +84,13 @@ pub static COMMANDS: &[CommandSpec] = &[
         "server",
         "2.0.0",
         "A container for server configuration commands.",
+        "Depends on subcommand.",
+        "",
+    ),
+    CommandSpec::container("slowlog", SLOWLOG).doc(
+        "server",
+        "2.2.12",
+        "A container for slow log commands.",
         "Depends on subcommand.",
         "",
     ),

@@ -13,11 +13,13 @@ pub mod info;
 pub mod keyspace;
 pub mod pubsub;
 pub mod scripting;
+pub mod slowlog;
 pub mod transactions;
 pub mod watch;
 
 use crate::net::connection::Connection;
 use bytes::Bytes;
+use ringdb_engine::command::spec::flags;
 use ringdb_engine::command::{CmdError, CmdResult, NodeCommand, Registered};
 use std::time::Instant;
 
@@ -32,6 +34,9 @@ pub async fn run(
     let started = Instant::now();
     let result = dispatch(conn, cmd, args).await;
     let usec = started.elapsed().as_micros() as u64;
+    if !reg.spec.has(flags::SKIP_SLOWLOG) {
+        slowlog::record_here(conn, args, usec);
+    }
     let mut shard = conn.core.shard.borrow_mut();
     let stat = shard.state.stats.command(reg.id);
     stat.calls += 1;
@@ -136,6 +141,10 @@ async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> Cm
         N::ConfigResetStat => config::resetstat(conn, args).await,
         N::ConfigRewrite => config::rewrite(conn, args).await,
         N::ConfigHelp => config::help(conn, args).await,
+        N::SlowlogGet => slowlog::get(conn, args).await,
+        N::SlowlogLen => slowlog::len(conn, args).await,
+        N::SlowlogReset => slowlog::reset(conn, args).await,
+        N::SlowlogHelp => slowlog::slowlog_help(conn, args),
     }
 }
 

@@ -317,6 +317,14 @@ impl Config {
         self.int("watch-coalesce-ms") as u64
     }
 
+    /// `slowlog-log-slower-than` and `slowlog-max-len`.
+    pub fn slowlog(&self) -> ringdb_engine::slowlog::SlowLogSettings {
+        ringdb_engine::slowlog::SlowLogSettings {
+            slower_than: self.int("slowlog-log-slower-than"),
+            max_len: usize::try_from(self.int("slowlog-max-len")).unwrap_or(usize::MAX),
+        }
+    }
+
     /// `hotkeys-rules`, read (it was validated when set).
     pub fn hotkeys_rules(&self) -> Vec<ringdb_engine::hotkeys::rule::Rule> {
         ringdb_engine::hotkeys::rule::parse_rules(self.get("hotkeys-rules").unwrap_or(""))

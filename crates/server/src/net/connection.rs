@@ -105,6 +105,7 @@ impl ClientState {
             home: self.home,
             track: self.tracking.is_some_and(|t| t.now(self.caching)),
             script: false,
+            part: false,
         }
     }
 }

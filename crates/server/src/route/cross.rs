@@ -25,7 +25,7 @@ use crate::mesh::NO_ANSWER;
 use crate::net::connection::Connection;
 use bytes::Bytes;
 use ringdb_engine::command::spec::{FindKeys, FormedKeys};
-use ringdb_engine::command::{CmdError, CmdResult, Exec, Merge};
+use ringdb_engine::command::{ClientInfo, CmdError, CmdResult, Exec, Merge};
 use ringdb_engine::funnel::{KeyEvent, NotifyClass};
 use ringdb_engine::keyspace::{Entry, Keyspace};
 use ringdb_engine::locks::LockSet;
@@ -64,7 +64,11 @@ fn split_by_shard(conn: &Connection, command: &ShardCommand) -> Vec<Part> {
         let shard = slot_map.shard_of_key(&command.args[pos]);
         let part = by_shard.entry(shard).or_insert_with(|| Part {
             shard,
-            command: ShardCommand { args: vec![command.args[0].clone()], ..command.clone() },
+            command: ShardCommand {
+                args: vec![command.args[0].clone()],
+                client: ClientInfo { part: true, ..command.client },
+                ..command.clone()
+            },
             key_order: Vec::new(),
         });
         let end = (pos + step).min(command.args.len());
@@ -84,6 +88,7 @@ async fn split(
     if merge == Merge::Ok && command.args.len().is_multiple_of(2) {
         return Err(CmdError::wrong_args(command.spec.name));
     }
+    let started = std::time::Instant::now();
     let parts = split_by_shard(conn, &command);
     // Inside EXEC the transaction already holds every lock: the parts run
     // directly, without taking or releasing anything.
@@ -166,6 +171,8 @@ async fn split(
         }
         replies
     };
+    let usec = started.elapsed().as_micros() as u64;
+    crate::cmd::slowlog::record_here(conn, &command.args, usec);
     if let Some(err) = replies.iter().find(|r| frame::is_error(r)) {
         conn.out.extend_from_slice(err);
         return Ok(());
@@ -399,6 +406,8 @@ async fn gather_keys(
             *stats.errors.entry(code).or_default() += n;
         }
     }
+    // A slow gathered command is logged like any other.
+    crate::cmd::slowlog::deliver(&conn.core, std::mem::take(&mut state.slow));
 
     // Keys a tracking client read here are remembered by their owners.
     let mut remembered: BTreeMap<ShardId, Remembered> = BTreeMap::new();
