@@ -121,7 +121,7 @@ pub async fn get(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
         })
         .await?;
     let mut entries: Vec<Logged> = per_core.into_iter().flatten().collect();
-    entries.sort_by(|a, b| b.id.cmp(&a.id));
+    entries.sort_by_key(|e| std::cmp::Reverse(e.id));
     entries.truncate(count);
     let mut out = conn.reply();
     out.array(entries.len());
