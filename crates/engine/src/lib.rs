@@ -35,6 +35,7 @@ pub mod funnel;
 pub mod hotkeys;
 pub mod keyspace;
 pub mod locks;
+pub mod monitor;
 pub mod persist;
 pub mod query_watch;
 pub mod scan;

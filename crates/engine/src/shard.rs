@@ -323,6 +323,10 @@ pub struct ShardState {
     /// Slow commands run here, for the log on their clients' home cores
     /// (see [`crate::slowlog`]).
     pub slow: std::collections::VecDeque<crate::slowlog::SlowEntry>,
+    /// Some client, on any core, is in MONITOR: commands scripts call are
+    /// written as lines to `monitor_out` for the server to deliver.
+    pub monitored: bool,
+    pub monitor_out: Vec<Bytes>,
     rng: u64,
 }
 
@@ -341,6 +345,8 @@ impl ShardState {
             evict_pool: crate::evict::Pool::default(),
             formed_keys_gathered: false,
             slow: std::collections::VecDeque::new(),
+            monitored: false,
+            monitor_out: Vec::new(),
             rng: seed | 1,
         }
     }

@@ -124,7 +124,7 @@ const SENSITIVE_CONFIGS: &[&str] = &["requirepass", "masterauth"];
 /// `AUTH username password`, the values of CONFIG SET's sensitive
 /// parameters, MIGRATE's `AUTH password` and `AUTH2 username password`,
 /// ACL SETUSER's.
-fn redacted_positions(args: &[Bytes]) -> Vec<usize> {
+pub fn redacted_positions(args: &[Bytes]) -> Vec<usize> {
     let is =
         |i: usize, word: &str| args.get(i).is_some_and(|a| a.eq_ignore_ascii_case(word.as_bytes()));
     let mut out = Vec::new();

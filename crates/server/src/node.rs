@@ -251,6 +251,9 @@ impl Core {
                 .detach();
             }
         }
+        if !shard.state.monitor_out.is_empty() {
+            crate::cmd::monitor::send(self, std::mem::take(&mut shard.state.monitor_out));
+        }
         if !shard.state.slow.is_empty() {
             crate::cmd::slowlog::deliver(self, std::mem::take(&mut shard.state.slow));
         }

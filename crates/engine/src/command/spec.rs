@@ -379,6 +379,7 @@ pub enum NodeCommand {
     ConfigResetStat,
     ConfigRewrite,
     ConfigHelp,
+    Monitor,
     SlowlogGet,
     SlowlogLen,
     SlowlogReset,

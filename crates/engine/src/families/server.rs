@@ -1,4 +1,4 @@
-//! Server commands: INFO, CONFIG, SLOWLOG, TIME, LASTSAVE, SAVE, BGSAVE, SHUTDOWN and DEBUG. They
+//! Server commands: INFO, CONFIG, SLOWLOG, MONITOR, TIME, LASTSAVE, SAVE, BGSAVE, SHUTDOWN and DEBUG. They
 //! run on the connection's core and visit shards as needed (`Exec::Node`); the server crate implements them. Only their rows
 //! live here.
 
@@ -92,6 +92,13 @@ pub static COMMANDS: &[CommandSpec] = &[
         "2.2.12",
         "A container for slow log commands.",
         "Depends on subcommand.",
+        "",
+    ),
+    node("monitor", 1, ADMIN | NOSCRIPT | LOADING | STALE, N::Monitor).doc(
+        "server",
+        "1.0.0",
+        "Listens for all requests received by the server in real-time.",
+        "",
         "",
     ),
     node("time", 1, LOADING | STALE | FAST, N::Time)

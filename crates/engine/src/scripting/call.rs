@@ -176,6 +176,9 @@ impl CallCtx<'_> {
             self.run.note_write();
         }
         let client = ClientInfo { resp: self.run.resp.get(), script: true, ..self.client };
+        if self.state.monitored && !spec.has(flags::ADMIN) {
+            self.state.monitor_out.push(crate::monitor::line(client.db, "lua", &argv));
+        }
         let cmd = ShardCommand { id: reg.id, spec, args: argv, client };
         execute_timed(
             self.keyspace,

@@ -11,6 +11,7 @@ pub mod connection;
 pub mod hotkeys;
 pub mod info;
 pub mod keyspace;
+pub mod monitor;
 pub mod pubsub;
 pub mod scripting;
 pub mod slowlog;
@@ -141,6 +142,7 @@ async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> Cm
         N::ConfigResetStat => config::resetstat(conn, args).await,
         N::ConfigRewrite => config::rewrite(conn, args).await,
         N::ConfigHelp => config::help(conn, args).await,
+        N::Monitor => monitor::monitor(conn, args).await,
         N::SlowlogGet => slowlog::get(conn, args).await,
         N::SlowlogLen => slowlog::len(conn, args).await,
         N::SlowlogReset => slowlog::reset(conn, args).await,

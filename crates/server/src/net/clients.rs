@@ -29,6 +29,8 @@ pub struct ClientView {
     pub ssub: usize,
     /// Commands queued in an open MULTI (-1: no MULTI).
     pub multi: i64,
+    /// In MONITOR.
+    pub monitor: bool,
     /// Waiting in a blocking command (BLPOP, XREAD BLOCK, …).
     pub blocked: bool,
     /// CLIENT TRACKING: on, in BCAST mode, its redirect target gone, and
@@ -93,6 +95,9 @@ impl ClientHandle {
         let v = self.view.borrow();
         let now = Instant::now();
         let mut flags = String::new();
+        if v.monitor {
+            flags.push('O');
+        }
         if v.sub + v.psub + v.ssub > 0 {
             flags.push('P');
         }

@@ -81,6 +81,8 @@ pub struct ClientState {
     /// HOTKEYS.WATCH: the key patterns watched (empty = every key), if any
     /// (also registered in the core's push hub and counted on every shard).
     pub hotkey_watch: Option<Vec<bytes::Bytes>>,
+    /// MONITOR: every command run is pushed to this client.
+    pub monitor: bool,
 }
 
 impl ClientState {
@@ -183,6 +185,7 @@ impl Connection {
                 caching_spent: false,
                 query_watches: Default::default(),
                 hotkey_watch: None,
+                monitor: false,
             },
         };
         if let Err(reason) = conn.run().await {
@@ -248,6 +251,7 @@ impl Connection {
         if self.mailbox.is_none() {
             return;
         }
+        crate::cmd::monitor::stop(self).await;
         crate::cmd::client::stop_tracking(self).await;
         crate::cmd::watch::unwatch_all(self).await;
         crate::cmd::hotkeys::unwatch(self).await;
@@ -347,12 +351,14 @@ impl Connection {
         // Subscribers and watchers wait for pushes as well as for input, and
         // are never closed for being idle (as in Redis); other clients with
         // a mailbox (RESP3, tracking) are.
-        let idle_limit =
-            if self.state.subscriptions.is_empty() && self.state.query_watches.is_empty() {
-                self.core.config.borrow().conn.idle_timeout
-            } else {
-                0
-            };
+        let idle_limit = if self.state.subscriptions.is_empty()
+            && self.state.query_watches.is_empty()
+            && !self.state.monitor
+        {
+            self.core.config.borrow().conn.idle_timeout
+        } else {
+            0
+        };
         self.socket.set_idle(self.answerable_while_busy().then_some(self.state.resp));
         let read = self.socket.read_into(&mut self.inbuf, wanted);
         let read = async { read.await.map(Some).map_err(|e| e.to_string()) };
@@ -475,6 +481,7 @@ impl Connection {
         view.psub = count(Kind::Pattern);
         view.ssub = count(Kind::ShardChannel);
         view.multi = self.state.multi.as_ref().map_or(-1, |m| m.queued.len() as i64);
+        view.monitor = self.state.monitor;
         view.db = self.state.db;
         view.resp = self.state.resp;
         view.no_evict = self.state.no_evict;

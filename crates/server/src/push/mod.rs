@@ -47,6 +47,9 @@ pub enum Push {
     Watch { name: Bytes, fingerprint: u64, result: Bytes },
     /// A key became hot or cooled down (`HOTKEYS.WATCH`).
     Hotkey(ringdb_engine::hotkeys::HotEvent),
+    /// A command someone ran, for a client in MONITOR (a status reply,
+    /// already encoded: see `ringdb_engine::monitor`).
+    Monitor(Bytes),
 }
 
 impl Push {
@@ -63,6 +66,7 @@ impl Push {
             Push::RedirBroken(_) => 48,
             Push::Watch { name, result, .. } => name.len() + result.len() + 48,
             Push::Hotkey(event) => event.key().len() + 96,
+            Push::Monitor(line) => line.len(),
         }
     }
 }
@@ -105,6 +109,10 @@ pub struct PushHub {
     pub limit_disconnections: u64,
     /// This core's client-side caching clients.
     pub tracking: tracking::TrackingClients,
+    /// This core's clients in MONITOR, and the cores (this one too) that
+    /// have some.
+    pub monitors: Vec<u64>,
+    pub monitor_cores: BTreeSet<u16>,
 }
 
 impl PushHub {
@@ -262,6 +270,15 @@ impl PushHub {
         }
     }
 
+    /// Delivers MONITOR lines to this core's monitors.
+    pub fn deliver_monitor(&mut self, lines: &[Bytes], limit: BufferLimit) {
+        for id in self.monitors.clone() {
+            for line in lines {
+                self.send(id, Push::Monitor(line.clone()), limit);
+            }
+        }
+    }
+
     /// Puts a push in a client's mailbox, enforcing its output buffer limit.
     pub fn send(&mut self, id: u64, push: Push, limit: BufferLimit) {
         let Some(mailbox) = self.mailboxes.get(&id) else { return };
@@ -355,5 +372,6 @@ pub fn encode(push: &Push, out: &mut ringdb_protocol::ReplyWriter) {
         }
         Push::Watch { name, fingerprint, result } => watch::encode(name, *fingerprint, result, out),
         Push::Hotkey(event) => hotkeys::encode(event, out),
+        Push::Monitor(line) => out.raw(line),
     }
 }

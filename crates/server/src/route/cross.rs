@@ -385,6 +385,7 @@ async fn gather_keys(
         }
     };
     state.formed_keys_gathered = formed.is_some();
+    state.monitored = conn.core.shard.borrow().state.monitored;
     // A gathered script runs on this core: it borrows the home shard's Lua
     // state (scripts, functions, the busy/kill link) for the duration.
     std::mem::swap(&mut state.scripting, &mut conn.core.shard.borrow_mut().state.scripting);
@@ -406,8 +407,12 @@ async fn gather_keys(
             *stats.errors.entry(code).or_default() += n;
         }
     }
-    // A slow gathered command is logged like any other.
+    // A slow gathered command is logged like any other; the commands a
+    // gathered script called are shown to monitors.
     crate::cmd::slowlog::deliver(&conn.core, std::mem::take(&mut state.slow));
+    if !state.monitor_out.is_empty() {
+        crate::cmd::monitor::send(&conn.core, std::mem::take(&mut state.monitor_out));
+    }
 
     // Keys a tracking client read here are remembered by their owners.
     let mut remembered: BTreeMap<ShardId, Remembered> = BTreeMap::new();

@@ -97,6 +97,7 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
             queue(conn, &mut segment, reg, args, skip);
             continue;
         }
+        crate::cmd::monitor::feed(conn, spec, &args);
         match spec.exec {
             Exec::Shard(_) if read_from_copy(conn, &segment, reg, &args, skip) => {}
             Exec::Shard(_) if spec.has(flags::BLOCKING) => {
