@@ -41,7 +41,11 @@
 #                        ceiling), and zrange, get_64k (GET of one 64 KiB
 #                        value: large replies), pfadd, pfcount
 #                        (custom commands: PFADD hll:R R and PFCOUNT hll:R, R a
-#                        random number below KEYSPACE; not in the default set)
+#                        random number below KEYSPACE; not in the default set),
+#                        geoadd, geosearch (GEOADD points 13.R 38.R m:R, and
+#                        GEOSEARCH of the nearest 10 within 10 km in a set of
+#                        GEO_MEMBERS points over 2 x 2 degrees; not in the
+#                        default set)
 #   PIPELINES ["1 16"], CLIENTS [50], KEYSPACE [100000]
 #   SCENARIOS ["multi multi-random evalsha publish-1 publish-100 publish-1000
 #             watch-1 watch-1000 blpop xreadgroup"]  loadgen scenarios ("" = none):
@@ -53,6 +57,7 @@
 #   LOADGEN_SECONDS [RUN_SECONDS], LOADGEN_WARMUP [1]  measured window and
 #                        warm-up of one loadgen run, in seconds
 #   ZRANGE_MEMBERS [1000]  members of the sorted set the zrange row reads
+#   GEO_MEMBERS [10000]  points of the geospatial index the geosearch row reads
 #   MEM_KEYS [1000000]   string keys loaded for the memory comparison (0 = skip)
 #   MEM_HASHES [100000], MEM_HASH_FIELDS [10]    hashes loaded for it (0 = skip)
 #   MEM_ZSETS [100000], MEM_ZSET_MEMBERS [10]    sorted sets loaded for it (0 = skip)
@@ -72,7 +77,7 @@ cd "$ROOT"
 
 # The settings given in the environment, to print the exact command line.
 GIVEN=""
-for var in RUN_SECONDS REPS SHARDS_LIST TESTS PIPELINES CLIENTS KEYSPACE ZRANGE_MEMBERS MEM_KEYS \
+for var in RUN_SECONDS REPS SHARDS_LIST TESTS PIPELINES CLIENTS KEYSPACE ZRANGE_MEMBERS GEO_MEMBERS MEM_KEYS \
     MEM_HASHES MEM_HASH_FIELDS MEM_ZSETS MEM_ZSET_MEMBERS SCENARIOS LOADGEN_SECONDS LOADGEN_WARMUP \
     PIN NICE RINGDB_PORT REDIS_PORT RESULTS; do
     if [ -n "${!var+x}" ]; then GIVEN+="$var=$(printf '%q' "${!var}") "; fi
@@ -86,6 +91,7 @@ PIPELINES=${PIPELINES:-"1 16"}
 CLIENTS=${CLIENTS:-50}
 KEYSPACE=${KEYSPACE:-100000}
 ZRANGE_MEMBERS=${ZRANGE_MEMBERS:-1000}
+GEO_MEMBERS=${GEO_MEMBERS:-10000}
 MEM_KEYS=${MEM_KEYS:-1000000}
 MEM_HASHES=${MEM_HASHES:-100000}
 MEM_HASH_FIELDS=${MEM_HASH_FIELDS:-10}
@@ -260,7 +266,19 @@ def seed_zset(key, n):
         yield command(b"ZADD", key.encode(), *pairs)
 
 
-kinds = {"strings": strings, "hashes": hashes, "zsets": zsets, "list": seed_list, "zset": seed_zset}
+def seed_geo(key, n):
+    # Points spread over 2 x 2 degrees (about 176 x 222 km) around 14, 38,
+    # from a fixed sequence so that both servers hold the same ones.
+    import random
+    rng = random.Random(7)
+    for batch in batches(n):
+        triples = []
+        for i in batch:
+            triples += [b"%.6f" % rng.uniform(13, 15), b"%.6f" % rng.uniform(37, 39), b"p:%d" % i]
+        yield command(b"GEOADD", key.encode(), *triples)
+
+
+kinds = {"strings": strings, "hashes": hashes, "zsets": zsets, "list": seed_list, "zset": seed_zset, "geo": seed_geo}
 chunk = []
 for c in kinds[sys.argv[1]](*sys.argv[2:]):
     chunk.append(c)
@@ -279,6 +297,8 @@ test_args() {
         get_64k) echo "GET big64k" ;;
         pfadd) echo "PFADD hll:__rand_int__ __rand_int__" ;;
         pfcount) echo "PFCOUNT hll:__rand_int__" ;;
+        geoadd) echo "GEOADD points 13.__rand_int__ 38.__rand_int__ m:__rand_int__" ;;
+        geosearch) echo "GEOSEARCH geo FROMLONLAT 14 38 BYRADIUS 10 km ASC COUNT 10" ;;
         *) echo "-t $1" ;;
     esac
 }
@@ -294,6 +314,7 @@ seed_test() {
         lpop) key=mylist kind=list count=$requests card=llen ;;
         zpopmin) key=myzset kind=zset count=$requests card=zcard ;;
         zrange) key=myzset kind=zset count=$ZRANGE_MEMBERS card=zcard ;;
+        geosearch) key=geo kind=geo count=$GEO_MEMBERS card=zcard ;;
         get_64k)
             head -c 65536 /dev/zero | tr '\0' x | redis-cli -h $HOST -p "$port" -x set big64k >/dev/null 2>&1 || true
             got=$(redis-cli -h $HOST -p "$port" strlen big64k 2>&1 | head -c 200)
@@ -561,7 +582,7 @@ memory_phase() {
 
 write_meta() {
     local f=$OUT/meta.txt
-    local settings="RUN_SECONDS=$RUN_SECONDS REPS=$REPS SHARDS_LIST=\"$SHARDS_LIST\" TESTS=\"$TESTS\" PIPELINES=\"$PIPELINES\" CLIENTS=$CLIENTS KEYSPACE=$KEYSPACE ZRANGE_MEMBERS=$ZRANGE_MEMBERS MEM_KEYS=$MEM_KEYS MEM_HASHES=$MEM_HASHES MEM_HASH_FIELDS=$MEM_HASH_FIELDS MEM_ZSETS=$MEM_ZSETS MEM_ZSET_MEMBERS=$MEM_ZSET_MEMBERS SCENARIOS=\"$SCENARIOS\" LOADGEN_SECONDS=$LOADGEN_SECONDS LOADGEN_WARMUP=$LOADGEN_WARMUP PIN=$PIN NICE=$NICE"
+    local settings="RUN_SECONDS=$RUN_SECONDS REPS=$REPS SHARDS_LIST=\"$SHARDS_LIST\" TESTS=\"$TESTS\" PIPELINES=\"$PIPELINES\" CLIENTS=$CLIENTS KEYSPACE=$KEYSPACE ZRANGE_MEMBERS=$ZRANGE_MEMBERS GEO_MEMBERS=$GEO_MEMBERS MEM_KEYS=$MEM_KEYS MEM_HASHES=$MEM_HASHES MEM_HASH_FIELDS=$MEM_HASH_FIELDS MEM_ZSETS=$MEM_ZSETS MEM_ZSET_MEMBERS=$MEM_ZSET_MEMBERS SCENARIOS=\"$SCENARIOS\" LOADGEN_SECONDS=$LOADGEN_SECONDS LOADGEN_WARMUP=$LOADGEN_WARMUP PIN=$PIN NICE=$NICE"
     {
         printf 'command\t%s\n' "${GIVEN}benches/load.sh${*:+ $*}"
         printf 'settings\t%s\n' "$settings"

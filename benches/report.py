@@ -54,7 +54,7 @@ SCENARIO_TEXT = {
     "group of 4 consumers loops on `XREADGROUP ... COUNT 10 BLOCK 100 ... >` and `XACK`s each batch. "
     "Rate: entries acknowledged/s; latency: XADD sent to delivery.",
 }
-TEST_ORDER = ["ping_mbulk", "set", "get", "get_64k", "incr", "mset", "lpush", "lpop", "sadd", "hset", "zadd", "zpopmin", "zrange", "pfadd", "pfcount"]
+TEST_ORDER = ["ping_mbulk", "set", "get", "get_64k", "incr", "mset", "lpush", "lpop", "sadd", "hset", "zadd", "zpopmin", "zrange", "pfadd", "pfcount", "geoadd", "geosearch"]
 TEST_NAMES = {
     "ping_mbulk": "PING",
     "set": "SET",
@@ -71,6 +71,8 @@ TEST_NAMES = {
     "zrange": "ZRANGE 0 9",
     "pfadd": "PFADD",
     "pfcount": "PFCOUNT",
+    "geoadd": "GEOADD",
+    "geosearch": "GEOSEARCH 10 km, nearest 10",
 }
 # Memory data sets in report order: (name, heading with {keys}, what each key holds).
 DATASETS = [
@@ -387,6 +389,14 @@ def method(meta):
         lines.append(
             "- GET 64 KiB runs the custom command `GET big64k`: one key holding 65,536 bytes, set with "
             "`redis-cli -x` before every run (large replies: ringdb sends the value by reference)."
+        )
+    if {"geoadd", "geosearch"} & set(tests):
+        lines.append(
+            "- GEOADD runs `GEOADD points 13.R 38.R m:R` (R a random number below KEYSPACE, so the positions "
+            "vary in their last digits); GEOSEARCH runs `GEOSEARCH geo FROMLONLAT 14 38 BYRADIUS 10 km ASC "
+            f"COUNT 10` on {settings_value(meta, 'GEO_MEMBERS', '10000')} points spread over 2 x 2 degrees "
+            "around that centre (the same points on both servers, seeded before every run): the nine cells' "
+            "score ranges, the distance filter, the sort."
         )
     if {"lpush", "lpop", "sadd", "hset", "zadd", "zpopmin", "zrange"} & set(tests):
         lines.append(

@@ -1,4 +1,5 @@
-//! TIME, LASTSAVE, DEBUG, FUNCTION and SHUTDOWN against a real 2-shard
+//! TIME, LASTSAVE, DEBUG, FUNCTION, SHUTDOWN, and the replication and
+//! cluster commands (ROLE, WAIT, READONLY, …) against a real 2-shard
 //! server, with keys on both shards where a subcommand is keyed.
 
 mod common;
@@ -286,5 +287,51 @@ fn shutdown() {
     while server.is_running() {
         assert!(Instant::now() < deadline, "the server did not exit");
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn replication_and_cluster_commands_answer_as_a_primary_without_replicas() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let role: redis::Value = q(&mut c, &["ROLE"]).unwrap();
+    let role: (String, i64, Vec<String>) = redis::from_redis_value(&role).unwrap();
+    assert_eq!(role, ("master".to_string(), 0, vec![]));
+    // WAIT for no replica answers at once; for one, after its timeout.
+    let _: () = q(&mut c, &["SET", "k", "v"]).unwrap();
+    assert_eq!(q::<i64>(&mut c, &["WAIT", "0", "0"]).unwrap(), 0);
+    let started = Instant::now();
+    assert_eq!(q::<i64>(&mut c, &["WAIT", "1", "100"]).unwrap(), 0);
+    assert!(started.elapsed() >= Duration::from_millis(100));
+    // WAIT 1 0 waits until CLIENT UNBLOCK: 0, or UNBLOCKED with ERROR.
+    for (how, reply) in
+        [("TIMEOUT", ":0\r\n"), ("ERROR", "-UNBLOCKED client unblocked via CLIENT UNBLOCK\r\n")]
+    {
+        let mut waiter = server.raw();
+        let id = waiter.call(&["CLIENT", "ID"]);
+        let id = id.trim_start_matches(':').trim_end().to_string();
+        waiter.cmd(&[b"WAIT", b"1", b"0"]);
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while common::info_field(&mut c, "clients", "blocked_clients") != "1" {
+            assert!(Instant::now() < deadline, "WAIT did not block");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(q::<i64>(&mut c, &["CLIENT", "UNBLOCK", &id, how]).unwrap(), 1);
+        assert_eq!(String::from_utf8(waiter.read_frame()).unwrap(), reply);
+    }
+    // Inside MULTI, WAIT never blocks.
+    let _: () = q(&mut c, &["MULTI"]).unwrap();
+    let _: () = q(&mut c, &["WAIT", "5", "0"]).unwrap();
+    assert_eq!(q::<Vec<i64>>(&mut c, &["EXEC"]).unwrap(), [0]);
+    for (args, want) in [
+        (&["WAIT", "x", "1"][..], "value is not an integer or out of range"),
+        (&["WAIT", "1", "-1"], "timeout is negative"),
+        (&["WAIT", "1", "1.5"], "timeout is not an integer or out of range"),
+        (&["READONLY"], "This instance has cluster support disabled"),
+        (&["READWRITE"], "This instance has cluster support disabled"),
+        (&["ASKING"], "This instance has cluster support disabled"),
+    ] {
+        let e = q::<redis::Value>(&mut c, args).unwrap_err().to_string();
+        assert!(e.contains(want), "{args:?}: {e}");
     }
 }

@@ -323,6 +323,10 @@ pub struct ShardState {
     /// Slow commands run here, for the log on their clients' home cores
     /// (see [`crate::slowlog`]).
     pub slow: std::collections::VecDeque<crate::slowlog::SlowEntry>,
+    /// Where slow-log entry ids come from: one counter for every shard of
+    /// the process (the server shares its own; scratch states share their
+    /// home shard's).
+    pub slowlog_ids: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Some client, on any core, is in MONITOR: commands scripts call are
     /// written as lines to `monitor_out` for the server to deliver.
     pub monitored: bool,
@@ -345,6 +349,7 @@ impl ShardState {
             evict_pool: crate::evict::Pool::default(),
             formed_keys_gathered: false,
             slow: std::collections::VecDeque::new(),
+            slowlog_ids: Default::default(),
             monitored: false,
             monitor_out: Vec::new(),
             rng: seed | 1,
@@ -810,7 +815,7 @@ fn execute_counted(
         state.stats.error(e.code());
     }
     let usec = clock.lap_usec();
-    crate::slowlog::record(&mut state.slow, state.settings.slowlog, cmd, usec, clock.now_ms);
+    crate::slowlog::record(state, cmd, usec, clock.now_ms);
     let stat = state.stats.command(cmd.id);
     stat.calls += 1;
     stat.usec += usec;

@@ -13,9 +13,9 @@
 //! it took there.
 
 use crate::command::spec::flags;
-use crate::shard::ShardCommand;
+use crate::shard::{ShardCommand, ShardState};
 use bytes::Bytes;
-use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
 
 /// Arguments kept per entry; past it the last one says how many more.
 pub const MAX_ARGS: usize = 32;
@@ -25,6 +25,9 @@ pub const MAX_ARG_BYTES: usize = 128;
 /// One slow command, as its shard saw it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SlowEntry {
+    /// Its place in the log: ids come from one counter for the process, so
+    /// they order the entries of all shards by when they were recorded.
+    pub id: u64,
     /// Unix time, seconds, at which it ended.
     pub unix_secs: u64,
     /// How long it ran.
@@ -62,27 +65,21 @@ impl SlowLogSettings {
 /// newest `max_len` entries: older ones could not survive in the log
 /// anyway, so a long pipeline of slow commands holds no more than that
 /// until the server takes them.
-pub fn record(
-    outbox: &mut VecDeque<SlowEntry>,
-    settings: SlowLogSettings,
-    cmd: &ShardCommand,
-    usec: u64,
-    now_ms: u64,
-) {
+pub fn record(state: &mut ShardState, cmd: &ShardCommand, usec: u64, now_ms: u64) {
+    let settings = state.settings.slowlog;
     if !settings.is_slow(usec)
         || cmd.client.script
         || cmd.client.part
         || cmd.spec.has(flags::SKIP_SLOWLOG)
+        || settings.max_len == 0
     {
         return;
     }
-    if outbox.len() >= settings.max_len {
-        outbox.pop_front();
-        if settings.max_len == 0 {
-            return;
-        }
+    if state.slow.len() >= settings.max_len {
+        state.slow.pop_front();
     }
-    outbox.push_back(SlowEntry {
+    state.slow.push_back(SlowEntry {
+        id: state.slowlog_ids.fetch_add(1, Ordering::Relaxed),
         unix_secs: now_ms / 1000,
         usec,
         args: logged_args(&cmd.args),

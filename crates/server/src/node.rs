@@ -43,7 +43,7 @@ pub struct Shared {
     pub next_client_id: AtomicU64,
     /// Ids of slow-log entries, in the order cores log them (slow commands
     /// only, never the data path).
-    pub next_slowlog_id: AtomicU64,
+    pub next_slowlog_id: Arc<AtomicU64>,
     /// Connected clients over all cores, for `maxclients` (connect and
     /// disconnect only).
     pub connected_clients: AtomicUsize,
@@ -474,7 +474,7 @@ pub fn run(config: Config) -> Result<(), String> {
         executable: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
         config_file: config.file.as_ref().map(|p| p.display().to_string()),
         next_client_id: AtomicU64::new(1),
-        next_slowlog_id: AtomicU64::new(0),
+        next_slowlog_id: Arc::new(AtomicU64::new(0)),
         connected_clients: AtomicUsize::new(0),
         scripts: Arc::new(ringdb_engine::scripting::monitor::ScriptMonitor::new(shards)),
         persist: crate::persist::Persistence::default(),
@@ -639,6 +639,7 @@ async fn core_main(
     let mut shard =
         Shard::new(id, shared.slot_map, Core::shard_settings(&config), seed ^ (id.0 as u64 + 1));
     shard.state.funnel.notify_flags = config.notify_flags();
+    shard.state.slowlog_ids = shared.next_slowlog_id.clone();
     let max_keys = config.tracking_table_max_keys();
     shard.state.funnel.tracking.set_limit(max_keys, id.index(), shared.shards());
     shard.state.scripting.attach(shared.scripts.clone(), id.index());

@@ -17,6 +17,7 @@ pub mod keys;
 pub mod list;
 pub mod memory;
 pub mod pubsub;
+pub mod replication;
 pub mod scripting;
 pub mod server;
 pub mod set;
@@ -48,6 +49,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     pubsub::COMMANDS,
     connection::COMMANDS,
     server::COMMANDS,
+    replication::COMMANDS,
     scripting::COMMANDS,
     command::COMMANDS,
     hotkeys::COMMANDS,

@@ -1,4 +1,4 @@
-//! TIME, LASTSAVE, SHUTDOWN and DEBUG, with Redis 7.2's semantics and error
+//! TIME, LASTSAVE, SHUTDOWN, DEBUG and ROLE, with Redis 7.2's semantics and error
 //! texts (server.c, db.c, debug.c).
 
 use crate::net::connection::Connection;
@@ -639,6 +639,17 @@ fn stringmatch_fuzz(seed: u64) {
             false,
         ));
     }
+}
+
+/// ROLE: a primary without replicas (ringdb has no replication yet), at the
+/// replication offset INFO replication shows.
+pub fn role(conn: &mut Connection) -> CmdResult {
+    let mut out = conn.reply();
+    out.array(3);
+    out.bulk(b"master");
+    out.int(0);
+    out.array(0);
+    Ok(())
 }
 
 #[cfg(test)]

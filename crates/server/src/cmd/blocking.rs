@@ -60,6 +60,42 @@ impl BlockedClients {
     }
 }
 
+/// WAIT numreplicas timeout. ringdb has no replicas, so none ever
+/// acknowledges a write: asked for none (or inside EXEC, which may not
+/// block) the answer is 0 at once; otherwise the client blocks for
+/// `timeout` milliseconds (0: until CLIENT UNBLOCK or it leaves) and gets
+/// 0, as from Redis without replicas.
+pub async fn wait(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    let numreplicas = ringdb_engine::command::args::int(&args[1])?;
+    let timeout_ms = parse_timeout(&args[2], ringdb_engine::blocking::Unit::Millis)?;
+    if numreplicas <= 0 || conn.state.in_exec {
+        conn.reply().int(0);
+        return Ok(());
+    }
+    if conn.flush().await.is_err() {
+        conn.state.close_after_reply = true;
+        return Ok(());
+    }
+    let deadline = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
+    let (tx, rx) = flume::unbounded();
+    conn.core.blocked.borrow_mut().by_client.insert(conn.state.id, tx);
+    conn.handle.view.borrow_mut().blocked = true;
+    let event = loop {
+        match next_event(conn, deadline, &rx).await {
+            Event::Wake(Wake::Ready | Wake::Served(_)) => continue,
+            event => break event,
+        }
+    };
+    conn.handle.view.borrow_mut().blocked = false;
+    conn.core.blocked.borrow_mut().by_client.remove(&conn.state.id);
+    match event {
+        Event::Wake(Wake::Unblock { error: true }) => conn.reply().error(UNBLOCKED),
+        Event::Closed => conn.state.close_after_reply = true,
+        _ => conn.reply().int(0),
+    }
+    Ok(())
+}
+
 /// Redis's reply to a client unblocked with `CLIENT UNBLOCK id ERROR`.
 const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
 

@@ -4,8 +4,9 @@
 //! the commands it runs (`ringdb_engine::slowlog`) and sends the entries to
 //! the client's home core, which adds the client's address and name; the
 //! commands that run on the connection's core are logged there directly.
-//! Entry ids come from one process-wide counter, so they order entries over
-//! all cores as Redis's one log orders them. Every core keeps at most
+//! Entry ids come from one process-wide counter, taken when a command is
+//! recorded, so they order entries over all cores as Redis's one log
+//! orders them. Every core keeps at most
 //! `slowlog-max-len` entries, so the newest `slowlog-max-len` entries of
 //! all cores — what SLOWLOG shows — are always kept.
 
@@ -41,8 +42,11 @@ pub struct SlowLog {
 }
 
 impl SlowLog {
+    /// Adds an entry in id order (an entry from another shard may arrive
+    /// after a newer one logged here), keeping the newest `max_len`.
     fn add(&mut self, entry: Logged, max_len: usize) {
-        self.entries.push_front(entry);
+        let at = self.entries.iter().position(|e| e.id < entry.id).unwrap_or(self.entries.len());
+        self.entries.insert(at, entry);
         self.entries.truncate(max_len);
     }
 }
@@ -73,8 +77,7 @@ fn log_here(core: &Core, entries: Vec<SlowEntry>) {
             .get(entry.client)
             .map(|c| (c.addr.clone(), c.view.borrow().name.clone()))
             .unwrap_or_default();
-        let id = core.shared.next_slowlog_id.fetch_add(1, Ordering::Relaxed);
-        let SlowEntry { unix_secs, usec, args, .. } = entry;
+        let SlowEntry { id, unix_secs, usec, args, .. } = entry;
         log.add(Logged { id, unix_secs, usec, args, addr, name }, max_len);
     }
 }
@@ -114,12 +117,10 @@ pub async fn get(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
             _ => return Err(CmdError::new("ERR count should be greater than or equal to -1")),
         },
     };
-    let per_core = conn
-        .core
-        .invoke_on_all(move |core| {
-            core.slowlog.borrow().entries.iter().take(count).cloned().collect::<Vec<Logged>>()
-        })
-        .await?;
+    let per_core = behind_queued_entries(&conn.core, move |core| {
+        core.slowlog.borrow().entries.iter().take(count).cloned().collect::<Vec<Logged>>()
+    })
+    .await?;
     let mut entries: Vec<Logged> = per_core.into_iter().flatten().collect();
     entries.sort_by_key(|e| std::cmp::Reverse(e.id));
     entries.truncate(count);
@@ -143,7 +144,8 @@ pub async fn get(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
 /// SLOWLOG LEN
 pub async fn len(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
     let max_len = conn.core.config.borrow().slowlog().max_len;
-    let per_core = conn.core.invoke_on_all(|core| core.slowlog.borrow().entries.len()).await?;
+    let per_core =
+        behind_queued_entries(&conn.core, |core| core.slowlog.borrow().entries.len()).await?;
     let len = per_core.into_iter().sum::<usize>().min(max_len);
     conn.reply().int(len as i64);
     Ok(())
@@ -151,9 +153,36 @@ pub async fn len(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
 
 /// SLOWLOG RESET
 pub async fn reset(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    conn.core.invoke_on_all(|core| core.slowlog.borrow_mut().entries.clear()).await?;
+    behind_queued_entries(&conn.core, |core| core.slowlog.borrow_mut().entries.clear()).await?;
     conn.reply().ok();
     Ok(())
+}
+
+/// Runs `f` on every core behind the jobs already in its queue, this core
+/// included: an entry a shard sent before a client's reply left is logged
+/// before that client's next SLOWLOG reads the log (the reply travels on
+/// its own channel and may be read first).
+async fn behind_queued_entries<R, F>(core: &Rc<Core>, f: F) -> Result<Vec<R>, CmdError>
+where
+    F: Fn(&Rc<Core>) -> R + Send + Clone + 'static,
+    R: Send + 'static,
+{
+    let mut pending = Vec::new();
+    for i in 0..core.shared.shards() {
+        let (f, (tx, rx)) = (f.clone(), flume::bounded(1));
+        core.queue_job(
+            ShardId(i as u16),
+            Box::new(move |core| {
+                let _ = tx.send(f(core));
+            }),
+        );
+        pending.push(rx);
+    }
+    let mut out = Vec::with_capacity(pending.len());
+    for rx in pending {
+        out.push(rx.recv_async().await.map_err(|_| crate::mesh::NO_ANSWER)?);
+    }
+    Ok(out)
 }
 
 /// SLOWLOG HELP

@@ -385,7 +385,11 @@ async fn gather_keys(
         }
     };
     state.formed_keys_gathered = formed.is_some();
-    state.monitored = conn.core.shard.borrow().state.monitored;
+    {
+        let home = conn.core.shard.borrow();
+        state.monitored = home.state.monitored;
+        state.slowlog_ids = home.state.slowlog_ids.clone();
+    }
     // A gathered script runs on this core: it borrows the home shard's Lua
     // state (scripts, functions, the busy/kill link) for the duration.
     std::mem::swap(&mut state.scripting, &mut conn.core.shard.borrow_mut().state.scripting);
