@@ -11,6 +11,10 @@ fn strings(c: &mut redis::Connection, args: &[&str]) -> Vec<String> {
     q(c, args).unwrap()
 }
 
+fn int(c: &mut redis::Connection, args: &[&str]) -> i64 {
+    q(c, args).unwrap()
+}
+
 fn error(c: &mut redis::Connection, args: &[&str]) -> String {
     q::<Value>(c, args).unwrap_err().to_string()
 }
@@ -62,22 +66,17 @@ fn positions_hashes_and_distances_print_as_redis_does() {
     assert_eq!(pos, [None]);
     // NX, XX and CH are ZADD's.
     assert_eq!(
-        q::<i64>(
+        int(
             &mut c,
             &["GEOADD", "Sicily", "NX", "CH", "13.361389", "38.115556", "Palermo", "2", "3", "x"]
-        )
-        .unwrap(),
+        ),
         1
     );
     assert_eq!(
-        q::<i64>(
-            &mut c,
-            &["GEOADD", "Sicily", "XX", "CH", "13.5", "38.1", "Palermo", "2", "3", "y"]
-        )
-        .unwrap(),
+        int(&mut c, &["GEOADD", "Sicily", "XX", "CH", "13.5", "38.1", "Palermo", "2", "3", "y"]),
         1
     );
-    assert_eq!(q::<i64>(&mut c, &["ZCARD", "Sicily"]).unwrap(), 3);
+    assert_eq!(int(&mut c, &["ZCARD", "Sicily"]), 3);
     // RESP3: coordinates are doubles, distances stay strings, nils are `_`.
     let mut raw = server.raw();
     raw.call(&["HELLO", "3"]);
@@ -169,7 +168,7 @@ fn store_forms_write_to_a_key_on_the_other_shard() {
     let (src, dst) = keys_on_two_shards();
     sicily(&mut c, &src);
     assert_eq!(
-        q::<i64>(
+        int(
             &mut c,
             &[
                 "GEOSEARCHSTORE",
@@ -185,8 +184,7 @@ fn store_forms_write_to_a_key_on_the_other_shard() {
                 "COUNT",
                 "1"
             ]
-        )
-        .unwrap(),
+        ),
         1
     );
     assert_eq!(
@@ -194,7 +192,7 @@ fn store_forms_write_to_a_key_on_the_other_shard() {
         ["Catania", "3479447370796909"]
     );
     assert_eq!(
-        q::<i64>(
+        int(
             &mut c,
             &[
                 "GEOSEARCHSTORE",
@@ -208,41 +206,32 @@ fn store_forms_write_to_a_key_on_the_other_shard() {
                 "km",
                 "STOREDIST"
             ]
-        )
-        .unwrap(),
+        ),
         2
     );
     assert_eq!(
         strings(&mut c, &["ZRANGE", &dst, "0", "-1", "WITHSCORES"]),
         ["Catania", "56.441257870158204", "Palermo", "190.44242984775784"]
     );
+    assert_eq!(int(&mut c, &["GEORADIUS", &src, "15", "37", "200", "km", "STORE", &dst]), 2);
+    assert_eq!(int(&mut c, &["ZSCORE", &dst, "Palermo"]), 3479099956230698);
     assert_eq!(
-        q::<i64>(&mut c, &["GEORADIUS", &src, "15", "37", "200", "km", "STORE", &dst]).unwrap(),
-        2
-    );
-    assert_eq!(q::<i64>(&mut c, &["ZSCORE", &dst, "Palermo"]).unwrap(), 3479099956230698);
-    assert_eq!(
-        q::<i64>(&mut c, &["GEORADIUSBYMEMBER", &src, "Palermo", "10", "km", "STOREDIST", &dst])
-            .unwrap(),
+        int(&mut c, &["GEORADIUSBYMEMBER", &src, "Palermo", "10", "km", "STOREDIST", &dst]),
         1
     );
     assert_eq!(strings(&mut c, &["ZRANGE", &dst, "0", "-1", "WITHSCORES"]), ["Palermo", "0"]);
     // Nothing found, or no source: the target is deleted.
-    assert_eq!(
-        q::<i64>(&mut c, &["GEORADIUS", &src, "0", "0", "1", "km", "STORE", &dst]).unwrap(),
-        0
-    );
-    assert_eq!(q::<i64>(&mut c, &["EXISTS", &dst]).unwrap(), 0);
+    assert_eq!(int(&mut c, &["GEORADIUS", &src, "0", "0", "1", "km", "STORE", &dst]), 0);
+    assert_eq!(int(&mut c, &["EXISTS", &dst]), 0);
     let _: i64 = q(&mut c, &["GEOADD", &dst, "1", "1", "x"]).unwrap();
     assert_eq!(
-        q::<i64>(
+        int(
             &mut c,
             &["GEOSEARCHSTORE", &dst, "{missing}", "FROMMEMBER", "x", "BYRADIUS", "1", "km"]
-        )
-        .unwrap(),
+        ),
         0
     );
-    assert_eq!(q::<i64>(&mut c, &["EXISTS", &dst]).unwrap(), 0);
+    assert_eq!(int(&mut c, &["EXISTS", &dst]), 0);
     // COMMAND GETKEYS finds both STORE keys, as Redis's key specs do.
     assert_eq!(
         strings(
@@ -304,5 +293,5 @@ fn bad_arguments_get_redis_errors() {
         assert!(got.contains(want), "{args:?}: {got}");
     }
     // Nothing was created by the failed GEOADDs.
-    assert_eq!(q::<i64>(&mut c, &["EXISTS", "g"]).unwrap(), 0);
+    assert_eq!(int(&mut c, &["EXISTS", "g"]), 0);
 }

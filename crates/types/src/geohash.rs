@@ -208,59 +208,37 @@ pub fn standard_geohash(longitude: f64, latitude: f64) -> [u8; 11] {
     out
 }
 
-fn move_x(cell: &mut Cell, d: i8) {
-    if d == 0 {
-        return;
-    }
-    let mut x = cell.bits & 0xaaaa_aaaa_aaaa_aaaa;
-    let y = cell.bits & 0x5555_5555_5555_5555;
-    let zz = 0x5555_5555_5555_5555u64 >> (64 - cell.step as u32 * 2);
-    if d > 0 {
-        x = x.wrapping_add(zz + 1);
-    } else {
-        x |= zz;
-        x = x.wrapping_sub(zz + 1);
-    }
-    x &= 0xaaaa_aaaa_aaaa_aaaau64 >> (64 - cell.step as u32 * 2);
-    cell.bits = x | y;
-}
+/// The interleaved bits of each axis.
+const LONG_BITS: u64 = 0xaaaa_aaaa_aaaa_aaaa;
+const LAT_BITS: u64 = 0x5555_5555_5555_5555;
 
-fn move_y(cell: &mut Cell, d: i8) {
+/// The cell `d` (-1, 0 or 1) steps along the axis whose bits are `axis`
+/// (Redis's `geohash_move_x` / `geohash_move_y`): the other axis' bits are
+/// set to ones so that adding one carries across them, and the result is
+/// masked back to the cell's width.
+fn moved(cell: Cell, axis: u64, d: i8) -> Cell {
     if d == 0 {
-        return;
+        return cell;
     }
-    let x = cell.bits & 0xaaaa_aaaa_aaaa_aaaa;
-    let mut y = cell.bits & 0x5555_5555_5555_5555;
-    let zz = 0xaaaa_aaaa_aaaa_aaaau64 >> (64 - cell.step as u32 * 2);
+    let width = 64 - cell.step as u32 * 2;
+    let other = !axis;
+    let fill = other >> width;
+    let mut v = cell.bits & axis;
     if d > 0 {
-        y = y.wrapping_add(zz + 1);
+        v = v.wrapping_add(fill + 1);
     } else {
-        y |= zz;
-        y = y.wrapping_sub(zz + 1);
+        v |= fill;
+        v = v.wrapping_sub(fill + 1);
     }
-    y &= 0x5555_5555_5555_5555u64 >> (64 - cell.step as u32 * 2);
-    cell.bits = x | y;
+    v &= axis >> width;
+    Cell { bits: v | (cell.bits & other), step: cell.step }
 }
 
 /// The eight neighbours of a cell, in the order Redis searches them:
 /// north, south, east, west, north-east, north-west, south-east, south-west.
 fn neighbours(cell: Cell) -> [Cell; 8] {
-    let moved = |dx: i8, dy: i8| {
-        let mut c = cell;
-        move_x(&mut c, dx);
-        move_y(&mut c, dy);
-        c
-    };
-    [
-        moved(0, 1),
-        moved(0, -1),
-        moved(1, 0),
-        moved(-1, 0),
-        moved(1, 1),
-        moved(-1, 1),
-        moved(1, -1),
-        moved(-1, -1),
-    ]
+    let to = |dx: i8, dy: i8| moved(moved(cell, LONG_BITS, dx), LAT_BITS, dy);
+    [to(0, 1), to(0, -1), to(1, 0), to(-1, 0), to(1, 1), to(-1, 1), to(1, -1), to(-1, -1)]
 }
 
 const NORTH: usize = 0;
