@@ -267,9 +267,14 @@ pub struct Shape {
     pub latitude: f64,
     pub extent: Extent,
     pub to_meters: f64,
+    centre: Point,
 }
 
 impl Shape {
+    pub fn new(longitude: f64, latitude: f64, extent: Extent, to_meters: f64) -> Shape {
+        Shape { longitude, latitude, extent, to_meters, centre: Point::new(longitude, latitude) }
+    }
+
     /// Redis's `geohashBoundingBox`: `[min_lon, min_lat, max_lon, max_lat]`.
     fn bounding_box(&self) -> [f64; 4] {
         let (half_height, half_width) = match self.extent {
@@ -342,9 +347,10 @@ impl Shape {
     /// Whether a point is inside the area, and if so its distance from the
     /// centre in metres (Redis's `geoWithinShape`).
     pub fn distance_if_within(&self, longitude: f64, latitude: f64) -> Option<f64> {
+        let point = Point::new(longitude, latitude);
         match self.extent {
             Extent::Radius(r) => {
-                let d = distance(self.longitude, self.latitude, longitude, latitude);
+                let d = haversine(self.centre, point);
                 (d <= r * self.to_meters).then_some(d)
             }
             Extent::Box { width, height } => {
@@ -353,10 +359,11 @@ impl Shape {
                 if lat_distance(latitude, self.latitude) > height_m / 2.0 {
                     return None;
                 }
-                if distance(longitude, latitude, self.longitude, latitude) > width_m / 2.0 {
+                let level = Point { longitude: self.longitude, ..point };
+                if haversine(point, level) > width_m / 2.0 {
                     return None;
                 }
-                Some(distance(self.longitude, self.latitude, longitude, latitude))
+                Some(haversine(self.centre, point))
             }
         }
     }
@@ -393,16 +400,35 @@ fn lat_distance(lat1: f64, lat2: f64) -> f64 {
 /// Haversine great-circle distance in metres between two positions
 /// (Redis's `geohashGetDistance`).
 pub fn distance(lon1: f64, lat1: f64, lon2: f64, lat2: f64) -> f64 {
-    let (lon1r, lon2r) = (deg_rad(lon1), deg_rad(lon2));
-    let v = ((lon2r - lon1r) / 2.0).sin();
+    haversine(Point::new(lon1, lat1), Point::new(lon2, lat2))
+}
+
+/// A position with the cosine of its latitude, which the haversine formula
+/// needs: a search computes its centre's once rather than per point (the
+/// same libm call on the same value, so distances stay Redis's to the bit).
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Point {
+    longitude: f64,
+    latitude: f64,
+    cos_lat: f64,
+}
+
+impl Point {
+    fn new(longitude: f64, latitude: f64) -> Point {
+        Point { longitude, latitude, cos_lat: deg_rad(latitude).cos() }
+    }
+}
+
+/// Redis's `geohashGetDistance`, operation for operation.
+fn haversine(a: Point, b: Point) -> f64 {
+    let v = ((deg_rad(b.longitude) - deg_rad(a.longitude)) / 2.0).sin();
     // On one meridian the formula reduces to the latitude difference.
     if v == 0.0 {
-        return lat_distance(lat1, lat2);
+        return lat_distance(a.latitude, b.latitude);
     }
-    let (lat1r, lat2r) = (deg_rad(lat1), deg_rad(lat2));
-    let u = ((lat2r - lat1r) / 2.0).sin();
-    let a = u * u + lat1r.cos() * lat2r.cos() * v * v;
-    2.0 * EARTH_RADIUS_IN_METERS * a.sqrt().asin()
+    let u = ((deg_rad(b.latitude) - deg_rad(a.latitude)) / 2.0).sin();
+    let h = u * u + a.cos_lat * b.cos_lat * v * v;
+    2.0 * EARTH_RADIUS_IN_METERS * h.sqrt().asin()
 }
 
 #[cfg(test)]
@@ -463,12 +489,7 @@ mod tests {
     #[test]
     fn search_cells_cover_the_area() {
         // Every point of a grid inside the circle lies in one of the cells.
-        let shape = Shape {
-            longitude: 15.0,
-            latitude: 37.0,
-            extent: Extent::Radius(200.0),
-            to_meters: 1000.0,
-        };
+        let shape = Shape::new(15.0, 37.0, Extent::Radius(200.0), 1000.0);
         let cells = shape.cells();
         for i in -20..=20 {
             for j in -20..=20 {

@@ -402,7 +402,7 @@ fn parse_request(args: &[Bytes], form: Form, z: Option<&ZSet>) -> Result<Request
         return Err(CmdError::new("ERR the ANY argument requires COUNT argument"));
     }
     if let (Some((longitude, latitude)), Some((extent, to_meters))) = (centre, extent) {
-        req.shape = Some(Shape { longitude, latitude, extent, to_meters });
+        req.shape = Some(Shape::new(longitude, latitude, extent, to_meters));
     }
     Ok(req)
 }
