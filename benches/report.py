@@ -596,7 +596,7 @@ def replace_loadgen_section(text, section):
     return text[:anchor] + section + "\n\n" + text[anchor:]
 
 
-def render(meta, rows, raw, mem, notes, loadgen="", persistence=None):
+def render(meta, rows, raw, mem, notes, loadgen="", persistence=None, chart=True):
     shards_list = sorted({r["shards"] for r in rows}, key=phase_key)
     parts = [
         "# ringdb vs Redis: load benchmark",
@@ -623,8 +623,11 @@ def render(meta, rows, raw, mem, notes, loadgen="", persistence=None):
         "",
         throughput_table(rows),
         "",
-        "![ringdb/redis ratio per row](results.svg)",
-        "",
+    ]
+    # load.sh draws the chart for the main report only.
+    if chart:
+        parts += ["![ringdb/redis ratio per row](results.svg)", ""]
+    parts += [
         "## CPU efficiency (medians)",
         "",
         "Client and other load are shown as ringdb run / redis run.",
@@ -673,7 +676,8 @@ def main():
     else:
         persistence = old_notes(results, PERSIST_START, PERSIST_END)
         loadgen = loadgen_section(meta, runs, own_run=False)
-        text = render(meta, rows, raw, mem, old_notes(results), loadgen, persistence)
+        chart = os.path.basename(results) == "RESULTS.md"
+        text = render(meta, rows, raw, mem, old_notes(results), loadgen, persistence, chart)
     with open(results, "w") as f:
         f.write(text)
 
