@@ -117,10 +117,12 @@ pub async fn get(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
             _ => return Err(CmdError::new("ERR count should be greater than or equal to -1")),
         },
     };
-    let per_core = behind_queued_entries(&conn.core, move |core| {
-        core.slowlog.borrow().entries.iter().take(count).cloned().collect::<Vec<Logged>>()
-    })
-    .await?;
+    let per_core = conn
+        .core
+        .invoke_on_all_queued(move |core| {
+            core.slowlog.borrow().entries.iter().take(count).cloned().collect::<Vec<Logged>>()
+        })
+        .await?;
     let mut entries: Vec<Logged> = per_core.into_iter().flatten().collect();
     entries.sort_by_key(|e| std::cmp::Reverse(e.id));
     entries.truncate(count);
@@ -145,7 +147,7 @@ pub async fn get(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
 pub async fn len(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
     let max_len = conn.core.config.borrow().slowlog().max_len;
     let per_core =
-        behind_queued_entries(&conn.core, |core| core.slowlog.borrow().entries.len()).await?;
+        conn.core.invoke_on_all_queued(|core| core.slowlog.borrow().entries.len()).await?;
     let len = per_core.into_iter().sum::<usize>().min(max_len);
     conn.reply().int(len as i64);
     Ok(())
@@ -153,36 +155,9 @@ pub async fn len(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
 
 /// SLOWLOG RESET
 pub async fn reset(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    behind_queued_entries(&conn.core, |core| core.slowlog.borrow_mut().entries.clear()).await?;
+    conn.core.invoke_on_all_queued(|core| core.slowlog.borrow_mut().entries.clear()).await?;
     conn.reply().ok();
     Ok(())
-}
-
-/// Runs `f` on every core behind the jobs already in its queue, this core
-/// included: an entry a shard sent before a client's reply left is logged
-/// before that client's next SLOWLOG reads the log (the reply travels on
-/// its own channel and may be read first).
-async fn behind_queued_entries<R, F>(core: &Rc<Core>, f: F) -> Result<Vec<R>, CmdError>
-where
-    F: Fn(&Rc<Core>) -> R + Send + Clone + 'static,
-    R: Send + 'static,
-{
-    let mut pending = Vec::new();
-    for i in 0..core.shared.shards() {
-        let (f, (tx, rx)) = (f.clone(), flume::bounded(1));
-        core.queue_job(
-            ShardId(i as u16),
-            Box::new(move |core| {
-                let _ = tx.send(f(core));
-            }),
-        );
-        pending.push(rx);
-    }
-    let mut out = Vec::with_capacity(pending.len());
-    for rx in pending {
-        out.push(rx.recv_async().await.map_err(|_| crate::mesh::NO_ANSWER)?);
-    }
-    Ok(out)
 }
 
 /// SLOWLOG HELP
