@@ -96,36 +96,30 @@ impl Core {
         rx.recv_async().await.map_err(|_| NO_ANSWER)
     }
 
-    /// [`invoke_on_all`](Self::invoke_on_all), but behind the jobs already
-    /// queued on each core, this one's included (where `invoke_on_all` runs
-    /// at once): what another core queued here before a reply this client
-    /// saw (a slow-log entry) is seen. Replies travel on channels of their
-    /// own and may be read before such jobs run.
-    pub async fn invoke_on_all_queued<R, F>(self: &Rc<Self>, f: F) -> Result<Vec<R>, CmdError>
+    /// Runs `f` on every core in parallel; results in shard order. On this
+    /// core it runs at once.
+    pub async fn invoke_on_all<R, F>(self: &Rc<Self>, f: F) -> Result<Vec<R>, CmdError>
     where
-        F: Fn(&Rc<Core>) -> R + Send + Clone + 'static,
+        F: Fn(&Rc<Core>) -> R + Send + Sync + Clone + 'static,
         R: Send + 'static,
     {
-        let mut pending = Vec::new();
-        for i in 0..self.shared.shards() {
-            let (f, (tx, rx)) = (f.clone(), flume::bounded(1));
-            self.queue_job(
-                ShardId(i as u16),
-                Box::new(move |core| {
-                    let _ = tx.send(f(core));
-                }),
-            );
-            pending.push(rx);
-        }
-        let mut out = Vec::with_capacity(pending.len());
-        for rx in pending {
-            out.push(rx.recv_async().await.map_err(|_| NO_ANSWER)?);
-        }
-        Ok(out)
+        self.on_every_core(f, false).await
     }
 
-    /// Runs `f` on every core in parallel; results in shard order.
-    pub async fn invoke_on_all<R, F>(self: &Rc<Self>, f: F) -> Result<Vec<R>, CmdError>
+    /// [`invoke_on_all`](Self::invoke_on_all), but behind the jobs already
+    /// queued on each core, this one's included: what another core queued
+    /// here before a reply this client saw (a slow-log entry) is seen.
+    /// Replies travel on channels of their own and may be read before such
+    /// jobs run.
+    pub async fn invoke_on_all_queued<R, F>(self: &Rc<Self>, f: F) -> Result<Vec<R>, CmdError>
+    where
+        F: Fn(&Rc<Core>) -> R + Send + Sync + Clone + 'static,
+        R: Send + 'static,
+    {
+        self.on_every_core(f, true).await
+    }
+
+    async fn on_every_core<R, F>(self: &Rc<Self>, f: F, queued: bool) -> Result<Vec<R>, CmdError>
     where
         F: Fn(&Rc<Core>) -> R + Send + Sync + Clone + 'static,
         R: Send + 'static,
@@ -133,16 +127,16 @@ impl Core {
         let n = self.shared.shards();
         let mut pending = Vec::with_capacity(n);
         for i in 0..n {
-            let f = f.clone();
-            let (tx, rx) = flume::bounded(1);
+            let (f, (tx, rx)) = (f.clone(), flume::bounded(1));
+            let job: Job = Box::new(move |core| {
+                let _ = tx.send(f(core));
+            });
             let shard = ShardId(i as u16);
-            self.send_job(
-                shard,
-                Box::new(move |core| {
-                    let _ = tx.send(f(core));
-                }),
-            )
-            .await;
+            if queued {
+                self.queue_job(shard, job);
+            } else {
+                self.send_job(shard, job).await;
+            }
             pending.push(rx);
         }
         let mut out = Vec::with_capacity(n);

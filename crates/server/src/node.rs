@@ -255,7 +255,8 @@ impl Core {
             crate::cmd::monitor::send(self, std::mem::take(&mut shard.state.monitor_out));
         }
         if !shard.state.slow.is_empty() {
-            crate::cmd::slowlog::deliver(self, std::mem::take(&mut shard.state.slow));
+            let max_len = shard.state.settings.slowlog.max_len;
+            crate::cmd::slowlog::deliver(self, std::mem::take(&mut shard.state.slow), max_len);
         }
         if !shard.state.funnel.queries.outbox.is_empty() {
             self.send_watch_pushes(std::mem::take(&mut shard.state.funnel.queries.outbox));

@@ -184,13 +184,29 @@ fn centre(area: &Area) -> (f64, f64) {
 }
 
 /// The position (longitude, latitude) a sorted-set score stands for: the
-/// centre of its 52-bit cell (Redis's `decodeGeohash`). Any score decodes;
-/// a score that is not an integer in 0..2^52 decodes to whatever its
-/// integer part's bits say, as in Redis.
+/// centre of its 52-bit cell (Redis's `decodeGeohash`). Any score decodes
+/// (a sorted set may hold scores ZADD put there): to what its bits say
+/// after C's `(uint64_t)` conversion as Redis on x86-64 does it.
 pub fn decode_score(score: f64) -> (f64, f64) {
-    let cell = Cell { bits: score as u64, step: STEP_MAX };
+    let cell = Cell { bits: c_to_u64(score), step: STEP_MAX };
     // A 26-step cell is never NONE, so decoding cannot fail.
     decode(cell).map_or((0.0, 0.0), |area| centre(&area))
+}
+
+/// x86-64's double → uint64_t conversion as gcc compiles it: below 2^63
+/// through a signed conversion (so -5 becomes 2^64 - 5), above it with the
+/// top bit flipped, and the "indefinite" integer where the signed
+/// conversion overflows (so 1e300 and inf become 0). Rust's `as u64`
+/// saturates instead, which would place such scores elsewhere than Redis.
+fn c_to_u64(score: f64) -> u64 {
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    const INDEFINITE: u64 = 1 << 63;
+    let signed = |v: f64| if (-TWO_63..TWO_63).contains(&v) { v as i64 as u64 } else { INDEFINITE };
+    if score < TWO_63 {
+        signed(score)
+    } else {
+        signed(score - TWO_63) ^ INDEFINITE
+    }
 }
 
 /// The 11-character standard geohash of a position (GEOHASH): Redis
@@ -217,7 +233,8 @@ const LAT_BITS: u64 = 0x5555_5555_5555_5555;
 /// set to ones so that adding one carries across them, and the result is
 /// masked back to the cell's width.
 fn moved(cell: Cell, axis: u64, d: i8) -> Cell {
-    if d == 0 {
+    // A step-0 cell (`Cell::NONE`) has no bits to move (and would shift by 64).
+    if d == 0 || cell.step == 0 {
         return cell;
     }
     let width = 64 - cell.step as u32 * 2;
@@ -461,6 +478,16 @@ mod tests {
         assert_eq!(&standard_geohash(lon, lat), b"sqc8b49rny0");
         let (lon, lat) = decode_score(3479447370796909.0);
         assert_eq!(&standard_geohash(lon, lat), b"sqdtr74hyu0");
+    }
+
+    #[test]
+    fn out_of_range_scores_convert_as_c_on_x86_64() {
+        assert_eq!(c_to_u64(3479099956230698.0), 3479099956230698);
+        assert_eq!(c_to_u64(-5.0), u64::MAX - 4);
+        assert_eq!(c_to_u64(1e300), 0);
+        assert_eq!(c_to_u64(f64::INFINITY), 0);
+        assert_eq!(c_to_u64(-1e300), 1 << 63);
+        assert_eq!(c_to_u64(1.5e19), 15_000_000_000_000_000_000);
     }
 
     #[test]

@@ -51,25 +51,26 @@ impl SlowLog {
     }
 }
 
-/// Logs slow commands a shard ran: each on its client's home core.
-pub fn deliver(core: &Rc<Core>, entries: VecDeque<SlowEntry>) {
+/// Logs slow commands a shard ran: each on its client's home core, whose
+/// log keeps `max_len` entries (the shard's `slowlog-max-len`; every core
+/// has the same).
+pub fn deliver(core: &Rc<Core>, entries: VecDeque<SlowEntry>, max_len: usize) {
     let mut by_home: BTreeMap<u16, Vec<SlowEntry>> = BTreeMap::new();
     for entry in entries {
         by_home.entry(entry.home).or_default().push(entry);
     }
     for (home, entries) in by_home {
         if home == core.id.0 {
-            log_here(core, entries);
+            log_here(core, entries, max_len);
         } else {
-            core.queue_job(ShardId(home), Box::new(move |core| log_here(core, entries)));
+            core.queue_job(ShardId(home), Box::new(move |core| log_here(core, entries, max_len)));
         }
     }
 }
 
 /// Adds entries of this core's clients to its log, with each client's
 /// address and name (empty if it has gone meanwhile).
-fn log_here(core: &Core, entries: Vec<SlowEntry>) {
-    let max_len = core.config.borrow().slowlog().max_len;
+fn log_here(core: &Core, entries: Vec<SlowEntry>, max_len: usize) {
     let clients = core.clients.borrow();
     let mut log = core.slowlog.borrow_mut();
     for entry in entries {
@@ -86,7 +87,9 @@ fn log_here(core: &Core, entries: Vec<SlowEntry>) {
 /// ran there (`Exec::Node`), or a command split over shards (from its
 /// start to the last shard's reply).
 pub fn record_here(conn: &Connection, args: &[Bytes], usec: u64) {
-    let settings = conn.core.config.borrow().slowlog();
+    // The shard's parsed copy of the settings: this runs for every command
+    // of the connection's core (PING …), so no lookup by name.
+    let settings = conn.core.shard.borrow().state.settings.slowlog;
     if !settings.is_slow(usec) {
         return;
     }
@@ -108,7 +111,7 @@ pub async fn get(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     if args.len() > 3 {
         return Err(subcommand_syntax_error(args));
     }
-    let max_len = conn.core.config.borrow().slowlog().max_len;
+    let max_len = conn.core.shard.borrow().state.settings.slowlog.max_len;
     let count = match args.get(2) {
         None => 10,
         Some(arg) => match parse_i64(arg) {
@@ -145,7 +148,7 @@ pub async fn get(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
 
 /// SLOWLOG LEN
 pub async fn len(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    let max_len = conn.core.config.borrow().slowlog().max_len;
+    let max_len = conn.core.shard.borrow().state.settings.slowlog.max_len;
     let per_core =
         conn.core.invoke_on_all_queued(|core| core.slowlog.borrow().entries.len()).await?;
     let len = per_core.into_iter().sum::<usize>().min(max_len);

@@ -413,7 +413,8 @@ async fn gather_keys(
     }
     // A slow gathered command is logged like any other; the commands a
     // gathered script called are shown to monitors.
-    crate::cmd::slowlog::deliver(&conn.core, std::mem::take(&mut state.slow));
+    let max_len = state.settings.slowlog.max_len;
+    crate::cmd::slowlog::deliver(&conn.core, std::mem::take(&mut state.slow), max_len);
     if !state.monitor_out.is_empty() {
         crate::cmd::monitor::send(&conn.core, std::mem::take(&mut state.monitor_out));
     }
