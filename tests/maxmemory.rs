@@ -153,3 +153,29 @@ fn bad_maxmemory_settings_are_refused() {
     assert_eq!(info_field(&mut c, "memory", "maxmemory"), (1u64 << 30).to_string());
     assert_eq!(info_field(&mut c, "memory", "maxmemory_human"), "1.00G");
 }
+
+/// Out of memory, EXEC of a transaction with a write that may grow memory
+/// is refused whole (EXECABORT with the OOM error, the transaction is
+/// gone); one of reads only still runs (Redis's `processCommand`).
+#[test]
+fn exec_with_a_growing_write_is_refused_when_out_of_memory() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let (mut reads, mut raw) = (server.raw(), server.raw());
+    assert_eq!(raw.call(&["SET", "x", "value"]), "+OK\r\n");
+    for cmd in [&["MULTI"][..], &["GET", "x"], &["PING"]] {
+        reads.call(cmd);
+    }
+    for cmd in [&["MULTI"][..], &["SET", "x", "1"], &["GET", "x"]] {
+        raw.call(cmd);
+    }
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", "1"]).unwrap();
+    assert_eq!(reads.call(&["EXEC"]), "*2\r\n$5\r\nvalue\r\n+PONG\r\n");
+    assert_eq!(
+        raw.call(&["EXEC"]),
+        format!("-EXECABORT Transaction discarded because of: OOM {OOM_TEXT}\r\n")
+    );
+    assert_eq!(raw.call(&["EXEC"]), "-ERR EXEC without MULTI\r\n");
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", "0"]).unwrap();
+    assert_eq!(raw.call(&["GET", "x"]), "$5\r\nvalue\r\n");
+}

@@ -376,6 +376,7 @@ fn busy_scripts_get_busy_replies_and_script_kill() {
     // A client on the other core than a's (shard 0).
     let mut other = common::raw_on_shard(&server, &mut admin, 1, &mut Vec::new());
     let mut tx = common::raw_on_shard(&server, &mut admin, 1, &mut Vec::new());
+    let mut tx2 = common::raw_on_shard(&server, &mut admin, 1, &mut Vec::new());
     // A script that never ends, on a's shard.
     let mut runner = server.raw();
     runner.cmd(&[b"EVAL", b"while true do end", b"1", a.as_bytes()]);
@@ -390,6 +391,10 @@ fn busy_scripts_get_busy_replies_and_script_kill() {
     // rejectCommand flags the transaction).
     assert_eq!(tx.call(&["MULTI"]), "+OK\r\n");
     assert_eq!(tx.call(&["GET", &a]), BUSY);
+    // EXEC itself is refused whole, and the transaction is gone.
+    assert_eq!(tx2.call(&["MULTI"]), "+OK\r\n");
+    assert_eq!(tx2.call(&["SET", &b, "2"]), "+QUEUED\r\n");
+    assert_eq!(tx2.call(&["EXEC"]), exec_abort(BUSY));
     assert_eq!(other.call(&["SCRIPT", "KILL"]), "+OK\r\n");
     let killed = String::from_utf8_lossy(&runner.read_frame()).into_owned();
     assert!(
@@ -403,6 +408,7 @@ fn busy_scripts_get_busy_replies_and_script_kill() {
         thread::sleep(Duration::from_millis(20));
     }
     assert!(tx.call(&["EXEC"]).starts_with("-EXECABORT"));
+    assert_eq!(tx2.call(&["EXEC"]), "-ERR EXEC without MULTI\r\n");
     assert_eq!(other.call(&["SCRIPT", "KILL"]), "-NOTBUSY No scripts in execution right now.\r\n");
 
     // pcall cannot catch a kill.
@@ -488,6 +494,33 @@ fn busy_scripts_answer_the_clients_of_their_own_core() {
     assert_eq!(String::from_utf8_lossy(&same.read_frame()), "+PONG\r\n");
     assert_eq!(runner.call(&["PING"]), "+PONG\r\n");
 
+    // Transactions on the busy core go on (Redis's rules, with BUSY only
+    // for the busy shard): a command for the free shard is queued, one for
+    // the busy shard gets BUSY and fails the EXEC, and EXEC is refused
+    // whole, ending the transaction. A transaction opened before the script
+    // keeps what it queued; SCRIPT KILL inside MULTI is queued too.
+    assert_eq!(same2.call(&["MULTI"]), "+OK\r\n");
+    assert_eq!(same2.call(&["INCR", &b]), "+QUEUED\r\n");
+    runner.cmd(&[b"EVAL", b"while true do end", b"1", a.as_bytes()]);
+    wait_until_busy(&mut same);
+    assert_eq!(same2.call(&["INCR", &b]), "+QUEUED\r\n");
+    assert_eq!(same2.call(&["SCRIPT", "KILL"]), "+QUEUED\r\n");
+    assert_eq!(same2.call(&["MULTI"]), "-ERR MULTI calls can not be nested\r\n");
+    assert_eq!(same.call(&["MULTI"]), "+OK\r\n");
+    assert_eq!(same.call(&["SET", &b, "x"]), "+QUEUED\r\n");
+    assert_eq!(same.call(&["GET", &a]), BUSY);
+    assert_eq!(same.call(&["EXEC"]), exec_abort(BUSY));
+    assert_eq!(same.call(&["DISCARD"]), "-ERR DISCARD without MULTI\r\n");
+    assert_eq!(same.call(&["MULTI"]), "+OK\r\n");
+    assert_eq!(same.call(&["DISCARD"]), "+OK\r\n");
+    assert_eq!(same.call(&["SCRIPT", "KILL"]), "+OK\r\n");
+    let killed = String::from_utf8_lossy(&runner.read_frame()).into_owned();
+    assert!(killed.starts_with("-ERR Script killed by user with SCRIPT KILL..."), "{killed}");
+    assert_eq!(
+        same2.call(&["EXEC"]),
+        "*3\r\n:1\r\n:2\r\n-NOTBUSY No scripts in execution right now.\r\n"
+    );
+
     // A busy function: FUNCTION STATS describes it, FUNCTION KILL stops it.
     let code = "#!lua name=spin\nredis.register_function('spin', function() while true do end end)";
     assert_eq!(runner.call(&["FUNCTION", "LOAD", code]), "$4\r\nspin\r\n");
@@ -522,6 +555,11 @@ fn busy_scripts_answer_the_clients_of_their_own_core() {
 
 const BUSY: &str =
     "-BUSY Redis is busy running a script. You can only call SCRIPT KILL or SHUTDOWN NOSAVE.\r\n";
+
+/// Redis's reply to an EXEC refused with `error` (a raw error reply).
+fn exec_abort(error: &str) -> String {
+    format!("-EXECABORT Transaction discarded because of: {}", &error[1..])
+}
 
 /// PINGs on `conn` until one gets BUSY (PONG before the script started).
 fn wait_until_busy(conn: &mut Raw) {

@@ -328,14 +328,15 @@ impl Connection {
 
     /// Whether the driver may answer this connection's next commands while
     /// a script blocks the core (`route::busy`): nothing of a command is
-    /// buffered here, and nothing of the connection's state (a transaction,
-    /// authentication, CLIENT REPLY, CLIENT CACHING, RESP2 subscribe mode)
-    /// changes what a BUSY-time command gets or does.
+    /// buffered here, and nothing of the connection's state but its
+    /// transaction, which it hands over (authentication, CLIENT REPLY,
+    /// CLIENT CACHING, RESP2 subscribe mode), changes what a BUSY-time
+    /// command gets or does.
     fn answerable_while_busy(&self) -> bool {
         let st = &self.state;
-        self.inbuf.is_empty()
+        self.socket.answers_while_busy()
+            && self.inbuf.is_empty()
             && st.authenticated
-            && st.multi.is_none()
             && !st.reply_off
             && !st.skip_next
             && !st.caching
@@ -359,7 +360,10 @@ impl Connection {
         } else {
             0
         };
-        self.socket.set_idle(self.answerable_while_busy().then_some(self.state.resp));
+        if self.answerable_while_busy() {
+            let multi = self.state.multi.take();
+            self.socket.set_idle(crate::route::busy::Idle::new(self.state.resp, multi));
+        }
         let read = self.socket.read_into(&mut self.inbuf, wanted);
         let read = async { read.await.map(Some).map_err(|e| e.to_string()) };
         let pushes_in = &mut self.pushes_in;
@@ -395,7 +399,13 @@ impl Connection {
                 .await
             }
         };
-        self.socket.set_idle(None);
+        if let Some(idle) = self.socket.take_idle() {
+            // What a busy script's hook did to the transaction meanwhile.
+            self.state.multi = idle.multi;
+            if idle.discarded {
+                crate::route::multi::unwatch_all(self).await;
+            }
+        }
         // A push woke us: nothing was read.
         let Some(n) = n? else { return Ok(usize::MAX) };
         if n > 0 {

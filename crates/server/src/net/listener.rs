@@ -97,8 +97,8 @@ pub fn start(core: &Rc<Core>, fds: Vec<OwnedFd>) -> Result<&'static str, String>
                     if let Some(core) = weak.upgrade() {
                         let new_is_idle =
                             |fd| Connection::answerable_when_new(&core, socket::peer_addr(fd));
-                        serving.serve_while_busy(&new_is_idle, &mut |resp, input, out| {
-                            crate::route::busy::answer(&core, resp, input, out)
+                        serving.serve_while_busy(&new_is_idle, &mut |idle, input, out| {
+                            crate::route::busy::answer(&core, idle, input, out)
                         });
                     }
                 };

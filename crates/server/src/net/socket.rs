@@ -108,13 +108,27 @@ impl Socket {
         }
     }
 
+    /// Whether a busy script's hook may answer this connection's commands
+    /// ([`Socket::set_idle`]); the glommio path has no such answers: its
+    /// clients wait for the script's end.
+    pub fn answers_while_busy(&self) -> bool {
+        matches!(self, Socket::Uring(_))
+    }
+
     /// Marks the connection as waiting for input in a state where, while a
     /// script blocks the core, its commands may be answered without it
-    /// (`uring::stream::Shared::idle`; the glommio path has no such
-    /// answers: its clients wait for the script's end).
-    pub fn set_idle(&self, idle: Option<ringdb_protocol::Resp>) {
+    /// (`uring::stream::Shared::idle`), handing over what those answers
+    /// need; [`Socket::take_idle`] takes it back.
+    pub fn set_idle(&self, idle: crate::route::busy::Idle) {
         if let Socket::Uring(s) = self {
-            s.set_idle(idle);
+            s.set_idle(Some(idle));
+        }
+    }
+
+    pub fn take_idle(&self) -> Option<crate::route::busy::Idle> {
+        match self {
+            Socket::Uring(s) => s.take_idle(),
+            Socket::Glommio { .. } => None,
         }
     }
 

@@ -7,38 +7,62 @@
 //! `processEventsWhileBlocked` does for its clients: commands that need the
 //! busy shard get the BUSY error, SCRIPT KILL and FUNCTION KILL ask the
 //! script to stop, FUNCTION STATS describes it, SHUTDOWN NOSAVE stops the
-//! process. Clients on other cores get the same answers from the router
+//! process. A connection in MULTI keeps its transaction going: commands
+//! for other shards are queued, one refused with BUSY fails the EXEC, and
+//! EXEC itself is refused with EXECABORT (Redis's `rejectCommand`). Clients
+//! on other cores get the same answers from the router
 //! ([`super::busy_error`]).
 
-use super::busy_error;
+use super::{busy_error, controls_transaction};
 use crate::cmd::admin::ShutdownFlags;
 use crate::node::Core;
+use crate::route::multi::Multi;
 use bytes::{Bytes, BytesMut};
 use ringdb_engine::command::spec::flags;
-use ringdb_engine::command::table;
+use ringdb_engine::command::{table, Exec, NodeCommand};
 use ringdb_protocol::{encode_command, Output, ParseLimits, ReplyWriter, RequestParser, Resp};
+
+/// What the driver holds of a connection that waits for input, so that
+/// the hook can answer it (`uring::stream::Shared::idle`): the protocol of
+/// its replies and its open transaction, which the connection hands over
+/// while it waits and takes back when it reads ([`Idle::multi`]).
+#[derive(Debug)]
+pub struct Idle {
+    pub resp: Resp,
+    /// The connection's MULTI, queued to and failed while the core is busy.
+    pub multi: Option<Multi>,
+    /// A transaction ended here (EXEC refused, DISCARD): the connection
+    /// forgets its WATCHed keys when it takes the record back.
+    pub discarded: bool,
+    /// A command had to wait for the script's end: nothing more of this
+    /// connection is answered until it reads again.
+    pub paused: bool,
+}
+
+impl Idle {
+    pub fn new(resp: Resp, multi: Option<Multi>) -> Idle {
+        Idle { resp, multi, discarded: false, paused: false }
+    }
+}
 
 /// Answers the commands at the front of an idle connection's `input`,
 /// appending the replies to `out`. It stops at the first command it cannot
-/// answer without the connection's own state or another core (AUTH, MULTI,
-/// a key of another shard …): that command and those after it stay in
-/// `input`, to run in order once the script has ended. So does an
-/// incomplete or malformed command. Returns whether the connection may be
-/// answered again while the script runs: not after a command that waits,
-/// nor after a malformed one.
-pub fn answer(core: &Core, resp: Resp, input: &mut BytesMut, out: &mut Output) -> bool {
-    let Ok(config) = core.config.try_borrow() else { return true };
-    // Only authenticated connections are idle (`Shared::idle`).
+/// answer without the rest of the connection's state or another core
+/// (AUTH, a key of another shard outside MULTI …): that command and those
+/// after it stay in `input`, to run in order once the script has ended, and
+/// `idle` is paused. So does an incomplete or malformed command (the
+/// connection replies to that itself).
+pub fn answer(core: &Core, idle: &mut Idle, input: &mut BytesMut, out: &mut Output) {
+    let Ok(config) = core.config.try_borrow() else { return };
+    // Only authenticated connections are idle.
     let limits =
         ParseLimits { max_bulk_len: config.conn.proto_max_bulk_len, ..ParseLimits::default() };
     drop(config);
     let mut requests = Vec::new();
-    // A protocol error leaves the bad bytes in `input`: the connection
-    // replies to them itself.
     let parsed = RequestParser::new().parse(input, &limits, &mut requests);
     let mut requests = requests.into_iter();
     while let Some(request) = requests.next() {
-        if !answer_one(core, &request.args, &mut out.writer(resp)) {
+        if !answer_one(core, idle, request.args.clone(), &mut out.writer(idle.resp)) {
             let mut kept = BytesMut::new();
             for request in std::iter::once(request).chain(requests) {
                 // Inline commands come back as multibulks: the same command.
@@ -46,35 +70,72 @@ pub fn answer(core: &Core, resp: Resp, input: &mut BytesMut, out: &mut Output) -
             }
             kept.extend_from_slice(input);
             *input = kept;
-            return false;
+            idle.paused = true;
+            return;
         }
     }
-    parsed.is_ok()
+    idle.paused = parsed.is_err();
 }
 
 /// Answers one command; false when it must wait for the script's end.
-fn answer_one(core: &Core, args: &[Bytes], out: &mut ReplyWriter) -> bool {
+fn answer_one(core: &Core, idle: &mut Idle, args: Vec<Bytes>, out: &mut ReplyWriter) -> bool {
     // Unknown commands and wrong arities are reported before BUSY (Redis's
     // `processCommand` order).
-    let reg = match table().resolve(args) {
+    let reg = match table().resolve(&args) {
         Ok(reg) => reg,
         Err(e) => {
+            fail(idle);
             out.error(e.text());
             return true;
         }
     };
     let scripts = &core.shared.scripts;
     if !reg.spec.has(flags::ALLOW_BUSY) {
-        return match busy_error(core, reg.spec, args) {
-            Some(busy) => {
+        if let Some(busy) = busy_error(core, reg.spec, &args) {
+            if matches!(reg.spec.exec, Exec::Node(NodeCommand::Exec)) {
+                idle.multi = None;
+                idle.discarded = true;
+                out.error(&super::exec_abort_text(busy));
+            } else {
+                fail(idle);
                 out.error(busy);
-                true
             }
-            // Only other shards are needed: it runs after the script.
-            None => false,
-        };
+            return true;
+        }
+    }
+    if let Some(multi) = &mut idle.multi {
+        if !controls_transaction(reg.spec.exec) {
+            // Also SCRIPT KILL: Redis queues it inside MULTI.
+            match multi.queue(reg, args) {
+                Ok(()) => out.simple("QUEUED"),
+                Err(e) => out.error(e.text()),
+            }
+            return true;
+        }
+    }
+    if !reg.spec.has(flags::ALLOW_BUSY) {
+        // Only other shards are needed: it runs after the script.
+        return false;
     }
     match reg.full_name.as_str() {
+        "multi" => {
+            if idle.multi.is_some() {
+                out.error("ERR MULTI calls can not be nested");
+            } else {
+                idle.multi = Some(Multi::default());
+                out.simple("OK");
+            }
+            true
+        }
+        "discard" => {
+            if idle.multi.take().is_some() {
+                idle.discarded = true;
+                out.simple("OK");
+            } else {
+                out.error("ERR DISCARD without MULTI");
+            }
+            true
+        }
         "script|kill" | "function|kill" => {
             match scripts.kill(reg.full_name == "script|kill") {
                 Ok(()) => out.simple("OK"),
@@ -92,7 +153,7 @@ fn answer_one(core: &Core, args: &[Bytes], out: &mut ReplyWriter) -> bool {
             true
         }
         "shutdown" => {
-            match ShutdownFlags::parse(args) {
+            match ShutdownFlags::parse(&args) {
                 Err(e) => out.error(e.text()),
                 Ok(f) if f.nosave => {
                     tracing::warn!("User requested shutdown...");
@@ -104,5 +165,12 @@ fn answer_one(core: &Core, args: &[Bytes], out: &mut ReplyWriter) -> bool {
             true
         }
         _ => false,
+    }
+}
+
+/// A refused command fails the open transaction, if any (EXECABORT).
+fn fail(idle: &mut Idle) {
+    if let Some(multi) = &mut idle.multi {
+        multi.failed = true;
     }
 }

@@ -22,7 +22,7 @@ use crate::net::connection::Connection;
 use bytes::Bytes;
 use ringdb_engine::command::error::NOAUTH;
 use ringdb_engine::command::spec::flags;
-use ringdb_engine::command::{table, CmdError, Exec, Registered};
+use ringdb_engine::command::{table, CmdError, Exec, NodeCommand, Registered};
 use ringdb_engine::evict::OOM;
 use ringdb_engine::{ShardCommand, ShardId};
 use ringdb_protocol::Request;
@@ -65,8 +65,8 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
             Err(e) => {
                 // A known command with the wrong arity is "rejected" in its
                 // INFO commandstats, as in Redis; an unknown one has no row.
-                let row = rejected_row(&args).map(|row| row.id);
-                reject(conn, &mut segment, row, &e, skip);
+                let row = rejected_row(&args);
+                reject(conn, &mut segment, row, &e, skip).await;
                 continue;
             }
         };
@@ -75,12 +75,12 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
         // Also when CACHING is not set yet: a transaction may set it.
         conn.state.caching_spent = spends_caching(conn, reg);
         if !conn.state.authenticated && !spec.has(flags::NO_AUTH) && !is_auth_command(spec.name) {
-            reject(conn, &mut segment, Some(reg.id), &NOAUTH, skip);
+            reject(conn, &mut segment, Some(reg), &NOAUTH, skip).await;
             continue;
         }
         if conn.core.shared.scripts.any_busy() && !spec.has(flags::ALLOW_BUSY) {
             if let Some(busy) = busy_error(&conn.core, spec, &args) {
-                reject(conn, &mut segment, Some(reg.id), &CmdError::new(busy), skip);
+                reject(conn, &mut segment, Some(reg), &CmdError::new(busy), skip).await;
                 continue;
             }
         }
@@ -94,7 +94,7 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
             continue;
         }
         if conn.state.multi.is_some() && !controls_transaction(spec.exec) {
-            queue(conn, &mut segment, reg, args, skip);
+            queue(conn, &mut segment, reg, args, skip).await;
             continue;
         }
         crate::cmd::monitor::feed(conn, spec, &args);
@@ -125,8 +125,8 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
                     }
                 }
             }
-            Exec::Node(_) if spec.has(flags::DENYOOM) && out_of_memory(&conn.core) => {
-                reject(conn, &mut segment, Some(reg.id), &CmdError::new(OOM), skip);
+            Exec::Node(_) if may_grow_memory(conn, reg) && out_of_memory(&conn.core) => {
+                reject(conn, &mut segment, Some(reg), &CmdError::new(OOM), skip).await;
             }
             Exec::Node(node) => {
                 segment.finish(conn).await;
@@ -242,21 +242,47 @@ pub(crate) fn busy_error(
 
 /// A command refused before it runs (Redis's `rejectCommand`): a rejected
 /// call of its row (`id`) in INFO commandstats, an open MULTI fails at
-/// EXEC, and the error is its reply.
-fn reject(
+/// EXEC, and the error is its reply; a refused EXEC discards the
+/// transaction and answers EXECABORT with the error.
+async fn reject(
     conn: &mut Connection,
     segment: &mut Segment,
-    id: Option<usize>,
+    row: Option<&Registered>,
     error: &CmdError,
     skip: bool,
 ) {
-    if let Some(id) = id {
-        conn.core.shard.borrow_mut().state.stats.command(id).rejected_calls += 1;
+    if let Some(row) = row {
+        conn.core.shard.borrow_mut().state.stats.command(row.id).rejected_calls += 1;
+    }
+    let suppress = skip || conn.state.reply_off;
+    if row.is_some_and(|row| matches!(row.spec.exec, Exec::Node(NodeCommand::Exec))) {
+        conn.state.multi = None;
+        multi::unwatch_all(conn).await;
+        segment.reply_error(conn, &CmdError::owned(exec_abort_text(error.text())), suppress);
+        return;
     }
     if let Some(multi) = &mut conn.state.multi {
         multi.failed = true;
     }
-    segment.reply_error(conn, error, skip || conn.state.reply_off);
+    segment.reply_error(conn, error, suppress);
+}
+
+/// Redis's reply to an EXEC refused before it runs (`execCommandAbort`).
+pub(crate) fn exec_abort_text(error: &str) -> String {
+    format!("EXECABORT Transaction discarded because of: {error}")
+}
+
+/// Whether a server command may grow memory: a DENYOOM one, or EXEC of a
+/// transaction with one (Redis refuses that EXEC whole when out of memory).
+fn may_grow_memory(conn: &Connection, reg: &Registered) -> bool {
+    match reg.spec.exec {
+        Exec::Node(NodeCommand::Exec) => conn
+            .state
+            .multi
+            .as_ref()
+            .is_some_and(|m| m.queued.iter().any(|q| q.reg.spec.has(flags::DENYOOM))),
+        _ => reg.spec.has(flags::DENYOOM),
+    }
 }
 
 /// Whether a server command that may grow memory (FUNCTION LOAD, FUNCTION
@@ -327,39 +353,25 @@ fn controls_transaction(exec: Exec) -> bool {
 
 /// Queues a command of an open MULTI: `+QUEUED`, or Redis's error for a
 /// command that may not run in a transaction (which fails the EXEC).
-fn queue(
+async fn queue(
     conn: &mut Connection,
     segment: &mut Segment,
-    reg: &'static ringdb_engine::command::Registered,
-    args: Vec<bytes::Bytes>,
+    reg: &'static Registered,
+    args: Vec<Bytes>,
     skip: bool,
 ) {
     // Over `maxmemory`, a write that may grow memory fails the transaction
     // at once, as Redis refuses it before queueing.
     if reg.spec.has(flags::DENYOOM) && out_of_memory(&conn.core) {
-        reject(conn, segment, Some(reg.id), &CmdError::new(OOM), skip);
+        reject(conn, segment, Some(reg), &CmdError::new(OOM), skip).await;
         return;
     }
     let suppress = skip || conn.state.reply_off;
-    if !multi::allowed_in_multi(reg) {
-        if let Some(m) = &mut conn.state.multi {
-            m.failed = true;
-        }
-        segment.reply_error(
-            conn,
-            &CmdError::new("ERR Command not allowed inside a transaction"),
-            suppress,
-        );
-        return;
+    let queued = conn.state.multi.as_mut().map(|m| m.queue(reg, args));
+    match queued {
+        Some(Err(e)) => segment.reply_error(conn, &e, suppress),
+        _ => segment.reply_status(conn, "QUEUED", suppress),
     }
-    if let Some(m) = &mut conn.state.multi {
-        // An aborted transaction keeps nothing (Redis frees nothing it will
-        // not run either).
-        if !m.failed {
-            m.queued.push(multi::Queued { reg, args });
-        }
-    }
-    segment.reply_status(conn, "QUEUED", suppress);
 }
 
 /// Commands that may run before authentication besides the NO_AUTH ones:

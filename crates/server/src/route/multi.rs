@@ -49,6 +49,22 @@ pub struct Multi {
     pub failed: bool,
 }
 
+impl Multi {
+    /// Queues a command (`+QUEUED`), or refuses one that may not run in a
+    /// transaction, which fails the EXEC. A failed transaction keeps
+    /// nothing (Redis frees nothing it will not run either).
+    pub fn queue(&mut self, reg: &'static Registered, args: Vec<Bytes>) -> CmdResult {
+        if !allowed_in_multi(reg) {
+            self.failed = true;
+            return Err(CmdError::new("ERR Command not allowed inside a transaction"));
+        }
+        if !self.failed {
+            self.queued.push(Queued { reg, args });
+        }
+        Ok(())
+    }
+}
+
 impl std::fmt::Debug for Multi {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Multi {{ queued: {}, failed: {} }}", self.queued.len(), self.failed)
@@ -382,6 +398,6 @@ async fn release(conn: &Connection, plan: Vec<(ShardId, LockSet)>, ran: Option<(
 
 /// Whether a command may be queued in MULTI (Redis: commands flagged
 /// `no_multi` are refused).
-pub fn allowed_in_multi(reg: &Registered) -> bool {
+fn allowed_in_multi(reg: &Registered) -> bool {
     !reg.spec.has(flags::NO_MULTI)
 }

@@ -19,6 +19,7 @@
 pub mod buffers;
 pub mod stream;
 
+use crate::route::busy::Idle;
 use buffers::BufRing;
 use bytes::BytesMut;
 use glommio::io::BufferedFile;
@@ -152,7 +153,7 @@ impl Driver {
             st: RefCell::new(State::default()),
             reader: Cell::new(None),
             writer: Cell::new(None),
-            idle: Cell::new(None),
+            idle: RefCell::new(None),
         });
         conns.insert(token, shared.clone());
         drop(conns);
@@ -222,8 +223,8 @@ impl Driver {
     /// this core runs meanwhile, the driver's included): one turn of the
     /// ring, then `serve` may answer the input of each idle connection
     /// ([`Shared::idle`]) by taking commands off the front of its input and
-    /// appending their replies (false: leave this connection alone until
-    /// it reads again), and a second turn sends those. New
+    /// appending their replies (pausing the record: leave this connection
+    /// alone until it reads again), and a second turn sends those. New
     /// connections are held until the driver runs again (for the server to
     /// admit them), and are idle meanwhile when `new_is_idle` says so of
     /// their descriptor. The part of Redis's `processEventsWhileBlocked`
@@ -231,10 +232,10 @@ impl Driver {
     pub fn serve_while_busy(
         self: &Rc<Self>,
         new_is_idle: &dyn Fn(RawFd) -> bool,
-        serve: &mut dyn FnMut(Resp, &mut BytesMut, &mut Output) -> bool,
+        serve: &mut dyn FnMut(&mut Idle, &mut BytesMut, &mut Output),
     ) {
         let hold = |stream: UringStream| {
-            stream.set_idle(new_is_idle(stream.fd()).then_some(Resp::V2));
+            stream.set_idle(new_is_idle(stream.fd()).then(|| Idle::new(Resp::V2, None)));
             self.held.borrow_mut().push(stream);
         };
         if self.ring.try_borrow_mut().is_err() {
@@ -245,20 +246,22 @@ impl Driver {
             .conns
             .borrow()
             .values()
-            .filter(|shared| shared.idle.get().is_some() && !shared.st.borrow().input.is_empty())
+            .filter(|shared| {
+                shared.idle.borrow().as_ref().is_some_and(|idle| !idle.paused)
+                    && !shared.st.borrow().input.is_empty()
+            })
             .cloned()
             .collect();
         for shared in &idle {
             {
                 let mut st = shared.st.borrow_mut();
-                let Some(resp) = shared.idle.get() else { continue };
+                let mut idle = shared.idle.borrow_mut();
+                let Some(idle) = idle.as_mut() else { continue };
                 if st.closing || st.error.is_some() {
                     continue;
                 }
                 let st = &mut *st;
-                if !serve(resp, &mut st.input, &mut st.pending) {
-                    shared.idle.set(None);
-                }
+                serve(idle, &mut st.input, &mut st.pending);
             }
             self.schedule(shared);
         }

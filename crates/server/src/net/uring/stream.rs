@@ -12,8 +12,9 @@
 //! the unsent bytes like the rest.
 
 use super::Driver;
+use crate::route::busy::Idle;
 use bytes::BytesMut;
-use ringdb_protocol::{Output, Resp};
+use ringdb_protocol::Output;
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
 use std::io;
@@ -39,9 +40,9 @@ pub struct Shared {
     pub writer: Cell<Option<Waker>>,
     /// The connection waits for input with nothing of its own buffered, in
     /// a state where what its commands get while a script blocks the core
-    /// depends on the commands alone: the driver may answer it then
-    /// ([`Driver::serve_while_busy`]); the protocol its replies are in.
-    pub idle: Cell<Option<Resp>>,
+    /// depends on the commands and this record alone: the driver may answer
+    /// it then ([`Driver::serve_while_busy`]).
+    pub idle: RefCell<Option<Idle>>,
 }
 
 #[derive(Default)]
@@ -146,8 +147,14 @@ impl UringStream {
     }
 
     /// See [`Shared::idle`].
-    pub fn set_idle(&self, idle: Option<Resp>) {
-        self.shared.idle.set(idle);
+    pub fn set_idle(&self, idle: Option<Idle>) {
+        *self.shared.idle.borrow_mut() = idle;
+    }
+
+    /// Takes back what [`UringStream::set_idle`] handed over, with what
+    /// the driver's answers changed in it.
+    pub fn take_idle(&self) -> Option<Idle> {
+        self.shared.idle.borrow_mut().take()
     }
 
     /// Appends what has been received to `buf` (waiting for at least one
