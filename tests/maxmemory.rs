@@ -4,7 +4,7 @@
 //! `evicted` keyspace event, and the INFO and CONFIG views of the limit.
 
 mod common;
-use common::{info_field, q, Server};
+use common::{info_field, keys_on_two_shards, q, Server};
 
 const OOM_TEXT: &str = "command not allowed when used memory > 'maxmemory'.";
 
@@ -178,4 +178,32 @@ fn exec_with_a_growing_write_is_refused_when_out_of_memory() {
     assert_eq!(raw.call(&["EXEC"]), "-ERR EXEC without MULTI\r\n");
     let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", "0"]).unwrap();
     assert_eq!(raw.call(&["GET", "x"]), "$5\r\nvalue\r\n");
+}
+
+/// The limit is the process's and Redis evicts from the whole keyspace: a
+/// shard with nothing of its own to evict lets writes through while the
+/// other shard has keys to evict, and has it evict them; writes are
+/// refused once no shard has any left.
+#[test]
+fn a_shard_out_of_candidates_has_the_other_shard_evict() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let (a, b) = keys_on_two_shards();
+    // 2 MiB of values with a TTL, all on b's shard.
+    let (written, error) = fill(&mut c, &format!("{{{b}}}:ttl"), 2048, true);
+    assert_eq!((written, error), (2048, None));
+    let limit = used(&mut c) + 1024 * 1024;
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory-policy", "volatile-ttl"]).unwrap();
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", &limit.to_string()]).unwrap();
+    // Keys without a TTL on a's shard, which has nothing to evict: about
+    // 1 MiB fits under the limit, and 2 MiB more as b's keys go.
+    let (written, error) = fill(&mut c, &format!("{{{a}}}:kept"), 8 * 1024, false);
+    let error = error.expect("no write was refused");
+    assert!(is_oom(&error), "{error}");
+    assert!(written > 2500, "refused while b's shard had keys to evict: {written} written");
+    let evicted: u64 = info_field(&mut c, "stats", "evicted_keys").parse().unwrap();
+    assert!(evicted > 1500, "{evicted} evicted");
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", "0"]).unwrap();
+    let kept: u64 = q(&mut c, &["EXISTS", &format!("{{{a}}}:kept:0")]).unwrap();
+    assert_eq!(kept, 1, "a key without a TTL was evicted");
 }

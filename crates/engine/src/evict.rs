@@ -15,13 +15,22 @@
 //! transaction holds are never evicted. A run stops when the process is
 //! under the limit, or when its time budget (`maxmemory-eviction-tenacity`)
 //! is spent; one that runs out of keys to evict (`noeviction`, or no
-//! candidate left) makes the `denyoom` commands that follow get Redis's OOM
-//! error.
+//! candidate left on any shard) makes the `denyoom` commands that follow
+//! get Redis's OOM error.
+//!
+//! Redis evicts from the whole keyspace, so a write is refused only when
+//! no key anywhere may go. Here each shard publishes how many candidates it
+//! has on the [`Board`]; a shard out of candidates while another has some
+//! lets its commands through and asks that shard to evict at once
+//! ([`ShardState::evict_elsewhere`](crate::shard::ShardState), sent by the
+//! server), as a run cut short by its time budget does.
 
 use crate::funnel::NotifyClass;
 use crate::locks::fingerprint;
 use crate::shard::{lfu_decayed, Shard};
+use crate::ShardId;
 use bytes::Bytes;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Redis's reply to a `denyoom` command over the limit.
@@ -111,6 +120,82 @@ impl MemoryLimit {
     }
 }
 
+/// What each shard could still evict under the current policy, published
+/// for the others (one per process; a scratch shard state has an empty one).
+#[derive(Debug, Default)]
+pub struct Board {
+    shards: Vec<BoardSlot>,
+}
+
+#[derive(Debug, Default)]
+struct BoardSlot {
+    /// Keys the policy may evict (keys with a TTL for `volatile-*`), as of
+    /// the shard's last eviction run or timer tick.
+    candidates: AtomicU64,
+    /// Another shard asked this one to evict and it has not run yet.
+    asked: AtomicBool,
+}
+
+impl Board {
+    /// A board where every shard may have candidates until it has said.
+    pub fn new(shards: usize) -> Board {
+        let unknown = || BoardSlot { candidates: AtomicU64::new(u64::MAX), ..Default::default() };
+        Board { shards: (0..shards).map(|_| unknown()).collect() }
+    }
+
+    fn others_have_candidates(&self, me: usize) -> bool {
+        self.shards
+            .iter()
+            .enumerate()
+            .any(|(i, s)| i != me && s.candidates.load(Ordering::Relaxed) > 0)
+    }
+
+    /// The shards `me` should ask to evict now: those with candidates not
+    /// asked already (each is asked once until it has run).
+    pub fn shards_to_ask(&self, me: ShardId) -> Vec<ShardId> {
+        let ask = |(i, s): &(usize, &BoardSlot)| {
+            *i != me.index()
+                && s.candidates.load(Ordering::Relaxed) > 0
+                && !s.asked.swap(true, Ordering::Relaxed)
+        };
+        self.shards.iter().enumerate().filter(ask).map(|(i, _)| ShardId(i as u16)).collect()
+    }
+}
+
+/// The shard's eviction run on its timer, or when another shard asked
+/// ([`Board::shards_to_ask`]): publishes what it could evict (which also
+/// clears a request), then evicts while the process is over the limit.
+pub fn evict_on_timer(shard: &mut Shard, now_ms: u64) {
+    if shard.state.settings.memory.maxmemory == 0 {
+        return;
+    }
+    publish_candidates(shard);
+    make_room(shard, now_ms);
+}
+
+/// Publishes what this shard could evict on the [`Board`] (on its timer,
+/// and when its settings change), which also clears a request to evict.
+pub fn publish_candidates(shard: &Shard) {
+    publish(shard, candidates(shard));
+}
+
+/// Keys the policy may evict on this shard.
+fn candidates(shard: &Shard) -> u64 {
+    let ks = &shard.keyspace;
+    match shard.state.settings.memory.policy {
+        Policy::NoEviction => 0,
+        p if p.volatile_only() => (0..ks.db_count()).map(|db| ks.db(db).volatile() as u64).sum(),
+        _ => (0..ks.db_count()).map(|db| ks.db(db).len() as u64).sum(),
+    }
+}
+
+fn publish(shard: &Shard, candidates: u64) {
+    if let Some(slot) = shard.state.evict_board.shards.get(shard.id.index()) {
+        slot.asked.store(false, Ordering::Relaxed);
+        slot.candidates.store(candidates, Ordering::Relaxed);
+    }
+}
+
 /// Pool size of the best candidates (Redis's `EVPOOL_SIZE`).
 const POOL: usize = 16;
 
@@ -176,6 +261,18 @@ fn evict_over_limit(shard: &mut Shard, now_ms: u64) {
         }
     }
     shard.state.evict_pool = Pool { policy: Some(limit.policy), best: pool };
+    // Out of victims (none left, or none that may go now): nothing to
+    // offer the others either.
+    publish(shard, if failed { 0 } else { candidates(shard) });
+    if failed
+        && limit.policy != Policy::NoEviction
+        && shard.state.evict_board.others_have_candidates(shard.id.index())
+    {
+        // Other shards hold the keys to evict: ask them, and let this
+        // command through meanwhile.
+        shard.state.evict_elsewhere = true;
+        failed = false;
+    }
     shard.state.oom = failed;
 }
 
@@ -322,6 +419,26 @@ mod tests {
         assert_eq!(s.key_count(), 25);
         assert_eq!(s.keyspace.db(0).volatile(), 0);
         assert!(s.state.oom, "nothing left to evict: denyoom commands are refused");
+    }
+
+    #[test]
+    fn a_shard_out_of_candidates_asks_the_others_once() {
+        let board = std::sync::Arc::new(Board::new(2));
+        let mut s = shard(Policy::VolatileLru, 50, 2);
+        s.state.evict_board = board.clone();
+        // Shard 1 has not said yet: it may have keys to evict.
+        make_room(&mut s, 1_000_000);
+        assert_eq!(s.keyspace.db(0).volatile(), 0);
+        assert!(!s.state.oom && std::mem::take(&mut s.state.evict_elsewhere));
+        assert_eq!(board.shards_to_ask(ShardId(0)), [ShardId(1)]);
+        assert!(board.shards_to_ask(ShardId(0)).is_empty(), "asked twice");
+        // Shard 1 has nothing either: the writes are refused.
+        let mut other = shard(Policy::VolatileLru, 0, 0);
+        other.id = ShardId(1);
+        other.state.evict_board = board.clone();
+        evict_on_timer(&mut other, 1_000_000);
+        make_room(&mut s, 1_000_000);
+        assert!(s.state.oom && !s.state.evict_elsewhere);
     }
 
     #[test]

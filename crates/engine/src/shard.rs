@@ -315,6 +315,11 @@ pub struct ShardState {
     pub oom: bool,
     /// Eviction candidates kept between runs (see [`crate::evict`]).
     pub evict_pool: crate::evict::Pool,
+    /// What every shard could evict (the process's one board).
+    pub evict_board: std::sync::Arc<crate::evict::Board>,
+    /// This shard ran out of candidates while others have some: the server
+    /// asks them to evict now (see [`crate::evict`]).
+    pub evict_elsewhere: bool,
     /// A scratch state whose keyspace the router filled with the keys the
     /// command forms from its data too ([`FormedKeys`]), so it may read them.
     ///
@@ -347,6 +352,8 @@ impl ShardState {
             hotkeys: crate::hotkeys::HotKeys::default(),
             oom: false,
             evict_pool: crate::evict::Pool::default(),
+            evict_board: Default::default(),
+            evict_elsewhere: false,
             formed_keys_gathered: false,
             slow: std::collections::VecDeque::new(),
             slowlog_ids: Default::default(),

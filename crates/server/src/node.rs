@@ -44,6 +44,10 @@ pub struct Shared {
     /// Ids of slow-log entries, in the order cores log them (slow commands
     /// only, never the data path).
     pub next_slowlog_id: Arc<AtomicU64>,
+    /// What each shard could evict under `maxmemory` (see
+    /// `ringdb_engine::evict`; read and written only while over the limit
+    /// and on the timer).
+    pub evict_board: Arc<ringdb_engine::evict::Board>,
     /// Connected clients over all cores, for `maxclients` (connect and
     /// disconnect only).
     pub connected_clients: AtomicUsize,
@@ -125,6 +129,7 @@ impl Core {
             let mut shard = self.shard.borrow_mut();
             let active_expire = shard.state.settings.active_expire;
             shard.state.settings = ShardSettings { active_expire, ..Self::shard_settings(&config) };
+            ringdb_engine::evict::publish_candidates(&shard);
             shard.state.funnel.notify_flags = config.notify_flags();
             let max_keys = config.tracking_table_max_keys();
             shard.state.funnel.tracking.set_limit(max_keys, self.id.index(), self.shared.shards());
@@ -254,6 +259,9 @@ impl Core {
         if !shard.state.monitor_out.is_empty() {
             crate::cmd::monitor::send(self, std::mem::take(&mut shard.state.monitor_out));
         }
+        if std::mem::take(&mut shard.state.evict_elsewhere) {
+            self.ask_to_evict(shard);
+        }
         if !shard.state.slow.is_empty() {
             let max_len = shard.state.settings.slowlog.max_len;
             crate::cmd::slowlog::deliver(self, std::mem::take(&mut shard.state.slow), max_len);
@@ -269,6 +277,21 @@ impl Core {
             if !shard.state.hotkeys.watchers.is_empty() {
                 self.send_hotkey_pushes(events, &shard.state.hotkeys.watchers);
             }
+        }
+    }
+
+    /// Asks the shards that still have keys to evict to run their eviction
+    /// now: this shard ran out while the process is over `maxmemory`.
+    fn ask_to_evict(&self, shard: &Shard) {
+        for other in shard.state.evict_board.shards_to_ask(self.id) {
+            self.queue_job(
+                other,
+                Box::new(|core| {
+                    let now = ringdb_engine::shard::now_ms();
+                    ringdb_engine::evict::evict_on_timer(&mut core.shard.borrow_mut(), now);
+                    core.publish_changes();
+                }),
+            );
         }
     }
 
@@ -476,6 +499,7 @@ pub fn run(config: Config) -> Result<(), String> {
         config_file: config.file.as_ref().map(|p| p.display().to_string()),
         next_client_id: AtomicU64::new(1),
         next_slowlog_id: Arc::new(AtomicU64::new(0)),
+        evict_board: Arc::new(ringdb_engine::evict::Board::new(shards)),
         connected_clients: AtomicUsize::new(0),
         scripts: Arc::new(ringdb_engine::scripting::monitor::ScriptMonitor::new(shards)),
         persist: crate::persist::Persistence::default(),
@@ -641,6 +665,7 @@ async fn core_main(
         Shard::new(id, shared.slot_map, Core::shard_settings(&config), seed ^ (id.0 as u64 + 1));
     shard.state.funnel.notify_flags = config.notify_flags();
     shard.state.slowlog_ids = shared.next_slowlog_id.clone();
+    shard.state.evict_board = shared.evict_board.clone();
     let max_keys = config.tracking_table_max_keys();
     shard.state.funnel.tracking.set_limit(max_keys, id.index(), shared.shards());
     shard.state.scripting.attach(shared.scripts.clone(), id.index());
