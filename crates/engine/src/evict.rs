@@ -261,6 +261,9 @@ fn evict_over_limit(shard: &mut Shard, now_ms: u64) {
         }
     }
     shard.state.evict_pool = Pool { policy: Some(limit.policy), best: pool };
+    let threshold = shard.state.settings.latency.monitor_threshold_ms;
+    let ms = started.elapsed().as_millis() as u64;
+    shard.state.latency.events.add_if_needed(threshold, "eviction-cycle", ms);
     // Out of victims (none left, or none that may go now): nothing to
     // offer the others either.
     publish(shard, if failed { 0 } else { candidates(shard) });

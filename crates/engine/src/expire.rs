@@ -63,7 +63,10 @@ pub fn active_cycle(shard: &mut Shard, budget: Duration) -> CycleStats {
     if stats.checked > 0 {
         shard.state.stats.expired_stale_perc = stats.expired as f64 / stats.checked as f64 * 100.0;
     }
-    shard.state.stats.expire_cycle_cpu_ms += started.elapsed().as_millis() as u64;
+    let ms = started.elapsed().as_millis() as u64;
+    shard.state.stats.expire_cycle_cpu_ms += ms;
+    let threshold = shard.state.settings.latency.monitor_threshold_ms;
+    shard.state.latency.events.add_if_needed(threshold, "expire-cycle", ms);
     stats
 }
 

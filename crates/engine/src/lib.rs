@@ -34,6 +34,7 @@ pub mod families;
 pub mod funnel;
 pub mod hotkeys;
 pub mod keyspace;
+pub mod latency;
 pub mod locks;
 pub mod monitor;
 pub mod persist;

@@ -272,6 +272,8 @@ pub struct ShardSettings {
     pub memory: crate::evict::MemoryLimit,
     /// Which commands the slow log records, and how many it keeps.
     pub slowlog: crate::slowlog::SlowLogSettings,
+    /// Per-command latency histograms and the latency monitor's threshold.
+    pub latency: crate::latency::LatencySettings,
 }
 
 impl Default for ShardSettings {
@@ -296,6 +298,7 @@ impl Default for ShardSettings {
             watch_coalesce_ms: 0,
             memory: crate::evict::MemoryLimit::default(),
             slowlog: crate::slowlog::SlowLogSettings::default(),
+            latency: crate::latency::LatencySettings { tracking: true, monitor_threshold_ms: 0 },
         }
     }
 }
@@ -315,6 +318,9 @@ pub struct ShardState {
     pub oom: bool,
     /// Eviction candidates kept between runs (see [`crate::evict`]).
     pub evict_pool: crate::evict::Pool,
+    /// Per-command latency histograms and latency monitor events (see
+    /// [`crate::latency`]); CONFIG RESETSTAT clears the histograms.
+    pub latency: crate::latency::Latency,
     /// What every shard could evict (the process's one board).
     pub evict_board: std::sync::Arc<crate::evict::Board>,
     /// This shard ran out of candidates while others have some: the server
@@ -343,6 +349,20 @@ pub struct ShardState {
 const LFU_INIT_VAL: u32 = 5;
 
 impl ShardState {
+    /// The blocking command just run found nothing and left its client
+    /// waiting: not a call (Redis counts a blocked command once).
+    pub fn not_a_call(&mut self, id: usize) {
+        self.stats.not_a_call(id);
+        self.latency.not_a_call();
+    }
+
+    /// A blocked command that timed out or was unblocked: its one call.
+    pub fn blocked_call(&mut self, id: usize, failed: bool) {
+        self.stats.blocked_call(id, failed);
+        // What it waited for is not its run time (Redis).
+        self.latency.record_call(self.settings.latency, id, (false, false), 0);
+    }
+
     pub fn new(settings: ShardSettings, seed: u64) -> Self {
         ShardState {
             funnel: Funnel::default(),
@@ -353,6 +373,7 @@ impl ShardState {
             oom: false,
             evict_pool: crate::evict::Pool::default(),
             evict_board: Default::default(),
+            latency: Default::default(),
             evict_elsewhere: false,
             formed_keys_gathered: false,
             slow: std::collections::VecDeque::new(),
@@ -729,7 +750,7 @@ impl Shard {
                 let mut out = Vec::new();
                 self.execute(&command, &mut out);
                 match crate::blocking::verdict(&command, &out, &self.keyspace) {
-                    crate::blocking::Verdict::Wait => self.state.stats.not_a_call(command.id),
+                    crate::blocking::Verdict::Wait => self.state.not_a_call(command.id),
                     crate::blocking::Verdict::Reply(reply) => {
                         self.state.funnel.blocked.served(waiter, reply);
                         served_any = true;
@@ -829,6 +850,13 @@ fn execute_counted(
     stat.failed_calls += failed.is_some() as u64;
     state.stats.commands_processed += 1;
     state.stats.busy_usec += usec;
+    state.latency.record_call(state.settings.latency, cmd.id, latency_flags(cmd.spec), usec);
+}
+
+/// How a command's runs count in [`crate::latency`]: (FAST, BLOCKING).
+pub fn latency_flags(spec: &crate::command::CommandSpec) -> (bool, bool) {
+    use crate::command::spec::flags;
+    (spec.has(flags::FAST), spec.has(flags::BLOCKING))
 }
 
 /// A command that changed several keys (MSET, RENAME, a script) is one

@@ -113,6 +113,7 @@ impl Core {
             bf_initial_size: config.bf_initial_size(),
             watch_coalesce_ms: config.watch_coalesce_ms(),
             slowlog: config.slowlog(),
+            latency: config.latency(),
             memory: config.memory_limit(),
         }
     }

@@ -387,6 +387,13 @@ pub enum NodeCommand {
     SlowlogLen,
     SlowlogReset,
     SlowlogHelp,
+    LatencyDoctor,
+    LatencyGraph,
+    LatencyHistogram,
+    LatencyHistory,
+    LatencyLatest,
+    LatencyReset,
+    LatencyHelp,
     /// `<NAME>.WATCH …`: a reactive query (rows made from each watchable
     /// row; see [`super::table`]).
     QueryWatch,

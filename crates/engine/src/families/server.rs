@@ -1,4 +1,4 @@
-//! Server commands: INFO, CONFIG, SLOWLOG, MONITOR, TIME, LASTSAVE, SAVE, BGSAVE, SHUTDOWN and DEBUG. They
+//! Server commands: INFO, CONFIG, SLOWLOG, LATENCY, MONITOR, TIME, LASTSAVE, SAVE, BGSAVE, SHUTDOWN and DEBUG. They
 //! run on the connection's core and visit shards as needed (`Exec::Node`); the server crate implements them. Only their rows
 //! live here.
 
@@ -75,6 +75,66 @@ static SLOWLOG: &[CommandSpec] = &[
     ),
 ];
 
+/// Flags of LATENCY's subcommands but HELP.
+const LATENCY_FLAGS: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
+/// Their tips: every node answers, each in its own way.
+const LATENCY_TIPS: &[&str] =
+    &["nondeterministic_output", "request_policy:all_nodes", "response_policy:special"];
+
+static LATENCY: &[CommandSpec] = &[
+    node("doctor", 2, LATENCY_FLAGS, N::LatencyDoctor).tips(LATENCY_TIPS).doc(
+        "server",
+        "2.8.13",
+        "Returns a human-readable latency analysis report.",
+        "O(1)",
+        "",
+    ),
+    node("graph", 3, LATENCY_FLAGS, N::LatencyGraph).tips(LATENCY_TIPS).doc(
+        "server",
+        "2.8.13",
+        "Returns a latency graph for an event.",
+        "O(1)",
+        "event",
+    ),
+    node("help", 2, LOADING | STALE, N::LatencyHelp).doc(
+        "server",
+        "2.8.13",
+        "Returns helpful text about the different subcommands.",
+        "O(1)",
+        "",
+    ),
+    node("histogram", -2, LATENCY_FLAGS, N::LatencyHistogram).tips(LATENCY_TIPS).doc(
+        "server",
+        "7.0.0",
+        "Returns the cumulative distribution of latencies of a subset or all commands.",
+        "O(N) where N is the number of commands with latency information being retrieved.",
+        "[COMMAND [COMMAND ...]]",
+    ),
+    node("history", 3, LATENCY_FLAGS, N::LatencyHistory).tips(LATENCY_TIPS).doc(
+        "server",
+        "2.8.13",
+        "Returns timestamp-latency samples for an event.",
+        "O(1)",
+        "event",
+    ),
+    node("latest", 2, LATENCY_FLAGS, N::LatencyLatest).tips(LATENCY_TIPS).doc(
+        "server",
+        "2.8.13",
+        "Returns the latest latency samples for all events.",
+        "O(1)",
+        "",
+    ),
+    node("reset", -2, LATENCY_FLAGS, N::LatencyReset)
+        .tips(&["request_policy:all_nodes", "response_policy:agg_sum"])
+        .doc(
+            "server",
+            "2.8.13",
+            "Resets the latency data for one or more events.",
+            "O(1)",
+            "[event [event ...]]",
+        ),
+];
+
 pub static COMMANDS: &[CommandSpec] = &[
     node("info", -1, LOADING | STALE | SENTINEL, N::Info)
         .acl(acl::DANGEROUS)
@@ -91,6 +151,13 @@ pub static COMMANDS: &[CommandSpec] = &[
         "server",
         "2.2.12",
         "A container for slow log commands.",
+        "Depends on subcommand.",
+        "",
+    ),
+    CommandSpec::container("latency", LATENCY).doc(
+        "server",
+        "2.8.13",
+        "A container for latency diagnostics commands.",
         "Depends on subcommand.",
         "",
     ),

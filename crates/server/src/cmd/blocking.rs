@@ -146,9 +146,8 @@ pub async fn run(conn: &mut Connection, reg: &'static Registered, args: Vec<Byte
     };
     conn.handle.view.borrow_mut().blocked = false;
     conn.core.blocked.borrow_mut().by_client.remove(&conn.state.id);
-    let stats = |conn: &Connection, failed| {
-        conn.core.shard.borrow_mut().state.stats.blocked_call(reg.id, failed)
-    };
+    let stats =
+        |conn: &Connection, failed| conn.core.shard.borrow_mut().state.blocked_call(reg.id, failed);
     match outcome {
         Outcome::Served => {}
         Outcome::TimedOut => {
@@ -196,7 +195,7 @@ async fn wait_on_shard(
                 match verdict(&cmd, &out, &shard.keyspace) {
                     Verdict::Reply(reply) => Some(reply),
                     Verdict::Wait => {
-                        shard.state.stats.not_a_call(cmd.id);
+                        shard.state.not_a_call(cmd.id);
                         shard.state.funnel.blocked.block_command(waiter, cmd, waited);
                         None
                     }
@@ -397,7 +396,7 @@ async fn run_once(conn: &mut Connection, command: ShardCommand, attempt: bool) -
                         let mut shard = core.shard.borrow_mut();
                         shard.execute(&command, &mut out);
                         if attempt && is_timeout_reply(&out) {
-                            shard.state.stats.not_a_call(command.id);
+                            shard.state.not_a_call(command.id);
                         }
                     }
                     core.publish_changes();

@@ -148,6 +148,7 @@ pub async fn resetstat(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
         .invoke_on_all(|core| {
             let mut shard = core.shard.borrow_mut();
             shard.state.stats.reset();
+            shard.state.latency.reset_commands();
             shard.state.hotkeys.reset_stats();
         })
         .await?;

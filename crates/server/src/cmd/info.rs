@@ -33,6 +33,7 @@ const SECTIONS: &[(&str, bool)] = &[
     ("modules", true),
     ("commandstats", false),
     ("errorstats", true),
+    ("latencystats", false),
     ("cluster", true),
     ("keyspace", true),
     ("shards", true),
@@ -108,10 +109,14 @@ struct CoreReport {
     /// Read copies: this shard's replicated keys, GETs this core answered
     /// from copies.
     replicas: (usize, u64),
+    /// The shard's latency histograms, when INFO latencystats is asked for.
+    latency: Option<ringdb_engine::latency::CommandLatency>,
 }
 
 impl CoreReport {
-    fn collect(core: &Rc<Core>) -> CoreReport {
+    fn collect(core: &Rc<Core>, with_latency: bool) -> CoreReport {
+        let latency =
+            with_latency.then(|| core.shard.borrow_mut().state.latency.commands().clone());
         let shard = core.shard.borrow();
         let clients = core.clients.borrow();
         CoreReport {
@@ -141,6 +146,7 @@ impl CoreReport {
                 (tracked, hot, shard.state.hotkeys.stats, core.push.borrow().hotkeys.len())
             },
             replicas: (shard.state.funnel.replicas.len(), core.replica_reads.get()),
+            latency,
         }
     }
 }
@@ -166,10 +172,14 @@ fn secs(d: Duration) -> String {
 pub async fn info(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let wanted = Wanted::parse(&args[1..]);
     conn.update_view();
-    let reports = conn.core.invoke_on_all(CoreReport::collect).await?;
+    let with_latency = wanted.has("latencystats");
+    let reports =
+        conn.core.invoke_on_all(move |core| CoreReport::collect(core, with_latency)).await?;
     let mut total = ShardStats::default();
     reports.iter().for_each(|r| total.add(&r.stats));
-    let view = Report { core: &conn.core, reports: &reports, total: &total };
+    let mut latency = ringdb_engine::latency::CommandLatency::default();
+    reports.iter().filter_map(|r| r.latency.as_ref()).for_each(|l| latency.add(l));
+    let view = Report { core: &conn.core, reports: &reports, total: &total, latency: &latency };
     let mut out = String::with_capacity(4096);
     for (name, _) in SECTIONS {
         if wanted.has(name) {
@@ -188,6 +198,7 @@ struct Report<'a> {
     core: &'a Rc<Core>,
     reports: &'a [CoreReport],
     total: &'a ShardStats,
+    latency: &'a ringdb_engine::latency::CommandLatency,
 }
 
 impl Report<'_> {
@@ -202,6 +213,7 @@ impl Report<'_> {
             "cpu" => self.cpu(out),
             "modules" => out.push_str("# Modules\r\n"),
             "commandstats" => self.commandstats(out),
+            "latencystats" => self.latencystats(out),
             "errorstats" => self.errorstats(out),
             "cluster" => out.push_str("# Cluster\r\ncluster_enabled:0\r\n"),
             "keyspace" => self.keyspace(out),
@@ -432,6 +444,32 @@ impl Report<'_> {
                 c.usec,
                 c.rejected_calls,
                 c.failed_calls,
+            );
+        }
+    }
+
+    /// Per command with calls, the configured percentiles of its latency
+    /// in microseconds (nothing while `latency-tracking` is off).
+    fn latencystats(&self, out: &mut String) {
+        out.push_str("# Latencystats\r\n");
+        let config = self.core.config.borrow();
+        if !config.latency().tracking {
+            return;
+        }
+        let percentiles = config.latency_percentiles();
+        for row in table().all_rows() {
+            let Some(h) = self.latency.get(row.id) else { continue };
+            let values: Vec<String> = percentiles
+                .iter()
+                .map(|(text, p)| {
+                    format!("p{text}={:.3}", ringdb_engine::latency::percentile_usec(h, *p))
+                })
+                .collect();
+            let _ = write!(
+                out,
+                "latency_percentiles_usec_{}:{}\r\n",
+                safe(&row.full_name),
+                values.join(",")
             );
         }
     }

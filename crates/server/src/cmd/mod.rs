@@ -11,6 +11,7 @@ pub mod connection;
 pub mod hotkeys;
 pub mod info;
 pub mod keyspace;
+pub mod latency;
 pub mod monitor;
 pub mod pubsub;
 pub mod scripting;
@@ -44,6 +45,8 @@ pub async fn run(
     stat.usec += usec;
     stat.failed_calls += result.is_err() as u64;
     shard.state.stats.commands_processed += 1;
+    let (state, flags) = (&mut shard.state, ringdb_engine::shard::latency_flags(reg.spec));
+    state.latency.record_call(state.settings.latency, reg.id, flags, usec);
     result
 }
 
@@ -150,6 +153,13 @@ async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> Cm
         N::SlowlogLen => slowlog::len(conn, args).await,
         N::SlowlogReset => slowlog::reset(conn, args).await,
         N::SlowlogHelp => slowlog::slowlog_help(conn, args),
+        N::LatencyDoctor => latency::doctor(conn).await,
+        N::LatencyGraph => latency::graph(conn, args).await,
+        N::LatencyHistogram => latency::histogram(conn, args).await,
+        N::LatencyHistory => latency::history(conn, args).await,
+        N::LatencyLatest => latency::latest(conn).await,
+        N::LatencyReset => latency::reset(conn, args).await,
+        N::LatencyHelp => latency::latency_help(conn, args),
     }
 }
 

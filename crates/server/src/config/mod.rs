@@ -325,6 +325,21 @@ impl Config {
         }
     }
 
+    /// `latency-tracking` and `latency-monitor-threshold`.
+    pub fn latency(&self) -> ringdb_engine::latency::LatencySettings {
+        ringdb_engine::latency::LatencySettings {
+            tracking: self.flag("latency-tracking"),
+            monitor_threshold_ms: self.int("latency-monitor-threshold").max(0) as u64,
+        }
+    }
+
+    /// `latency-tracking-info-percentiles` (validated when set), as written
+    /// and as numbers.
+    pub fn latency_percentiles(&self) -> Vec<(String, f64)> {
+        let text = self.get("latency-tracking-info-percentiles").unwrap_or("");
+        text.split_whitespace().filter_map(|p| Some((p.to_string(), p.parse().ok()?))).collect()
+    }
+
     /// `hotkeys-rules`, read (it was validated when set).
     pub fn hotkeys_rules(&self) -> Vec<ringdb_engine::hotkeys::rule::Rule> {
         ringdb_engine::hotkeys::rule::parse_rules(self.get("hotkeys-rules").unwrap_or(""))
@@ -413,7 +428,8 @@ impl Config {
                     | Kind::BufferLimits
                     | Kind::NotifyEvents
                     | Kind::SavePoints
-                    | Kind::HotkeysRules => v.as_str().into(),
+                    | Kind::HotkeysRules
+                    | Kind::Percentiles => v.as_str().into(),
                 };
                 match doc.get_mut(s.name).and_then(|item| item.as_value_mut()) {
                     Some(existing) => {
@@ -442,7 +458,8 @@ fn toml_value(s: &Setting, v: &str) -> String {
         | Kind::BufferLimits
         | Kind::NotifyEvents
         | Kind::SavePoints
-        | Kind::HotkeysRules => format!("{v:?}"),
+        | Kind::HotkeysRules
+        | Kind::Percentiles => format!("{v:?}"),
     }
 }
 

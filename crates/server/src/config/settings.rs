@@ -33,6 +33,9 @@ pub enum Kind {
     /// `hotkeys-rules`: rules in `HOTKEYS RULES SET`'s syntax, separated
     /// by `;`, printed in canonical form.
     HotkeysRules,
+    /// Percentiles between 0 and 100, separated by spaces, printed as
+    /// Redis prints them (`%f` without its trailing zeros).
+    Percentiles,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -182,6 +185,12 @@ pub static SETTINGS: &[Setting] = &[
       "Commands that run at least this many microseconds are recorded in the slow log (SLOWLOG GET); 0 records every command, -1 none."),
     s("slowlog-max-len", "128", Kind::Int { min: 0, max: i64::MAX }, true,
       "Most entries the slow log keeps; the oldest are dropped first."),
+    s("latency-tracking", "yes", Kind::Bool, true,
+      "Keep a latency histogram per command (LATENCY HISTOGRAM, INFO latencystats)."),
+    s("latency-tracking-info-percentiles", "50 99 99.9", Kind::Percentiles, true,
+      "The percentiles of each command's latency INFO latencystats shows."),
+    s("latency-monitor-threshold", "0", Kind::Int { min: 0, max: i64::MAX }, true,
+      "The latency monitor records events (commands, expiry and eviction cycles) that take at least this many milliseconds (LATENCY LATEST, HISTORY, GRAPH, DOCTOR); 0 = off."),
     s("watch-coalesce-ms", "0", Kind::Int { min: 0, max: 60_000 }, true,
       "Reactive queries (GET.WATCH …): re-run a changed query at most once per this many milliseconds, so a burst of writes sends its watchers the latest result rather than every one (0 = push every change)."),
     s("dir", "./", Kind::Text, true,
@@ -279,6 +288,22 @@ pub fn normalize(setting: &Setting, value: &str) -> Result<String, String> {
         Kind::HotkeysRules => ringdb_engine::hotkeys::rule::parse_rules(value)
             .map(|rules| ringdb_engine::hotkeys::rule::rules_to_text(&rules))
             .map_err(|e| e.text().trim_start_matches("ERR ").to_string()),
+        Kind::Percentiles => {
+            let mut printed = Vec::new();
+            for word in value.split_whitespace() {
+                let p: f64 = word
+                    .parse()
+                    .ok()
+                    .filter(|p: &f64| !p.is_nan())
+                    .ok_or("Invalid latency-tracking-info-percentiles parameters")?;
+                if !(0.0..=100.0).contains(&p) {
+                    return Err("latency-tracking-info-percentiles parameters should sit between [0.0,100.0]".into());
+                }
+                let text = format!("{p:.6}");
+                printed.push(text.trim_end_matches('0').trim_end_matches('.').to_string());
+            }
+            Ok(printed.join(" "))
+        }
         Kind::NotifyEvents => ringdb_engine::funnel::notify::parse(value)
             .map(ringdb_engine::funnel::notify::to_string)
             .ok_or_else(|| "Invalid event class character. Use 'Ag$lshzxeKEtmdn'.".to_string()),

@@ -368,10 +368,12 @@ async fn gather_keys(
         acquire_in_order(conn, steps).await?.into_iter().flatten().collect();
 
     // Run the ordinary handler on the copies.
-    let (settings, databases) = {
+    let (mut settings, databases) = {
         let home = conn.core.shard.borrow();
         (home.state.settings.clone(), home.keyspace.db_count())
     };
+    // Latency is recorded on the home shard below, not in the copy.
+    let latency = std::mem::take(&mut settings.latency);
     let mut scratch = Keyspace::scratch(databases);
     for (db, entry) in gathered {
         scratch.db_mut(db).insert(entry);
@@ -409,6 +411,10 @@ async fn gather_keys(
         stats.commands_processed += calls;
         for (code, n) in state.stats.errors.drain() {
             *stats.errors.entry(code).or_default() += n;
+        }
+        if calls > 0 {
+            let flags = ringdb_engine::shard::latency_flags(command.spec);
+            home.state.latency.record_call(latency, command.id, flags, usec);
         }
     }
     // A slow gathered command is logged like any other; the commands a
