@@ -1,6 +1,8 @@
 //! Criterion benches for the keyspace table: insert, lookup hit/miss, and
 //! random lookups in pipelines of 16 over 1M keys, with and without
-//! [`Db::prefetch`](ringdb_engine::keyspace::Db::prefetch) first.
+//! [`Db::prefetch`](ringdb_engine::keyspace::Db::prefetch) first; and what
+//! every command's call adds to the shard: recording its latency
+//! ([`ringdb_engine::latency`]).
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use ringdb_engine::keyspace::{Entry, Keyspace, StrValue, Value};
@@ -96,5 +98,24 @@ fn pipelined_lookups(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, keyspace, pipelined_lookups);
+/// One call's latency record, as every command pays it (`latency-tracking`
+/// on, the monitor off): 1,000 calls of 16 commands with spread run times.
+fn latency_record(c: &mut Criterion) {
+    use ringdb_engine::latency::{Latency, LatencySettings};
+    let mut g = c.benchmark_group("latency");
+    g.throughput(Throughput::Elements(1000));
+    let settings = LatencySettings { tracking: true, monitor_threshold_ms: 0 };
+    let mut latency = Latency::default();
+    g.bench_function("record_call_1k", |b| {
+        b.iter(|| {
+            for i in 0..1000u64 {
+                let usec = (i * 7919) % 50;
+                latency.record_call(settings, (i % 16) as usize, (true, false), black_box(usec));
+            }
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, keyspace, pipelined_lookups, latency_record);
 criterion_main!(benches);

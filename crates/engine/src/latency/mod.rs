@@ -41,7 +41,18 @@ pub struct LatencySettings {
 /// One histogram per command row, by row id.
 #[derive(Clone, Debug, Default)]
 pub struct CommandLatency {
-    by_id: Vec<Option<Box<Histogram<u64>>>>,
+    by_id: Vec<Option<Box<Recorded>>>,
+}
+
+/// Calls under [`FAST_USEC`] microseconds (nearly all of them) are counted
+/// in a plain array, a cheaper increment than the histogram's, and moved
+/// into the histogram when it is read ([`Latency::commands`]).
+const FAST_USEC: usize = 32;
+
+#[derive(Clone, Debug)]
+struct Recorded {
+    fast: [u64; FAST_USEC],
+    histogram: Histogram<u64>,
 }
 
 impl CommandLatency {
@@ -52,8 +63,30 @@ impl CommandLatency {
         if self.by_id.len() <= id {
             self.by_id.resize(id + 1, None);
         }
-        let histogram = self.by_id[id].get_or_insert_with(new_histogram);
-        histogram.saturating_record(usec.saturating_mul(1000).clamp(LOWEST_NS, HIGHEST_NS));
+        let recorded = self.by_id[id].get_or_insert_with(|| {
+            Box::new(Recorded {
+                fast: [0; FAST_USEC],
+                // Valid constant bounds.
+                histogram: Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS)
+                    .expect("valid histogram bounds"),
+            })
+        });
+        match recorded.fast.get_mut(usec as usize) {
+            Some(count) => *count += 1,
+            None => recorded.histogram.saturating_record(nanos(usec)),
+        }
+    }
+
+    /// Moves the plain counts into the histograms.
+    fn fold(&mut self) {
+        for recorded in self.by_id.iter_mut().flatten() {
+            for (usec, count) in recorded.fast.iter_mut().enumerate() {
+                if *count > 0 {
+                    recorded.histogram.saturating_record_n(nanos(usec as u64), *count);
+                    *count = 0;
+                }
+            }
+        }
     }
 
     /// Adds `other`'s calls into these (the server merges the shards').
@@ -64,27 +97,25 @@ impl CommandLatency {
                 self.by_id.resize(id + 1, None);
             }
             match &mut self.by_id[id] {
-                // Same bounds on both sides: adding cannot fail.
                 Some(mine) => {
-                    let _ = mine.add(theirs.as_ref());
+                    // Same bounds on both sides: adding cannot fail.
+                    let _ = mine.histogram.add(&theirs.histogram);
+                    mine.fast.iter_mut().zip(theirs.fast).for_each(|(m, t)| *m += t);
                 }
                 mine => *mine = Some(theirs.clone()),
             }
         }
     }
 
-    /// The histogram of row `id`, if it has had a call.
+    /// The histogram of row `id`, if it has had a call (of a record read
+    /// through [`Latency::commands`], which folds the plain counts in).
     pub fn get(&self, id: usize) -> Option<&Histogram<u64>> {
-        self.by_id.get(id)?.as_deref()
+        Some(&self.by_id.get(id)?.as_ref()?.histogram)
     }
 }
 
-fn new_histogram() -> Box<Histogram<u64>> {
-    // Valid constant bounds.
-    Box::new(
-        Histogram::new_with_bounds(LOWEST_NS, HIGHEST_NS, SIGNIFICANT_DIGITS)
-            .expect("valid histogram bounds"),
-    )
+fn nanos(usec: u64) -> u64 {
+    usec.saturating_mul(1000).clamp(LOWEST_NS, HIGHEST_NS)
 }
 
 /// The buckets of `h` in value order: (lowest value, highest equivalent
@@ -262,6 +293,7 @@ impl Latency {
     /// The histograms, with every finished call in them.
     pub fn commands(&mut self) -> &CommandLatency {
         self.commit();
+        self.commands.fold();
         &self.commands
     }
 
@@ -279,6 +311,7 @@ mod tests {
     fn histogram(usecs: &[u64]) -> Histogram<u64> {
         let mut c = CommandLatency::default();
         usecs.iter().for_each(|&u| c.record(3, u));
+        c.fold();
         c.get(3).unwrap().clone()
     }
 
@@ -320,9 +353,10 @@ mod tests {
         let mut a = CommandLatency::default();
         let mut b = CommandLatency::default();
         a.record(1, 5);
-        b.record(1, 5);
+        b.record(1, 500);
         b.record(2, 9);
         a.add(&b);
+        a.fold();
         assert_eq!(a.get(1).unwrap().len(), 2);
         assert_eq!(a.get(2).unwrap().len(), 1);
         assert!(a.get(0).is_none() && a.get(7).is_none());
