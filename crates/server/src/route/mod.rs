@@ -241,7 +241,7 @@ pub(crate) fn busy_error(
 }
 
 /// A command refused before it runs (Redis's `rejectCommand`): a rejected
-/// call of its row (`id`) in INFO commandstats, an open MULTI fails at
+/// call of its row in INFO commandstats, an open MULTI fails at
 /// EXEC, and the error is its reply; a refused EXEC discards the
 /// transaction and answers EXECABORT with the error.
 async fn reject(
