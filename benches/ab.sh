@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# benches/ab.sh: one ringdb build against another (a change's cost), as
+# benches/load.sh compares ringdb with Redis: both 1-shard servers run at
+# once pinned to CPU 0, redis-benchmark on CPU 1, runs alternate which
+# build goes first, and each run prints both builds' requests per second
+# and per server-CPU-second (utime+stime of all threads, /proc/PID/stat).
+# The last line is the median of the paired new/old ratios; on a shared
+# machine single runs spread by ±25%, so use 7 or more.
+#
+#   benches/ab.sh OLD_BINARY NEW_BINARY [TEST] [PIPELINE] [REQUESTS] [REPS]
+#   e.g. benches/ab.sh /tmp/old/ringdb target/release/ringdb set 16 1500000 9
+set -euo pipefail
+OLD=${1:?old ringdb binary}
+NEW=${2:?new ringdb binary}
+TEST=${3:-get}
+PIPELINE=${4:-16}
+REQUESTS=${5:-1000000}
+REPS=${6:-7}
+NICE=${NICE:--10}
+DIR=$(mktemp -d)
+trap 'kill $OLD_PID $NEW_PID 2>/dev/null; rm -rf "$DIR"' EXIT
+
+start() { # binary port dir
+    mkdir -p "$3"
+    taskset -c 0 nice -n "$NICE" "$1" --port "$2" --bind 127.0.0.1 --shards 1 --save '' \
+        --appendonly no --dir "$3" >/dev/null 2>&1 &
+}
+start "$OLD" 7811 "$DIR/old"; OLD_PID=$!
+start "$NEW" 7812 "$DIR/new"; NEW_PID=$!
+sleep 1
+
+ticks() { # CPU ticks of every thread of a process
+    awk '{print $14 + $15}' /proc/"$1"/task/*/stat | awk '{s += $1} END {print s}'
+}
+run() { # port pid -> "rps req/cpu-s"
+    local c0 t0 t1 c1
+    c0=$(ticks "$2"); t0=$(date +%s.%N)
+    taskset -c 1 nice -n "$NICE" redis-benchmark -p "$1" -t "$TEST" -n "$REQUESTS" -r 100000 \
+        -c 50 -P "$PIPELINE" -q >/dev/null 2>&1
+    t1=$(date +%s.%N); c1=$(ticks "$2")
+    python3 -c "print(f'{$REQUESTS/($t1-$t0):.0f} {$REQUESTS/(($c1-$c0)/100):.0f}')"
+}
+ratios=()
+for i in $(seq "$REPS"); do
+    if (( i % 2 )); then o=$(run 7811 $OLD_PID); n=$(run 7812 $NEW_PID)
+    else n=$(run 7812 $NEW_PID); o=$(run 7811 $OLD_PID); fi
+    echo "old rps/req-per-cpu-s $o | new $n"
+    ratios+=("$(python3 -c "print(${n#* }/${o#* })")")
+done
+python3 -c "import statistics,sys; r=[float(x) for x in sys.argv[1:]]; \
+print(f'{\"$TEST\"} P={$PIPELINE}: new/old req per server-CPU-second, median of {len(r)} pairs: {statistics.median(r):.3f} (range {min(r):.2f}-{max(r):.2f})')" "${ratios[@]}"
