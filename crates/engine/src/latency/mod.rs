@@ -13,9 +13,10 @@
 //!   `fast-command` (a call that ran at least the threshold),
 //!   `expire-cycle` and `eviction-cycle`.
 //!
-//! Recording is one histogram increment per call (the histogram of a
-//! command is allocated on its first call) and one comparison for the
-//! monitor; reading merges the shards' copies.
+//! Recording is one counter increment per call (a plain array for calls
+//! under 32 µs, folded into the command's histogram when it is read; the
+//! histogram is allocated on the command's first call) and one comparison
+//! for the monitor; reading merges the shards' copies.
 
 pub mod report;
 
