@@ -14,19 +14,25 @@ const MAX_REF: usize = (1 << 8) + (1 << 3);
 const MAX_OFF: usize = 1 << 13;
 /// Longest literal run.
 const MAX_LIT: usize = 1 << 5;
+/// Most bits of the hash table's index (16K entries, as liblzf's).
 const HASH_LOG: u32 = 14;
+/// Fewest: a short string gets a table about its own length, so that
+/// compressing a 100-byte value (every string of an RDB snapshot) does not
+/// clear a 64 KiB table.
+const MIN_HASH_LOG: u32 = 4;
 
 #[inline]
-fn hash3(data: &[u8], i: usize) -> usize {
+fn hash3(data: &[u8], i: usize, log: u32) -> usize {
     let v = (data[i] as u32) << 16 | (data[i + 1] as u32) << 8 | data[i + 2] as u32;
-    (v.wrapping_mul(0x9E37_79B1) >> (32 - HASH_LOG)) as usize
+    (v.wrapping_mul(0x9E37_79B1) >> (32 - log)) as usize
 }
 
 /// Compresses `input`; `None` when the result would not be shorter than
 /// `max_out` bytes (the caller then stores the string as it is).
 pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
     let mut out = Vec::with_capacity(max_out.min(input.len()));
-    let mut table = vec![0u32; 1 << HASH_LOG];
+    let log = input.len().next_power_of_two().trailing_zeros().clamp(MIN_HASH_LOG, HASH_LOG);
+    let mut table = vec![0u32; 1 << log];
     let mut lit_start = 0usize;
     let mut i = 0usize;
     let flush_literals = |out: &mut Vec<u8>, from: usize, to: usize| {
@@ -39,7 +45,7 @@ pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
         }
     };
     while i + 2 < input.len() {
-        let h = hash3(input, i);
+        let h = hash3(input, i, log);
         let candidate = table[h] as usize;
         table[h] = (i + 1) as u32;
         if candidate > 0 {
@@ -68,7 +74,7 @@ pub fn compress(input: &[u8], max_out: usize) -> Option<Vec<u8>> {
                 let end = i + len;
                 let mut j = i + 1;
                 while j < end && j + 2 < input.len() {
-                    table[hash3(input, j)] = (j + 1) as u32;
+                    table[hash3(input, j, log)] = (j + 1) as u32;
                     j += 1;
                 }
                 i = end;
