@@ -202,6 +202,9 @@ impl Scripting {
             *run.monitor.borrow_mut() = self.monitor.clone();
             *run.while_busy.borrow_mut() = self.while_busy.clone();
             let calls = call::CallFns::new(&lua, &run).map_err(lua_error)?;
+            // Set once: outside a run they refuse by themselves.
+            sandbox.redis.raw_set("call", calls.call.clone()).map_err(lua_error)?;
+            sandbox.redis.raw_set("pcall", calls.pcall.clone()).map_err(lua_error)?;
             self.engine = Some(Box::new(LuaEngine {
                 lua,
                 sandbox,
@@ -500,17 +503,7 @@ impl LuaEngine {
         }
         let settings = ctx.ks.state.settings.scripts;
         let lua = &self.lua;
-        let (keys, argv) = string_arrays(lua, inv.keys, inv.argv).map_err(lua_error)?;
-        let (real, redis) = (&self.sandbox.real, &self.sandbox.redis);
-        let (g_keys, g_argv) = if inv.eval {
-            (Value::Table(keys.clone()), Value::Table(argv.clone()))
-        } else {
-            (Value::Nil, Value::Nil)
-        };
-        let call = Value::Function(self.calls.call.clone());
-        let pcall = Value::Function(self.calls.pcall.clone());
-        raw_set_fields(lua, [(real, c"KEYS", g_keys), (real, c"ARGV", g_argv)])
-            .and_then(|()| raw_set_fields(lua, [(redis, c"call", call), (redis, c"pcall", pcall)]))
+        let arrays = string_arrays(lua, &self.sandbox.real, inv.keys, inv.argv, inv.eval)
             .map_err(lua_error)?;
 
         let read_only = inv.read_only_command || (!compat && inv.flags & flag::NO_WRITES != 0);
@@ -534,16 +527,13 @@ impl LuaEngine {
             reply: Vec::new(),
         });
         let entered = self.calls.enter(&call_ctx);
-        let outcome = if inv.eval {
-            self.sandbox.run_eval.call::<MultiValue>(inv.function.clone())
-        } else {
-            self.sandbox.run_function.call::<MultiValue>((inv.function.clone(), keys, argv))
+        let outcome = match arrays {
+            None => self.sandbox.run_eval.call::<MultiValue>(inv.function.clone()),
+            Some((keys, argv)) => {
+                self.sandbox.run_function.call::<MultiValue>((inv.function.clone(), keys, argv))
+            }
         };
         drop(entered);
-        let idle = Value::Function(self.sandbox.not_running.clone());
-        let restored =
-            raw_set_fields(lua, [(redis, c"call", idle.clone()), (redis, c"pcall", idle)]);
-        let outcome = restored.and(outcome);
         drop(call_ctx);
         ctx.ks.state.oom = oom;
         let script_resp = self.run.resp.get();
@@ -584,18 +574,26 @@ impl LuaEngine {
     }
 }
 
-/// The Lua tables `{k1, k2, …}` and `{a1, a2, …}` of a run's keys and
-/// arguments, built in one protected call. With a memory limit set, mlua
-/// protects every string and table it creates on its own (a C closure and
-/// a `pcall` each); one call for all of them is several times cheaper.
-fn string_arrays(lua: &Lua, keys: &[Bytes], argv: &[Bytes]) -> mlua::Result<(Table, Table)> {
+/// Makes the run's KEYS and ARGV arrays in one protected call (each
+/// protected call costs a C closure: the set-up is a fair share of a short
+/// script's run). For EVAL they become the globals `KEYS` and `ARGV` of
+/// `real` and `None` is returned; for FCALL they are returned (the
+/// function's arguments) and the globals are cleared.
+fn string_arrays(
+    lua: &Lua,
+    real: &Table,
+    keys: &[Bytes],
+    argv: &[Bytes],
+    globals: bool,
+) -> mlua::Result<Option<(Table, Table)>> {
     use mlua::ffi;
     // SAFETY: plain Lua API calls on the state mlua hands over, inside its
     // protected call: a memory error unwinds to mlua as an `Err`, and no
-    // value with a destructor is alive in this closure meanwhile. The
-    // stack holds the two tables at the end, as the result type says.
+    // value with a destructor is alive in this closure meanwhile. `real` is
+    // at stack index 1; the stack holds what the result type says at the
+    // end (nothing, or the two tables).
     unsafe {
-        lua.exec_raw((), |state| {
+        lua.exec_raw::<(Option<Table>, Option<Table>)>(real, |state| {
             for items in [keys, argv] {
                 // A size hint only: clamped, never wrapped.
                 ffi::lua_createtable(state, items.len().min(i32::MAX as usize) as i32, 0);
@@ -604,32 +602,22 @@ fn string_arrays(lua: &Lua, keys: &[Bytes], argv: &[Bytes]) -> mlua::Result<(Tab
                     ffi::lua_rawseti(state, -2, i as ffi::lua_Integer + 1);
                 }
             }
-        })
-    }
-}
-
-/// Sets `table[name] = value` (raw) for each triple in one protected call,
-/// for the same reason as [`string_arrays`].
-fn raw_set_fields<const N: usize>(
-    lua: &Lua,
-    fields: [(&Table, &std::ffi::CStr, Value); N],
-) -> mlua::Result<()> {
-    use mlua::ffi;
-    let names = fields.each_ref().map(|(_, name, _)| *name);
-    let args: MultiValue =
-        fields.into_iter().flat_map(|(t, _, v)| [Value::Table(t.clone()), v]).collect();
-    // SAFETY: as in `string_arrays`; the stack holds the table and value of
-    // field `i` at `2i + 1` and `2i + 2`, and nothing is left on it.
-    unsafe {
-        lua.exec_raw((args,), |state| {
-            for (i, name) in names.iter().enumerate() {
+            for (name, at) in [(c"ARGV", -1), (c"KEYS", -2)] {
                 ffi::lua_pushstring(state, name.as_ptr());
-                ffi::lua_pushvalue(state, 2 * i as i32 + 2);
-                ffi::lua_rawset(state, 2 * i as i32 + 1);
+                if globals {
+                    ffi::lua_pushvalue(state, at - 1);
+                } else {
+                    ffi::lua_pushnil(state);
+                }
+                ffi::lua_rawset(state, 1);
             }
-            ffi::lua_settop(state, 0);
+            ffi::lua_remove(state, 1);
+            if globals {
+                ffi::lua_settop(state, 0);
+            }
         })
     }
+    .map(|(keys, argv)| keys.zip(argv))
 }
 
 /// The text of a Lua error for messages: syntax errors as Lua prints them.

@@ -151,14 +151,9 @@ real.cmsgpack = protect(G.cmsgpack)
 local string_meta = getmetatable('')
 if string_meta then rawset(string_meta, '__metatable', sealed) end
 
--- The redis API. redis.call and redis.pcall are set for each run (they
--- reach the keyspace the script runs on); outside a run they refuse.
+-- The redis API. redis.call and redis.pcall are set by the engine (they
+-- reach the keyspace of the run in progress; outside a run they refuse).
 local redis = {}
-local function not_running()
-  error(error_table('redis.call/pcall can only be called inside a script invocation'), 0)
-end
-redis.call = not_running
-redis.pcall = not_running
 redis.error_reply = function(...)
   local s = ...
   if select('#', ...) ~= 1 or type(s) ~= 'string' then

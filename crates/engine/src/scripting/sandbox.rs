@@ -186,10 +186,8 @@ pub struct Sandbox {
     pub env_meta: Table,
     pub real: Table,
     pub load_api: Table,
-    /// The real `redis` table (call/pcall are set per run).
+    /// The real `redis` table (the engine sets call/pcall).
     pub redis: Table,
-    /// What redis.call/pcall are between runs.
-    pub not_running: Function,
     pub run_eval: Function,
     pub run_function: Function,
     pub run_load: Function,
@@ -227,21 +225,7 @@ pub fn create(run: Rc<RunState>) -> mlua::Result<(Lua, Sandbox)> {
     lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |_, _| {
         hook_run.check()
     })?;
-    let not_running: Function = redis.raw_get("call")?;
-    Ok((
-        lua,
-        Sandbox {
-            env,
-            env_meta,
-            real,
-            load_api,
-            redis,
-            not_running,
-            run_eval,
-            run_function,
-            run_load,
-        },
-    ))
+    Ok((lua, Sandbox { env, env_meta, real, load_api, redis, run_eval, run_function, run_load }))
 }
 
 /// The message of an error raised from Rust (for the error handler and
