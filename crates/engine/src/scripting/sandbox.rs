@@ -163,8 +163,10 @@ impl RunState {
         self.resp.set(Resp::V2);
         self.eval_mode.set(eval);
         *self.name.borrow_mut() = name;
-        // Cloning Bytes only counts references.
-        *self.command.borrow_mut() = command.to_vec();
+        // Cloning Bytes only counts references; the vector is reused.
+        let mut held = self.command.borrow_mut();
+        held.clear();
+        held.extend_from_slice(command);
     }
 
     /// Ends a run: withdraws a BUSY publication.
