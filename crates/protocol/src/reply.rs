@@ -142,15 +142,23 @@ impl<'a> ReplyWriter<'a> {
 
     /// A double, formatted as Redis 7.0 does (`%.17g`, `inf`, `-inf`).
     pub fn double(&mut self, d: f64) {
-        let mut tmp = Vec::with_capacity(32);
-        format_double(&mut tmp, d);
+        let start = self.buf.len();
         if self.is_resp3() {
             self.buf.push(b',');
-            self.buf.extend_from_slice(&tmp);
-            self.buf.extend_from_slice(b"\r\n");
+            format_double(self.buf, d);
         } else {
-            self.bulk(&tmp);
+            // Formatted in place, then its `$len` header rotated in front:
+            // no scratch allocation for a reply this common.
+            format_double(self.buf, d);
+            let len = self.buf.len() - start;
+            let mut tmp = itoa_buf();
+            let digits = fmt_i64(&mut tmp, len as i64);
+            self.buf.push(b'$');
+            self.buf.extend_from_slice(digits);
+            self.buf.extend_from_slice(b"\r\n");
+            self.buf[start..].rotate_right(digits.len() + 3);
         }
+        self.buf.extend_from_slice(b"\r\n");
     }
 
     /// Verbatim text (`=len\r\ntxt:...`); a bulk string in RESP2.
@@ -224,6 +232,21 @@ pub fn format_g(out: &mut Vec<u8>, d: f64, precision: usize) {
         out.extend_from_slice(if d.is_sign_negative() { b"-0" } else { b"0" });
         return;
     }
+    // Whole numbers with at most `precision` digits print as themselves
+    // (the common scores and counters); the exact formatting below costs
+    // a big-number division for many values.
+    let limit = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+        1e17,
+    ]
+    .get(precision)
+    .copied()
+    .unwrap_or(0.0);
+    if d.fract() == 0.0 && d.abs() < limit {
+        let mut tmp = itoa_buf();
+        out.extend_from_slice(fmt_i64(&mut tmp, d as i64));
+        return;
+    }
     // `{:.*e}` gives exactly `precision` significant digits, correctly rounded.
     let sci = format!("{:.*e}", precision - 1, d);
     let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
@@ -281,6 +304,44 @@ mod tests {
         assert_eq!(g17(f64::INFINITY), "inf");
         assert_eq!(g17(f64::NEG_INFINITY), "-inf");
         assert_eq!(g17(3.0e-300), "3.0000000000000002e-300");
+    }
+
+    #[test]
+    fn whole_numbers_take_the_short_path_with_the_same_text() {
+        // The exact path's text for every whole number the short path takes.
+        let exact = |d: f64, precision: usize| {
+            let sci = format!("{:.*e}", precision - 1, d);
+            let (mantissa, exp) = sci.split_once('e').unwrap();
+            let exp: i32 = exp.parse().unwrap();
+            assert!(exp < precision as i32);
+            let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
+            let sign = if d < 0.0 { "-" } else { "" };
+            format!("{sign}{}", &digits[..exp as usize + 1])
+        };
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut samples: Vec<f64> = vec![1.0, -1.0, 9.0, 10.0, 99999999999999999.0, 1e16, -1e16];
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let digits = (x % 18) as i32;
+            let v = ((x >> 8) % 10u64.pow(digits as u32).max(1)) as f64;
+            samples.push(if x & 1 == 1 { -v } else { v });
+        }
+        for d in samples.into_iter().filter(|d| *d != 0.0) {
+            for precision in [6, 15, 17] {
+                let mut v = Vec::new();
+                format_g(&mut v, d, precision);
+                let got = String::from_utf8(v).unwrap();
+                if d.abs() < 10f64.powi(precision as i32) {
+                    assert_eq!(got, exact(d, precision), "{d} at {precision}");
+                } else {
+                    assert!(got.contains('e'), "{d} at {precision}: {got}");
+                }
+            }
+        }
+        assert_eq!(g17(1e17), "1e+17");
+        assert_eq!(g17(-123456789.0), "-123456789");
     }
 
     #[test]

@@ -223,6 +223,30 @@ fn remove_rec(node: &mut Node, score: f64, member: &[u8]) -> bool {
     }
 }
 
+/// Removes the key at `rank` (below the node's length): the walk goes by
+/// the counts, with no key comparison.
+fn remove_rank_rec(node: &mut Node, mut rank: usize) {
+    match node {
+        Node::Leaf(p) => {
+            if let Some(off) = pack_pair_offset(p, rank) {
+                p.delete(off, 2);
+            }
+        }
+        Node::Inner(inner) => {
+            let mut i = 0;
+            while rank >= inner.counts[i] {
+                rank -= inner.counts[i];
+                i += 1;
+            }
+            remove_rank_rec(&mut inner.children[i], rank);
+            inner.counts[i] -= 1;
+            if inner.children[i].underfull() && inner.children.len() > 1 {
+                rebalance(inner, i);
+            }
+        }
+    }
+}
+
 /// Merges child `i` with a neighbour, splitting the result again when it is
 /// too big for one node (which evens the two out).
 fn rebalance(inner: &mut Inner, i: usize) {
@@ -315,6 +339,23 @@ impl ScoreTree {
         if !remove_rec(&mut self.root, score, member) {
             return false;
         }
+        self.removed_one();
+        true
+    }
+
+    /// Removes the key at `rank` (ZPOPMIN and the rank ranges, which know
+    /// ranks: cheaper than a search by key); false when out of range.
+    pub fn remove_rank(&mut self, rank: usize) -> bool {
+        if rank >= self.len {
+            return false;
+        }
+        remove_rank_rec(&mut self.root, rank);
+        self.removed_one();
+        true
+    }
+
+    /// After a removal: the count, and a root left with one child goes.
+    fn removed_one(&mut self) {
         self.len -= 1;
         while let Node::Inner(inner) = &mut self.root {
             if inner.children.len() != 1 {
@@ -323,7 +364,6 @@ impl ScoreTree {
             let child = inner.children.pop().unwrap_or(Node::Leaf(Pack::new()));
             self.root = child;
         }
-        true
     }
 
     /// How many keys satisfy the prefix predicate `pred` (a rank).
@@ -588,9 +628,16 @@ mod tests {
                 let probe = key(s, &m);
                 assert_eq!(t.remove(s as f64, &m), model.remove(&probe));
                 if let Some(k) = model.range(probe..).next().cloned() {
-                    assert!(t.remove(k.0 as f64, &k.1));
+                    if below(&mut rng, 2) == 0 {
+                        assert!(t.remove(k.0 as f64, &k.1));
+                    } else {
+                        // The same key, by its rank.
+                        let rank = model.range(..k.clone()).count();
+                        assert!(t.remove_rank(rank));
+                    }
                     model.remove(&k);
                 }
+                assert!(!t.remove_rank(model.len()));
             }
             assert_eq!(t.len(), model.len());
             if step % 4000 == 0 {
@@ -631,10 +678,29 @@ mod tests {
         assert!(matches!(t.root, Node::Inner(_)));
         assert_eq!(t.get(0).map(|(m, s)| (m.to_vec(), s)), Some((b"000000".to_vec(), 0.0)));
         assert_eq!(t.rank(999.0, b"099999"), 99_999);
-        for i in 0..100_000 {
+        for i in 0..50_000 {
             assert!(t.remove((i % 1000) as f64, format!("{i:06}").as_bytes()));
         }
         t.check();
+        // The rest from both ends by rank, as ZPOPMIN and ZPOPMAX do.
+        let mut expect_min = (0..50_000).map(|i| (i % 1000, 50_000 + i)).collect::<Vec<_>>();
+        expect_min.sort();
+        let (mut lo, mut hi) = (0, expect_min.len());
+        while lo < hi {
+            let (rank, want) = if (hi - lo) % 3 == 0 {
+                hi -= 1;
+                (t.len() - 1, expect_min[hi])
+            } else {
+                lo += 1;
+                (0, expect_min[lo - 1])
+            };
+            let got = t.get(rank).map(|(m, s)| (s as i64, m.to_vec()));
+            assert_eq!(got, Some((want.0 as i64, format!("{:06}", want.1).into_bytes())));
+            assert!(t.remove_rank(rank));
+            if t.len() % 5000 == 0 {
+                t.check();
+            }
+        }
         assert!(t.is_empty() && matches!(t.root, Node::Leaf(_)));
     }
 }

@@ -578,8 +578,9 @@ impl ZSet {
                 p.delete_bytes(start, end, 2 * (hi - lo));
             }
             ZSet::Tree(t) => {
-                for (m, s) in &removed {
-                    t.tree.remove(*s, m);
+                // Each removal moves the next one down to rank `lo`.
+                for (m, _) in &removed {
+                    t.tree.remove_rank(lo);
                     t.index.remove(m);
                 }
             }

@@ -44,6 +44,9 @@ use std::time::Instant;
 pub const REDIS_VERSION: &str = "7.2.4";
 pub const REDIS_VERSION_NUM: f64 = 0x0007_0204 as f64;
 
+/// Runs between garbage collection steps, and the step's size in KB
+/// (Redis's `LUA_GC_CYCLE_PERIOD`).
+const GC_PERIOD: u32 = 50;
 pub const NOSCRIPT: CmdError = CmdError::new("NOSCRIPT No matching script. Please use EVAL.");
 
 /// Script and function flags (`#!lua flags=…`, `register_function{flags=…}`).
@@ -539,12 +542,20 @@ impl LuaEngine {
         let script_resp = self.run.resp.get();
         self.run.end();
         self.relieve(settings.memory_limit);
-        // A garbage collection step every 50 runs, as Redis does, so that
-        // garbage never piles up to a long full collection.
+        // Garbage collection steps worth 50 KB every 50 runs, as Redis does
+        // (`LUA_GC_CYCLE_PERIOD`), so that garbage never piles up to a long
+        // full collection. (mlua's `gc_step` is a single step: too little
+        // to keep up with short scripts.)
         self.runs += 1;
-        if self.runs >= 50 {
+        if self.runs >= GC_PERIOD {
             self.runs = 0;
-            let _ = lua.gc_step();
+            // SAFETY: one Lua API call inside mlua's protected call; nothing
+            // is left on the stack.
+            let _ = unsafe {
+                lua.exec_raw::<()>((), |state| {
+                    mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCSTEP, GC_PERIOD as i32);
+                })
+            };
         }
         let values = match outcome {
             Ok(values) => values,
