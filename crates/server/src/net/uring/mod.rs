@@ -73,6 +73,13 @@ pub struct Driver {
     /// Connections with something for the next turn (a send, a re-armed
     /// receive, a close).
     work: RefCell<Vec<Rc<Shared>>>,
+    /// Connections whose only news is pushes (Pub/Sub messages, watch
+    /// results): their sends go after those of `work` in a turn. Redis
+    /// writes a publisher's reply before its subscribers' messages too (the
+    /// client that just ran a command is written first): the publisher's
+    /// next command then arrives while the messages go out, and the next
+    /// turn carries more messages per send.
+    later: RefCell<Vec<Rc<Shared>>>,
     /// The driver task while it is parked.
     parked: Cell<Option<Waker>>,
     /// The ring signalled its eventfd since the driver last looked.
@@ -126,6 +133,7 @@ impl Driver {
             next_token: Cell::new(0),
             listeners: RefCell::new(Vec::new()),
             work: RefCell::new(Vec::new()),
+            later: RefCell::new(Vec::new()),
             parked: Cell::new(None),
             signalled: Cell::new(false),
             parking_fd: Cell::new(Some(eventfd)),
@@ -163,10 +171,19 @@ impl Driver {
 
     /// Lists a connection for the next turn and wakes the driver if parked.
     pub(crate) fn schedule(&self, shared: &Rc<Shared>) {
+        self.schedule_in(&self.work, shared);
+    }
+
+    /// [`Driver::schedule`] for a connection whose news is only pushes.
+    pub(crate) fn schedule_later(&self, shared: &Rc<Shared>) {
+        self.schedule_in(&self.later, shared);
+    }
+
+    fn schedule_in(&self, list: &RefCell<Vec<Rc<Shared>>>, shared: &Rc<Shared>) {
         let mut st = shared.st.borrow_mut();
         if !st.queued {
             st.queued = true;
-            self.work.borrow_mut().push(shared.clone());
+            list.borrow_mut().push(shared.clone());
         }
         if let Some(waker) = self.parked.take() {
             waker.wake();
@@ -200,6 +217,7 @@ impl Driver {
                 let woken = poll_fn(|cx| {
                     if self.signalled.replace(false)
                         || !self.work.borrow().is_empty()
+                        || !self.later.borrow().is_empty()
                         || self.accept_retry_due()
                     {
                         return Poll::Ready(());
@@ -296,6 +314,13 @@ impl Driver {
         }
     }
 
+    /// The connections listed for this turn, replies before pushes.
+    fn take_work(&self) -> Vec<Rc<Shared>> {
+        let mut work = std::mem::take(&mut *self.work.borrow_mut());
+        work.append(&mut self.later.borrow_mut());
+        work
+    }
+
     /// One turn: queue the listed work, submit it and run the ring's
     /// completion work in one `io_uring_enter`, then handle the completions.
     /// The system call is left out when there is nothing to submit and the
@@ -304,7 +329,7 @@ impl Driver {
     /// Returns how many submissions and completions there were.
     fn turn(self: &Rc<Self>, on_accept: &impl Fn(UringStream), always_enter: bool) -> usize {
         let mut ring = self.ring.borrow_mut();
-        let work = std::mem::take(&mut *self.work.borrow_mut());
+        let work = self.take_work();
         for shared in &work {
             shared.st.borrow_mut().queued = false;
             self.prepare(&mut ring, shared);
@@ -566,5 +591,38 @@ fn push(ring: &mut IoUring, entry: &squeue::Entry) {
         if let Err(e) = ring.submit() {
             warn!("io_uring submit failed: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shared(token: u32) -> Rc<Shared> {
+        Rc::new(Shared {
+            fd: -1,
+            token,
+            st: RefCell::new(State::default()),
+            reader: Cell::new(None),
+            writer: Cell::new(None),
+            idle: RefCell::new(None),
+        })
+    }
+
+    #[test]
+    fn a_turn_takes_replies_before_pushes() {
+        let Ok(driver) = Driver::new() else {
+            eprintln!("no io_uring with the flags this path needs here: skipped");
+            return;
+        };
+        let (subscriber, publisher, other) = (shared(1), shared(2), shared(3));
+        driver.schedule_later(&subscriber);
+        driver.schedule(&publisher);
+        // Listed once, where it was first listed.
+        driver.schedule_later(&publisher);
+        driver.schedule(&other);
+        let order: Vec<u32> = driver.take_work().iter().map(|s| s.token).collect();
+        assert_eq!(order, [2, 3, 1]);
+        assert!(driver.take_work().is_empty());
     }
 }

@@ -189,8 +189,10 @@ impl UringStream {
     }
 
     /// Hands `out` to the driver (leaving `out` empty) to be sent in its
-    /// next submission; waits only while too much is still unsent.
-    pub async fn write(&mut self, out: &mut Output) -> io::Result<()> {
+    /// next submission; waits only while too much is still unsent. `pushes`:
+    /// `out` holds only pushes, which go after the turn's replies (see
+    /// `Driver::later`).
+    pub async fn write(&mut self, out: &mut Output, pushes: bool) -> io::Result<()> {
         {
             let mut st = self.shared.st.borrow_mut();
             if let Some(errno) = st.error {
@@ -199,7 +201,11 @@ impl UringStream {
             }
             st.pending.append(out);
         }
-        self.driver.schedule(&self.shared);
+        if pushes {
+            self.driver.schedule_later(&self.shared);
+        } else {
+            self.driver.schedule(&self.shared);
+        }
         poll_fn(|cx| {
             let st = self.shared.st.borrow();
             if let Some(errno) = st.error {
