@@ -499,6 +499,23 @@ impl Clock {
     }
 }
 
+/// Loads the keyspace entries of `keys` in `db`, and their lines of the
+/// hot-key sketch, into the cache (see [`crate::keyspace::Db::prefetch`]).
+pub fn prefetch_keys<'k>(
+    keyspace: &Keyspace,
+    state: &ShardState,
+    db: usize,
+    keys: impl Iterator<Item = &'k [u8]> + Clone,
+) {
+    if db >= keyspace.db_count() {
+        return;
+    }
+    keyspace.db(db).prefetch(keys.clone());
+    for key in keys.take(crate::keyspace::PREFETCH_MAX) {
+        state.hotkeys.prefetch(db, key);
+    }
+}
+
 /// One command bound for a shard, with everything needed to run it there.
 #[derive(Clone)]
 pub struct ShardCommand {
@@ -613,14 +630,8 @@ impl Shard {
     /// Takes each command's second argument, the first key of nearly every
     /// keyed command; for the others the hint is merely wasted.
     pub fn prefetch<'k>(&self, db: usize, args: impl Iterator<Item = &'k [Bytes]> + Clone) {
-        if db >= self.keyspace.db_count() {
-            return;
-        }
         let keys = args.filter_map(|a| a.get(1).map(|k| &k[..]));
-        self.keyspace.db(db).prefetch(keys.clone());
-        for key in keys.take(crate::keyspace::PREFETCH_MAX) {
-            self.state.hotkeys.prefetch(db, key);
-        }
+        prefetch_keys(&self.keyspace, &self.state, db, keys);
     }
 
     /// Runs a batch of commands from one connection in order. A command

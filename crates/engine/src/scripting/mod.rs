@@ -504,6 +504,10 @@ impl LuaEngine {
                 "OOM allow-oom flag is not set on the script, can not run it when used memory > 'maxmemory'",
             ));
         }
+        // The declared keys are the ones the script's commands touch: their
+        // entries load while Lua sets the run up.
+        let keys = inv.keys.iter().map(|k| &k[..]);
+        crate::shard::prefetch_keys(ctx.ks.keyspace, ctx.ks.state, ctx.ks.db, keys);
         let settings = ctx.ks.state.settings.scripts;
         let lua = &self.lua;
         let arrays = string_arrays(lua, &self.sandbox.real, inv.keys, inv.argv, inv.eval)
