@@ -235,13 +235,9 @@ pub fn format_g(out: &mut Vec<u8>, d: f64, precision: usize) {
     // Whole numbers with at most `precision` digits print as themselves
     // (the common scores and counters); the exact formatting below costs
     // a big-number division for many values.
-    let limit = [
-        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
-        1e17,
-    ]
-    .get(precision)
-    .copied()
-    .unwrap_or(0.0);
+    // (Powers of ten up to 1e22 are exact doubles; `as i64` is exact below
+    // 1e17.)
+    let limit = if precision <= 17 { 10f64.powi(precision as i32) } else { 0.0 };
     if d.fract() == 0.0 && d.abs() < limit {
         let mut tmp = itoa_buf();
         out.extend_from_slice(fmt_i64(&mut tmp, d as i64));
