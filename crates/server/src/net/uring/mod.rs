@@ -12,10 +12,11 @@
 //! one `io_uring_enter`, which also reaps completions (replies first, then
 //! connections that only have pushes: [`Driver::schedule_later`]). The
 //! driver is a task of the shard's glommio executor (glommio keeps timers,
-//! channels and files): it turns while there is work, yielding between turns so that the
-//! connections it woke run and queue their replies; when a turn finds
-//! nothing, it lets the ring signal an eventfd and parks on a glommio read
-//! of that eventfd, so an idle shard sleeps in glommio's own wait.
+//! channels and files): it turns while there is work, yielding between
+//! turns so that the connections it woke run and queue their replies; when
+//! a turn finds nothing, it lets the ring signal an eventfd and parks on a
+//! glommio read of that eventfd, so an idle shard sleeps in glommio's own
+//! wait.
 
 pub mod buffers;
 pub mod stream;
