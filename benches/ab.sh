@@ -9,6 +9,11 @@
 #
 #   benches/ab.sh OLD_BINARY NEW_BINARY [TEST] [PIPELINE] [REQUESTS] [REPS]
 #   e.g. benches/ab.sh /tmp/old/ringdb target/release/ringdb set 16 1500000 9
+#
+# A TEST of the form `loadgen:ARGS` runs the loadgen bench instead
+# (`cargo bench --bench loadgen -- ARGS --seconds 3`, PIPELINE and REQUESTS
+# ignored) and compares its operations per server-CPU-second, e.g.
+#   benches/ab.sh OLD NEW 'loadgen:publish --subscribers 100' 0 0 7
 set -euo pipefail
 OLD=${1:?old ringdb binary}
 NEW=${2:?new ringdb binary}
@@ -32,7 +37,24 @@ sleep 1
 ticks() { # CPU ticks of every thread of a process
     awk '{print $14 + $15}' /proc/"$1"/task/*/stat | awk '{s += $1} END {print s}'
 }
+if [[ $TEST == loadgen:* ]]; then
+    LOADGEN=$(cargo bench --bench loadgen --no-run --message-format=json 2>/dev/null | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "loadgen" and m.get("executable"):
+        print(m["executable"])')
+    [ -x "$LOADGEN" ] || { echo "could not build the loadgen bench" >&2; exit 1; }
+fi
 run() { # port pid -> "rps req/cpu-s"
+    if [[ $TEST == loadgen:* ]]; then
+        # CSV columns: ... ops(4) seconds(5) rate(6) ... server_cpu_s(11)
+        # shellcheck disable=SC2086
+        taskset -c 1 nice -n "$NICE" "$LOADGEN" ${TEST#loadgen:} --port "$1" --seconds 3 \
+            --server-pid "$2" 2>/dev/null | grep -v '^[^,]* \[' | tail -1 |
+            awk -F, '{printf "%.0f %.0f\n", $6, $4 / $11}'
+        return
+    fi
     local c0 t0 t1 c1
     c0=$(ticks "$2"); t0=$(date +%s.%N)
     taskset -c 1 nice -n "$NICE" redis-benchmark -p "$1" -t "$TEST" -n "$REQUESTS" -r 100000 \
