@@ -37,14 +37,10 @@ sleep 1
 ticks() { # CPU ticks of every thread of a process
     awk '{print $14 + $15}' /proc/"$1"/task/*/stat | awk '{s += $1} END {print s}'
 }
+# shellcheck source=benches/common.sh
+. "$(dirname "$0")/common.sh"
 if [[ $TEST == loadgen:* ]]; then
-    LOADGEN=$(cargo bench --bench loadgen --no-run --message-format=json 2>/dev/null | python3 -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "loadgen" and m.get("executable"):
-        print(m["executable"])')
-    [ -x "$LOADGEN" ] || { echo "could not build the loadgen bench" >&2; exit 1; }
+    build_loadgen
 fi
 run() { # port pid -> "rps req/cpu-s"
     if [[ $TEST == loadgen:* ]]; then

@@ -1,6 +1,7 @@
 # benches/common.sh: helpers the side-by-side benchmark scripts share
-# (benches/load.sh, benches/persistence.sh). Sourced; it expects NICE, PIN,
-# NPROC and CLIENT_CPU to be set by the script.
+# (benches/load.sh, benches/persistence.sh, benches/ab.sh). Sourced; the
+# helpers that run servers expect NICE, PIN, NPROC and CLIENT_CPU to be set
+# by the script.
 
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -47,4 +48,16 @@ client_pin() {
     printf 'nice -n %s ' "$NICE"
     [ "$PIN" = 1 ] && printf 'taskset -c %s' "$CLIENT_CPU"
     echo
+}
+
+# Builds the loadgen bench (release profile) and sets LOADGEN to its
+# executable, as cargo reports it.
+build_loadgen() {
+    LOADGEN=$(cargo bench --bench loadgen --no-run --message-format=json 2>/dev/null | python3 -c '
+import json, sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "loadgen" and m.get("executable"):
+        print(m["executable"])')
+    [ -x "$LOADGEN" ] || die "could not build the loadgen bench (cargo bench --bench loadgen --no-run)"
 }

@@ -422,18 +422,6 @@ LOADGEN_CSV=$OUT/loadgen.csv
 # prints its header line too, and it is checked against this one.
 LOADGEN_HEADER="scenario,variant,unit,ops,seconds,rate,p50_ms,p99_ms,max_ms,samples,server_cpu_s,client_cpu_s,status"
 
-# Builds the loadgen bench (release profile) and sets LOADGEN to its
-# executable, as cargo reports it.
-build_loadgen() {
-    LOADGEN=$(cargo bench --bench loadgen --no-run --message-format=json 2>/dev/null | python3 -c '
-import json, sys
-for line in sys.stdin:
-    m = json.loads(line)
-    if m.get("reason") == "compiler-artifact" and m["target"]["name"] == "loadgen" and m.get("executable"):
-        print(m["executable"])')
-    [ -x "$LOADGEN" ] || die "could not build the loadgen bench (cargo bench --bench loadgen --no-run)"
-}
-
 # The loadgen arguments of a scenario of SCENARIOS.
 scenario_args() {
     case $1 in
