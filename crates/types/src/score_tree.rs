@@ -214,10 +214,7 @@ fn remove_rec(node: &mut Node, score: f64, member: &[u8]) -> bool {
             if !remove_rec(&mut inner.children[i], score, member) {
                 return false;
             }
-            inner.counts[i] -= 1;
-            if inner.children[i].underfull() && inner.children.len() > 1 {
-                rebalance(inner, i);
-            }
+            removed_below(inner, i);
             true
         }
     }
@@ -239,11 +236,17 @@ fn remove_rank_rec(node: &mut Node, mut rank: usize) {
                 i += 1;
             }
             remove_rank_rec(&mut inner.children[i], rank);
-            inner.counts[i] -= 1;
-            if inner.children[i].underfull() && inner.children.len() > 1 {
-                rebalance(inner, i);
-            }
+            removed_below(inner, i);
         }
+    }
+}
+
+/// After a key went from child `i`: its count, and a merge when it is left
+/// underfull.
+fn removed_below(inner: &mut Inner, i: usize) {
+    inner.counts[i] -= 1;
+    if inner.children[i].underfull() && inner.children.len() > 1 {
+        rebalance(inner, i);
     }
 }
 

@@ -510,7 +510,7 @@ impl LuaEngine {
         crate::shard::prefetch_keys(ctx.ks.keyspace, ctx.ks.state, ctx.ks.db, keys);
         let settings = ctx.ks.state.settings.scripts;
         let lua = &self.lua;
-        let arrays = string_arrays(lua, &self.sandbox.real, inv.keys, inv.argv, inv.eval)
+        let arrays = keys_and_argv(lua, &self.sandbox.real, inv.keys, inv.argv, inv.eval)
             .map_err(lua_error)?;
 
         let read_only = inv.read_only_command || (!compat && inv.flags & flag::NO_WRITES != 0);
@@ -594,7 +594,7 @@ impl LuaEngine {
 /// script's run). For EVAL they become the globals `KEYS` and `ARGV` of
 /// `real` and `None` is returned; for FCALL they are returned (the
 /// function's arguments) and the globals are cleared.
-fn string_arrays(
+fn keys_and_argv(
     lua: &Lua,
     real: &Table,
     keys: &[Bytes],

@@ -289,7 +289,7 @@ impl Connection {
             }
             if n == usize::MAX {
                 self.write_pushes();
-                self.flush_pushes().await?;
+                self.flush_as(true).await?;
                 if self.handle.is_killed() {
                     return Ok(());
                 }
@@ -443,23 +443,14 @@ impl Connection {
         self.flush_as(false).await
     }
 
-    /// Writes pending output that is only pushes (see
-    /// [`Socket::write_pushes`]).
-    async fn flush_pushes(&mut self) -> Result<(), String> {
-        self.flush_as(true).await
-    }
-
+    /// [`Connection::flush`]; `pushes`: the output is only pushes (see
+    /// [`Socket::write_as`]).
     async fn flush_as(&mut self, pushes: bool) -> Result<(), String> {
         if self.out.is_empty() {
             return Ok(());
         }
         let len = self.out.size();
-        let written = if pushes {
-            self.socket.write_pushes(&mut self.out).await
-        } else {
-            self.socket.write(&mut self.out).await
-        };
-        written.map_err(|e| e.to_string())?;
+        self.socket.write_as(&mut self.out, pushes).await.map_err(|e| e.to_string())?;
         self.check_output_limit()?;
         {
             let stats = &mut self.core.shard.borrow_mut().state.stats;

@@ -84,13 +84,10 @@ impl Socket {
         self.write_as(out, false).await
     }
 
-    /// [`Socket::write`] of pushes alone (no reply to a request): the uring
-    /// path sends them after the replies of the same turn.
-    pub async fn write_pushes(&mut self, out: &mut Output) -> io::Result<()> {
-        self.write_as(out, true).await
-    }
-
-    async fn write_as(&mut self, out: &mut Output, pushes: bool) -> io::Result<()> {
+    /// [`Socket::write`]; `pushes`: `out` is pushes alone (no reply to a
+    /// request), which the uring path sends after the replies of the same
+    /// turn.
+    pub async fn write_as(&mut self, out: &mut Output, pushes: bool) -> io::Result<()> {
         match self {
             Socket::Uring(s) => s.write(out, pushes).await,
             Socket::Glommio { stream, .. } => {
