@@ -10,6 +10,13 @@
 #   benches/ab.sh OLD_BINARY NEW_BINARY [TEST] [PIPELINE] [REQUESTS] [REPS]
 #   e.g. benches/ab.sh /tmp/old/ringdb target/release/ringdb set 16 1500000 9
 #
+# SHARDS=2 runs 2-shard servers on CPUs 0 and 1 instead (redis-benchmark
+# still on CPU 1, as benches/load.sh's 2-shard rows).
+#
+# OLD_ARGS and NEW_ARGS add server options to one side (then OLD and NEW
+# may be the same binary), e.g. comparing a setting:
+#   NEW_ARGS="--spin-before-park 20" benches/ab.sh B B get 1 300000 9
+#
 # A TEST of the form `loadgen:ARGS` runs the loadgen bench instead
 # (`cargo bench --bench loadgen -- ARGS --seconds 3`, PIPELINE and REQUESTS
 # ignored) and compares its operations per server-CPU-second, e.g.
@@ -22,16 +29,19 @@ PIPELINE=${4:-16}
 REQUESTS=${5:-1000000}
 REPS=${6:-7}
 NICE=${NICE:--10}
+SHARDS=${SHARDS:-1}
+CPUS=$([[ $SHARDS == 1 ]] && echo 0 || echo 0-$((SHARDS - 1)))
 DIR=$(mktemp -d)
 trap 'kill $OLD_PID $NEW_PID 2>/dev/null; rm -rf "$DIR"' EXIT
 
-start() { # binary port dir
+start() { # binary port dir extra-options
     mkdir -p "$3"
-    taskset -c 0 nice -n "$NICE" "$1" --port "$2" --bind 127.0.0.1 --shards 1 --save '' \
-        --appendonly no --dir "$3" >/dev/null 2>&1 &
+    # shellcheck disable=SC2086
+    taskset -c "$CPUS" nice -n "$NICE" "$1" --port "$2" --bind 127.0.0.1 --shards "$SHARDS" --save '' \
+        --appendonly no --dir "$3" $4 >/dev/null 2>&1 &
 }
-start "$OLD" 7811 "$DIR/old"; OLD_PID=$!
-start "$NEW" 7812 "$DIR/new"; NEW_PID=$!
+start "$OLD" 7811 "$DIR/old" "${OLD_ARGS:-}"; OLD_PID=$!
+start "$NEW" 7812 "$DIR/new" "${NEW_ARGS:-}"; NEW_PID=$!
 sleep 1
 
 ticks() { # CPU ticks of every thread of a process

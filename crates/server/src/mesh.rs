@@ -13,6 +13,7 @@ use ringdb_engine::command::CmdError;
 use ringdb_engine::ShardId;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 /// What a caller gets if a job died without answering (a bug: a job
 /// panicked). The core survives; the client gets this error.
@@ -20,6 +21,29 @@ pub const NO_ANSWER: CmdError = CmdError::new("ERR internal error: a shard did n
 
 /// Work for a core.
 pub type Job = Box<dyn FnOnce(&Rc<Core>) + Send>;
+
+/// Rung by a core after it queued a job on another: a network driver
+/// spinning on the target core stops, so that glommio's reactor, which
+/// delivers the job, runs (see `net::uring::SpinWindow`). On a cache line
+/// of its own: other cores write it, its core reads it while spinning.
+#[repr(align(64))]
+#[derive(Default)]
+pub struct Doorbell(AtomicBool);
+
+impl Doorbell {
+    pub fn ring(&self) {
+        // Read first: a bell already rung costs the sender no cache-line
+        // transfer.
+        if !self.0.load(Relaxed) {
+            self.0.store(true, Relaxed);
+        }
+    }
+
+    /// Whether it rang since the last answer.
+    pub fn answer(&self) -> bool {
+        self.0.load(Relaxed) && self.0.swap(false, Relaxed)
+    }
+}
 
 /// Runs the jobs other cores send to this one.
 pub async fn serve(core: Rc<Core>, rx: flume::Receiver<Job>) {
@@ -53,6 +77,7 @@ impl Core {
         }
         // The receiving core lives as long as the process.
         let _ = self.shared.mesh[shard.index()].send_async(job).await;
+        self.shared.doorbells[shard.index()].ring();
     }
 
     /// Queues `job` on `target`'s queue without waiting, even when `target`
@@ -62,12 +87,24 @@ impl Core {
     /// room on a task of its own.
     pub fn queue_job(&self, target: ShardId, job: Job) {
         let sender = &self.shared.mesh[target.index()];
-        if let Err(flume::TrySendError::Full(job)) = sender.try_send(job) {
-            let sender = sender.clone();
-            glommio::spawn_local(async move {
-                let _ = sender.send_async(job).await;
-            })
-            .detach();
+        // A job for this core wakes its queue's task here, without the reactor.
+        let bell = (target != self.id).then(|| target.index());
+        match sender.try_send(job) {
+            Err(flume::TrySendError::Full(job)) => {
+                let (sender, shared) = (sender.clone(), self.shared.clone());
+                glommio::spawn_local(async move {
+                    let _ = sender.send_async(job).await;
+                    if let Some(bell) = bell {
+                        shared.doorbells[bell].ring();
+                    }
+                })
+                .detach();
+            }
+            _ => {
+                if let Some(bell) = bell {
+                    self.shared.doorbells[bell].ring();
+                }
+            }
         }
     }
 

@@ -28,6 +28,8 @@ pub struct Shared {
     pub slot_map: SlotMap,
     /// Senders into each core's mesh queue.
     pub mesh: Vec<flume::Sender<Job>>,
+    /// Each core's doorbell, rung after a job is queued on it.
+    pub doorbells: Vec<crate::mesh::Doorbell>,
     pub started: Instant,
     pub started_unix_ms: u64,
     pub run_id: String,
@@ -490,6 +492,7 @@ pub fn run(config: Config) -> Result<(), String> {
     let shared = Arc::new(Shared {
         slot_map,
         mesh: senders,
+        doorbells: (0..shards).map(|_| Default::default()).collect(),
         started: Instant::now(),
         started_unix_ms: ringdb_engine::shard::now_ms(),
         run_id: run_id(seed),
@@ -529,7 +532,10 @@ pub fn run(config: Config) -> Result<(), String> {
         let mut builder = LocalExecutorBuilder::new(placement)
             .name(&format!("ringdb-shard-{i}"))
             .io_memory(config.io_memory());
-        if config.spin_before_park_us() > 0 {
+        // With the uring backend the network ring's driver spins (adaptively:
+        // `uring::SpinWindow`); an executor spinning as well would only burn
+        // CPU, as it does not see the ring's completions.
+        if config.io_backend() == "glommio" && config.spin_before_park_us() > 0 {
             builder = builder.spin_before_park(Duration::from_micros(config.spin_before_park_us()));
         }
         let shared = shared.clone();

@@ -229,8 +229,8 @@ pub static SETTINGS: &[Setting] = &[
       "While a key is hot, every core keeps a copy of it and answers GET of it without a hop to its owner; a write empties every copy before it is acknowledged (see the README)."),
     s("io-memory", "1048576", Kind::Memory { min: 512 * 1024, max: i64::MAX }, false,
       "Memory each shard registers with io_uring for its I/O buffers (counts against ulimit -l)."),
-    s("spin-before-park", "0", Kind::Int { min: 0, max: 1_000_000 }, false,
-      "Microseconds an idle shard spins before sleeping (its executor, and its network ring with io-backend uring): lower latency and fewer wake-ups under moderate load, for more CPU."),
+    s("spin-before-park", "50", Kind::Int { min: 0, max: 1_000_000 }, false,
+      "Longest an idle shard spins before sleeping, in microseconds (0 = never). The uring backend's network ring adapts its spin up to this, as KVM's halt polling does: longer while clients come back soon after it would have slept (one request at a time: BLPOP, scripts), none while idle periods are longer. With io-backend glommio the executor spins this long."),
 ];
 
 pub fn find(name: &str) -> Option<&'static Setting> {

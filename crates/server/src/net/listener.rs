@@ -103,8 +103,10 @@ pub fn start(core: &Rc<Core>, fds: Vec<OwnedFd>) -> Result<&'static str, String>
                     }
                 };
                 core.shard.borrow_mut().state.scripting.serve_while_busy(Rc::new(serve));
-                let core = core.clone();
-                let run = driver.run(spin, move |stream| admit(&core, Socket::Uring(stream)));
+                let (core, shared, id) = (core.clone(), core.shared.clone(), core.id.index());
+                let may_spin = move || !shared.doorbells[id].answer();
+                let run =
+                    driver.run(spin, may_spin, move |stream| admit(&core, Socket::Uring(stream)));
                 glommio::spawn_local(run).detach();
                 return Ok("uring");
             }

@@ -16,7 +16,8 @@
 //! turns so that the connections it woke run and queue their replies; when
 //! a turn finds nothing, it lets the ring signal an eventfd and parks on a
 //! glommio read of that eventfd, so an idle shard sleeps in glommio's own
-//! wait.
+//! wait. Before parking it may spin a while ([`SpinWindow`]): parking and
+//! waking again cost more than short gaps between requests.
 
 pub mod buffers;
 pub mod stream;
@@ -193,11 +194,20 @@ impl Driver {
     }
 
     /// Runs the shard's network for ever; `on_accept` receives every new
-    /// connection.
-    pub async fn run(self: Rc<Self>, spin: Duration, on_accept: impl Fn(UringStream)) {
+    /// connection. An idle driver spins for at most `max_spin` before it
+    /// parks ([`SpinWindow`]), and not at all while `may_spin` says no
+    /// (work for this core waits in glommio's reactor, which a spinning
+    /// driver keeps from running).
+    pub async fn run(
+        self: Rc<Self>,
+        max_spin: Duration,
+        may_spin: impl Fn() -> bool,
+        on_accept: impl Fn(UringStream),
+    ) {
         let Some(fd) = self.parking_fd.take() else { return };
         glommio::spawn_local(self.clone().watch_eventfd(fd)).detach();
         let mut last_work = Instant::now();
+        let mut spin = SpinWindow::new(max_spin);
         loop {
             let held = std::mem::take(&mut *self.held.borrow_mut());
             held.into_iter().for_each(&on_accept);
@@ -207,8 +217,8 @@ impl Driver {
                 glommio::executor().yield_now().await;
                 continue;
             }
-            if !spin.is_zero() && last_work.elapsed() < spin {
-                // `spin-before-park`: keep turning a while before sleeping.
+            if !spin.window.is_zero() && last_work.elapsed() < spin.window && may_spin() {
+                // Keep turning a while before sleeping.
                 glommio::executor().yield_now().await;
                 continue;
             }
@@ -216,24 +226,30 @@ impl Driver {
             // more (work queued before the signal was on sends no signal).
             self.ring.borrow_mut().completion().enable_eventfd();
             if self.turn(&on_accept, true) == 0 {
+                // Woken by the ring (true) or by a connection with something
+                // to send that it did not get from the ring (false).
                 let woken = poll_fn(|cx| {
-                    if self.signalled.replace(false)
-                        || !self.work.borrow().is_empty()
-                        || !self.later.borrow().is_empty()
-                        || self.accept_retry_due()
-                    {
-                        return Poll::Ready(());
+                    if self.signalled.replace(false) || self.accept_retry_due() {
+                        return Poll::Ready(true);
+                    }
+                    if !self.work.borrow().is_empty() || !self.later.borrow().is_empty() {
+                        return Poll::Ready(false);
                     }
                     self.parked.set(Some(cx.waker().clone()));
                     Poll::Pending
                 });
-                match self.accept_retry_in() {
+                let by_ring = match self.accept_retry_in() {
                     None => woken.await,
                     Some(delay) => {
-                        futures_lite::future::or(woken, glommio::timer::sleep(delay)).await
+                        let retry = async {
+                            glommio::timer::sleep(delay).await;
+                            true
+                        };
+                        futures_lite::future::or(woken, retry).await
                     }
-                }
+                };
                 self.parked.set(None);
+                spin.after_park(last_work.elapsed(), by_ring);
             }
             self.ring.borrow_mut().completion().disable_eventfd();
         }
@@ -557,6 +573,48 @@ impl Driver {
     }
 }
 
+/// How long an idle driver keeps turning before it parks, adapted as KVM's
+/// halt polling adapts `halt_poll_ns`. Parking costs a shard tens of
+/// microseconds of CPU (glommio re-arms its timers, issues a `membarrier`,
+/// sleeps, and reads the ring's eventfd when woken), more than a short gap
+/// costs spinning: a client that waits for each reply (BLPOP, a script
+/// queue) leaves gaps of a few tens of microseconds. But spinning through
+/// gaps longer than the window wastes the window as well. So the window
+/// grows (doubling from [`SpinWindow::START`] up to the maximum) while the
+/// ring wakes the driver soon after it parked, when a longer spin would
+/// have caught the work, and drops to none once an idle period outlasts
+/// the maximum.
+///
+/// While the driver spins, glommio's reactor does not run: replies from
+/// other cores, timers and file completions wait for the driver to park.
+/// A wake-up that came from there (a connection with something to send
+/// that the ring did not bring) says the spin held work back, so the
+/// window drops to none then too. Jobs other cores send here stop a spin
+/// at once (the mesh's doorbell, the driver's `may_spin`).
+#[derive(Debug)]
+struct SpinWindow {
+    window: Duration,
+    max: Duration,
+}
+
+impl SpinWindow {
+    const START: Duration = Duration::from_micros(10);
+
+    fn new(max: Duration) -> Self {
+        SpinWindow { window: Duration::ZERO, max }
+    }
+
+    /// After a park: `idle` is the time from the driver's last work to its
+    /// wake-up, spin included; `by_ring` whether the ring woke it.
+    fn after_park(&mut self, idle: Duration, by_ring: bool) {
+        if idle > self.max || !by_ring {
+            self.window = Duration::ZERO;
+        } else if idle > self.window {
+            self.window = (self.window * 2).max(Self::START).min(self.max);
+        }
+    }
+}
+
 fn wake(cell: &Cell<Option<Waker>>) {
     if let Some(waker) = cell.take() {
         waker.wake();
@@ -609,6 +667,31 @@ mod tests {
             writer: Cell::new(None),
             idle: RefCell::new(None),
         })
+    }
+
+    #[test]
+    fn the_spin_window_grows_while_the_ring_wakes_soon_and_stops_otherwise() {
+        let us = Duration::from_micros;
+        let mut spin = SpinWindow::new(us(50));
+        assert_eq!(spin.window, Duration::ZERO);
+        spin.after_park(us(3), true);
+        assert_eq!(spin.window, us(10));
+        spin.after_park(us(15), true);
+        assert_eq!(spin.window, us(20));
+        spin.after_park(us(45), true);
+        assert_eq!(spin.window, us(40));
+        spin.after_park(us(45), true);
+        assert_eq!(spin.window, us(50), "capped at the maximum");
+        spin.after_park(us(30), true);
+        assert_eq!(spin.window, us(50), "a wake-up within the window keeps it");
+        spin.after_park(us(51), true);
+        assert_eq!(spin.window, Duration::ZERO);
+        spin.after_park(us(5), true);
+        spin.after_park(us(12), false);
+        assert_eq!(spin.window, Duration::ZERO, "work the spin held back stops it");
+        let mut never = SpinWindow::new(Duration::ZERO);
+        never.after_park(Duration::ZERO, true);
+        assert_eq!(never.window, Duration::ZERO, "a maximum of 0 never spins");
     }
 
     #[test]
