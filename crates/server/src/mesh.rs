@@ -8,7 +8,7 @@
 //! A job never awaits, so a core serving its queue can never deadlock with
 //! another core serving its own.
 
-use crate::node::Core;
+use crate::node::{Core, Shared};
 use ringdb_engine::command::CmdError;
 use ringdb_engine::ShardId;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -45,6 +45,17 @@ impl Doorbell {
     }
 }
 
+impl Shared {
+    /// Rings `target`'s doorbell after `from` queued a job there. A job a
+    /// core queues on itself needs no bell: its queue's task is woken on
+    /// this thread, without the reactor.
+    fn ring(&self, from: ShardId, target: ShardId) {
+        if from != target {
+            self.doorbells[target.index()].ring();
+        }
+    }
+}
+
 /// Runs the jobs other cores send to this one.
 pub async fn serve(core: Rc<Core>, rx: flume::Receiver<Job>) {
     while let Ok(job) = rx.recv_async().await {
@@ -77,7 +88,7 @@ impl Core {
         }
         // The receiving core lives as long as the process.
         let _ = self.shared.mesh[shard.index()].send_async(job).await;
-        self.shared.doorbells[shard.index()].ring();
+        self.shared.ring(self.id, shard);
     }
 
     /// Queues `job` on `target`'s queue without waiting, even when `target`
@@ -87,24 +98,15 @@ impl Core {
     /// room on a task of its own.
     pub fn queue_job(&self, target: ShardId, job: Job) {
         let sender = &self.shared.mesh[target.index()];
-        // A job for this core wakes its queue's task here, without the reactor.
-        let bell = (target != self.id).then(|| target.index());
-        match sender.try_send(job) {
-            Err(flume::TrySendError::Full(job)) => {
-                let (sender, shared) = (sender.clone(), self.shared.clone());
-                glommio::spawn_local(async move {
-                    let _ = sender.send_async(job).await;
-                    if let Some(bell) = bell {
-                        shared.doorbells[bell].ring();
-                    }
-                })
-                .detach();
-            }
-            _ => {
-                if let Some(bell) = bell {
-                    self.shared.doorbells[bell].ring();
-                }
-            }
+        if let Err(flume::TrySendError::Full(job)) = sender.try_send(job) {
+            let (sender, shared, from) = (sender.clone(), self.shared.clone(), self.id);
+            glommio::spawn_local(async move {
+                let _ = sender.send_async(job).await;
+                shared.ring(from, target);
+            })
+            .detach();
+        } else {
+            self.shared.ring(self.id, target);
         }
     }
 
