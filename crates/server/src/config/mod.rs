@@ -389,6 +389,10 @@ impl Config {
         self.int("io-memory") as usize
     }
 
+    pub fn task_quota_us(&self) -> u64 {
+        self.int("task-quota") as u64
+    }
+
     pub fn spin_before_park_us(&self) -> u64 {
         self.int("spin-before-park") as u64
     }
