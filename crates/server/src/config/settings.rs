@@ -231,8 +231,8 @@ pub static SETTINGS: &[Setting] = &[
       "Memory each shard registers with io_uring for its I/O buffers (counts against ulimit -l)."),
     s("task-quota", "500", Kind::Int { min: 50, max: 100_000 }, false,
       "Microseconds a busy shard runs its own work before it looks for replies and jobs from other cores, timers and file completions (glommio's preemption timer, Seastar's task quota). Bounds how long a cross-shard request waits behind a core that is never idle."),
-    s("spin-before-park", "0", Kind::Int { min: 0, max: 1_000_000 }, false,
-      "Longest an idle shard spins before sleeping, in microseconds (0 = never; 50 suits clients that wait for each reply, as BLPOP consumers do; with many clients it spends CPU in the gaps: see benches/RESULTS.md). The uring backend's network ring adapts its spin up to this, as KVM's halt polling does: longer while clients come back soon after it would have slept, none while idle periods are longer. With io-backend glommio the executor spins this long."),
+    s("spin-before-park", "50", Kind::Int { min: 0, max: 1_000_000 }, false,
+      "Longest an idle shard spins before sleeping, in microseconds (0 = never: idle CPU over latency). The uring backend's network ring adapts its spin up to this, as KVM's halt polling does: longer while clients come back soon after it would have slept (clients that wait for each reply, as BLPOP consumers do), none while idle periods are longer. With io-backend glommio the executor spins this long."),
 ];
 
 pub fn find(name: &str) -> Option<&'static Setting> {
