@@ -21,6 +21,7 @@
 # (`cargo bench --bench loadgen -- ARGS --seconds 3`, PIPELINE and REQUESTS
 # ignored) and compares its operations per server-CPU-second, e.g.
 #   benches/ab.sh OLD NEW 'loadgen:publish --subscribers 100' 0 0 7
+# (LOADGEN=PATH runs that loadgen executable instead of building one).
 set -euo pipefail
 OLD=${1:?old ringdb binary}
 NEW=${2:?new ringdb binary}
@@ -30,7 +31,7 @@ REQUESTS=${5:-1000000}
 REPS=${6:-7}
 NICE=${NICE:--10}
 SHARDS=${SHARDS:-1}
-CPUS=$([[ $SHARDS == 1 ]] && echo 0 || echo 0-$((SHARDS - 1)))
+CPUS=0-$((SHARDS - 1))
 DIR=$(mktemp -d)
 trap 'kill $OLD_PID $NEW_PID 2>/dev/null; rm -rf "$DIR"' EXIT
 

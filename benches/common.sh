@@ -51,8 +51,11 @@ client_pin() {
 }
 
 # Builds the loadgen bench (release profile) and sets LOADGEN to its
-# executable, as cargo reports it.
+# executable, as cargo reports it. A LOADGEN already set to an executable
+# is used as it is (a copy taken once, so that editing the sources while a
+# long comparison runs cannot rebuild the load generator under it).
 build_loadgen() {
+    [ -x "${LOADGEN:-}" ] && return
     LOADGEN=$(cargo bench --bench loadgen --no-run --message-format=json 2>/dev/null | python3 -c '
 import json, sys
 for line in sys.stdin:
