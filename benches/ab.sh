@@ -10,6 +10,11 @@
 #   benches/ab.sh OLD_BINARY NEW_BINARY [TEST] [PIPELINE] [REQUESTS] [REPS]
 #   e.g. benches/ab.sh /tmp/old/ringdb target/release/ringdb set 16 1500000 9
 #
+# OLD_BINARY may be redis-server (run with --save '' --appendonly no on CPU
+# 0): ringdb against Redis, paired the same way. Each redis-benchmark run
+# also prints the server's user and system CPU microseconds per request,
+# which says whether a difference is the kernel's work or the server's own.
+#
 # SHARDS=2 runs 2-shard servers on CPUs 0 and 1 instead (redis-benchmark
 # still on CPU 1, as benches/load.sh's 2-shard rows).
 #
@@ -37,44 +42,55 @@ trap 'kill $OLD_PID $NEW_PID 2>/dev/null; rm -rf "$DIR"' EXIT
 
 start() { # binary port dir extra-options
     mkdir -p "$3"
+    if [[ $(basename "$1") == redis-server ]]; then
+        # shellcheck disable=SC2086
+        taskset -c 0 nice -n "$NICE" "$1" --port "$2" --bind 127.0.0.1 --save '' \
+            --appendonly no --dir "$3" $4 >/dev/null 2>&1 &
+        return
+    fi
     # shellcheck disable=SC2086
     taskset -c "$CPUS" nice -n "$NICE" "$1" --port "$2" --bind 127.0.0.1 --shards "$SHARDS" --save '' \
         --appendonly no --dir "$3" $4 >/dev/null 2>&1 &
 }
+# shellcheck source=benches/common.sh
+. "$(dirname "$0")/common.sh"
+# A server of an earlier comparison may still hold its port for a moment.
+check_port_free 7811; check_port_free 7812
 start "$OLD" 7811 "$DIR/old" "${OLD_ARGS:-}"; OLD_PID=$!
 start "$NEW" 7812 "$DIR/new" "${NEW_ARGS:-}"; NEW_PID=$!
 sleep 1
 
-ticks() { # CPU ticks of every thread of a process
-    awk '{print $14 + $15}' /proc/"$1"/task/*/stat | awk '{s += $1} END {print s}'
+ticks() { # user and system CPU ticks of every thread of a process
+    awk '{u += $14; s += $15} END {print u, s}' /proc/"$1"/task/*/stat
 }
-# shellcheck source=benches/common.sh
-. "$(dirname "$0")/common.sh"
 if [[ $TEST == loadgen:* ]]; then
     build_loadgen
 fi
-run() { # port pid -> "rps req/cpu-s"
+run() { # port pid -> "rps req/cpu-s user-us/req sys-us/req"
     if [[ $TEST == loadgen:* ]]; then
         # CSV columns: ... ops(4) seconds(5) rate(6) ... server_cpu_s(11)
         # shellcheck disable=SC2086
         taskset -c 1 nice -n "$NICE" "$LOADGEN" ${TEST#loadgen:} --port "$1" --seconds 3 \
             --server-pid "$2" 2>/dev/null | grep -v '^[^,]* \[' | tail -1 |
-            awk -F, '{printf "%.0f %.0f\n", $6, $4 / $11}'
+            awk -F, '{printf "%.0f %.0f - -\n", $6, $4 / $11}'
         return
     fi
-    local c0 t0 t1 c1
-    c0=$(ticks "$2"); t0=$(date +%s.%N)
+    local u0 s0 t0 t1 u1 s1
+    read -r u0 s0 < <(ticks "$2"); t0=$(date +%s.%N)
     taskset -c 1 nice -n "$NICE" redis-benchmark -p "$1" -t "$TEST" -n "$REQUESTS" -r 100000 \
         -c 50 -P "$PIPELINE" -q >/dev/null 2>&1
-    t1=$(date +%s.%N); c1=$(ticks "$2")
-    python3 -c "print(f'{$REQUESTS/($t1-$t0):.0f} {$REQUESTS/(($c1-$c0)/100):.0f}')"
+    t1=$(date +%s.%N); read -r u1 s1 < <(ticks "$2")
+    python3 -c "n = $REQUESTS; u = ($u1 - $u0) / 100; s = ($s1 - $s0) / 100
+print(f'{n / ($t1 - $t0):.0f} {n / (u + s):.0f} {u / n * 1e6:.2f} {s / n * 1e6:.2f}')"
 }
 ratios=()
 for i in $(seq "$REPS"); do
     if (( i % 2 )); then o=$(run 7811 $OLD_PID); n=$(run 7812 $NEW_PID)
     else n=$(run 7812 $NEW_PID); o=$(run 7811 $OLD_PID); fi
-    echo "old rps/req-per-cpu-s $o | new $n"
-    ratios+=("$(python3 -c "print(${n#* }/${o#* })")")
+    read -r o_rps o_cpu o_user o_sys <<<"$o"; read -r n_rps n_cpu n_user n_sys <<<"$n"
+    echo "old rps $o_rps req/cpu-s $o_cpu user/sys us/req $o_user/$o_sys" \
+        "| new rps $n_rps req/cpu-s $n_cpu user/sys us/req $n_user/$n_sys"
+    ratios+=("$(python3 -c "print($n_cpu / $o_cpu)")")
 done
 python3 -c "import statistics,sys; r=[float(x) for x in sys.argv[1:]]; \
 print(f'{\"$TEST\"} P={$PIPELINE}: new/old req per server-CPU-second, median of {len(r)} pairs: {statistics.median(r):.3f} (range {min(r):.2f}-{max(r):.2f})')" "${ratios[@]}"
