@@ -207,15 +207,21 @@ impl Driver {
         let Some(fd) = self.parking_fd.take() else { return };
         glommio::spawn_local(self.clone().watch_eventfd(fd)).detach();
         let mut last_work = Instant::now();
+        // Turns had work since `last_work` was read: the clock is read at
+        // the first idle turn after them, not on every busy one.
+        let mut worked = false;
         let mut spin = SpinWindow::new(max_spin);
         loop {
             let held = std::mem::take(&mut *self.held.borrow_mut());
             held.into_iter().for_each(&on_accept);
             if self.turn(&on_accept, false) > 0 {
                 // Let the connections just woken run and queue their replies.
-                last_work = Instant::now();
+                worked = true;
                 glommio::executor().yield_now().await;
                 continue;
+            }
+            if std::mem::take(&mut worked) {
+                last_work = Instant::now();
             }
             if !spin.window.is_zero() && last_work.elapsed() < spin.window && may_spin() {
                 // Keep turning a while before sleeping.
@@ -432,9 +438,9 @@ impl Driver {
     }
 
     fn arm_listeners(&self, ring: &mut IoUring) {
-        let now = Instant::now();
         for (i, l) in self.listeners.borrow_mut().iter_mut().enumerate() {
-            if l.armed || l.retry_at.is_some_and(|t| t > now) {
+            // The clock only for a listener backing off: this runs every turn.
+            if l.armed || l.retry_at.is_some_and(|t| t > Instant::now()) {
                 continue;
             }
             l.armed = true;
@@ -449,13 +455,8 @@ impl Driver {
 
     /// How long until a listener that failed may accept again, if any.
     fn accept_retry_in(&self) -> Option<Duration> {
-        let now = Instant::now();
-        self.listeners
-            .borrow()
-            .iter()
-            .filter_map(|l| l.retry_at)
-            .map(|t| t.saturating_duration_since(now))
-            .min()
+        let first = self.listeners.borrow().iter().filter_map(|l| l.retry_at).min()?;
+        Some(first.saturating_duration_since(Instant::now()))
     }
 
     fn accept_retry_due(&self) -> bool {
