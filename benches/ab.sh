@@ -42,14 +42,10 @@ trap 'kill $OLD_PID $NEW_PID 2>/dev/null; rm -rf "$DIR"' EXIT
 
 start() { # binary port dir extra-options
     mkdir -p "$3"
-    if [[ $(basename "$1") == redis-server ]]; then
-        # shellcheck disable=SC2086
-        taskset -c 0 nice -n "$NICE" "$1" --port "$2" --bind 127.0.0.1 --save '' \
-            --appendonly no --dir "$3" $4 >/dev/null 2>&1 &
-        return
-    fi
+    local cpus=$CPUS shards=(--shards "$SHARDS")
+    if [[ $(basename "$1") == redis-server ]]; then cpus=0; shards=(); fi
     # shellcheck disable=SC2086
-    taskset -c "$CPUS" nice -n "$NICE" "$1" --port "$2" --bind 127.0.0.1 --shards "$SHARDS" --save '' \
+    taskset -c "$cpus" nice -n "$NICE" "$1" --port "$2" --bind 127.0.0.1 "${shards[@]}" --save '' \
         --appendonly no --dir "$3" $4 >/dev/null 2>&1 &
 }
 # shellcheck source=benches/common.sh
