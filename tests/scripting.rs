@@ -444,18 +444,13 @@ fn busy_scripts_get_busy_replies_and_script_kill() {
 /// The clients of the core a busy script blocks are answered from the
 /// script's hook, as Redis answers its clients while a script runs: BUSY,
 /// SCRIPT KILL, SHUTDOWN NOSAVE, new connections too; a command that only
-/// needs other shards waits for the script's end, in order. The glommio
-/// backend has no such answers (its clients wait for the script's end).
+/// needs other shards waits for the script's end, in order. On both
+/// backends (the glommio one reads and writes the sockets from the hook).
 #[test]
 fn busy_scripts_answer_the_clients_of_their_own_core() {
     let server = Server::start(2);
     let (a, _, b) = keys();
     let mut admin = server.client();
-    let backend = common::info_field(&mut admin, "server", "io_backend");
-    if backend != "uring" {
-        eprintln!("skipped: io-backend {backend} does not answer while a script runs");
-        return;
-    }
     let _: () = q(&mut admin, &["CONFIG", "SET", "busy-reply-threshold", "50"]).unwrap();
     let mut keep = Vec::new();
     // a's shard is shard 0: the runner and two idle clients live there.
@@ -562,6 +557,31 @@ fn exec_abort(error: &str) -> String {
 }
 
 /// PINGs on `conn` until one gets BUSY (PONG before the script started).
+/// With one shard every client is on the busy core: SCRIPT KILL from a
+/// client that connects after the script started (as `redis-cli SCRIPT
+/// KILL` does) stops it, on both backends; half a command sent while the
+/// script ran is completed and served after it.
+#[test]
+fn script_kill_from_a_new_connection_with_one_shard() {
+    let server = Server::start(1);
+    let mut admin = server.client();
+    let _: () = q(&mut admin, &["CONFIG", "SET", "busy-reply-threshold", "50"]).unwrap();
+    let mut waiting = server.raw();
+    let mut runner = server.raw();
+    runner.cmd(&[b"EVAL", b"while true do end", b"0"]);
+    wait_until_busy(&mut waiting);
+    waiting.send(b"*2\r\n$4\r\nECHO\r\n$5\r\nhel");
+    let mut fresh = server.client();
+    let busy = q::<String>(&mut fresh, &["GET", "k"]).unwrap_err();
+    assert_eq!(busy.code(), Some("BUSY"), "{busy}");
+    assert_eq!(q::<String>(&mut fresh, &["SCRIPT", "KILL"]).unwrap(), "OK");
+    let killed = String::from_utf8_lossy(&runner.read_frame()).into_owned();
+    assert!(killed.starts_with("-ERR Script killed by user with SCRIPT KILL..."), "{killed}");
+    waiting.send(b"lo\r\n");
+    assert_eq!(String::from_utf8_lossy(&waiting.read_frame()), "$5\r\nhello\r\n");
+    assert_eq!(runner.call(&["PING"]), "+PONG\r\n");
+}
+
 fn wait_until_busy(conn: &mut Raw) {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {

@@ -334,8 +334,7 @@ impl Connection {
     /// command gets or does.
     fn answerable_while_busy(&self) -> bool {
         let st = &self.state;
-        self.socket.answers_while_busy()
-            && self.inbuf.is_empty()
+        self.inbuf.is_empty()
             && st.authenticated
             && !st.reply_off
             && !st.skip_next

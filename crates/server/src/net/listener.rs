@@ -8,16 +8,16 @@
 //! second ringdb (or Redis) share the port silently.
 //!
 //! Each shard then accepts on its sockets with the backend `io-backend`
-//! names: its own io_uring ring ([`super::uring`]) or glommio's listener.
+//! names: its own io_uring ring ([`super::uring`]) or, for glommio's
+//! sockets, acceptor threads ([`super::fallback`]).
 
 use crate::net::connection::Connection;
 use crate::net::socket::{self, Socket};
 use crate::net::uring;
 use crate::node::Core;
-use glommio::net::TcpListener;
 use socket2::{Domain, Protocol, Type};
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::os::fd::{FromRawFd, IntoRawFd, OwnedFd};
+use std::os::fd::OwnedFd;
 use std::rc::Rc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -120,17 +120,12 @@ pub fn start(core: &Rc<Core>, fds: Vec<OwnedFd>) -> Result<&'static str, String>
             }
         }
     }
-    for fd in fds {
-        // SAFETY: `fd` is a bound, listening TCP socket that we own;
-        // ownership moves into the TcpListener, which closes it.
-        let listener = unsafe { TcpListener::from_raw_fd(fd.into_raw_fd()) };
-        glommio::spawn_local(accept_loop(core.clone(), listener)).detach();
-    }
+    super::fallback::Fallback::start(core, fds);
     Ok("glommio")
 }
 
 /// Serves a new connection, or refuses it past `maxclients`.
-fn admit(core: &Rc<Core>, socket: Socket) {
+pub fn admit(core: &Rc<Core>, socket: Socket) {
     let shared = &core.shared;
     let maxclients = core.config.borrow().maxclients();
     if shared.connected_clients.fetch_add(1, Ordering::Relaxed) >= maxclients {
@@ -142,18 +137,4 @@ fn admit(core: &Rc<Core>, socket: Socket) {
     }
     debug!(shard = core.id.0, "accepted a connection");
     glommio::spawn_local(Connection::serve(core.clone(), socket)).detach();
-}
-
-/// Accepts connections on one glommio listener for this core, for ever.
-async fn accept_loop(core: Rc<Core>, listener: TcpListener) {
-    loop {
-        match listener.accept().await {
-            Ok(stream) => admit(&core, Socket::glommio(stream)),
-            Err(e) => {
-                // EMFILE and friends: back off instead of spinning.
-                warn!(shard = core.id.0, "accept failed: {e}");
-                glommio::timer::sleep(Duration::from_millis(10)).await;
-            }
-        }
-    }
 }

@@ -3,6 +3,7 @@
 
 pub mod clients;
 pub mod connection;
+pub mod fallback;
 pub mod listener;
 pub mod socket;
 pub mod uring;

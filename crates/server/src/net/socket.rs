@@ -7,6 +7,7 @@
 //! - `glommio`: glommio's `TcpStream` (each read and write awaited), the
 //!   fallback for kernels without the ring flags or buffer rings.
 
+use super::fallback::Slot;
 use super::uring::stream::UringStream;
 use bytes::BytesMut;
 use futures_lite::{AsyncReadExt, AsyncWriteExt};
@@ -15,6 +16,7 @@ use ringdb_protocol::Output;
 use std::io;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, BorrowedFd, RawFd};
+use std::rc::Rc;
 
 /// Read size on the glommio path for ordinary traffic; grows for large
 /// arguments up to [`MAX_READ_CHUNK`].
@@ -23,12 +25,18 @@ const MAX_READ_CHUNK: usize = 1024 * 1024;
 
 pub enum Socket {
     Uring(UringStream),
-    Glommio { stream: TcpStream, chunk: Vec<u8> },
+    /// `slot`: what a busy script's hook answered for this connection
+    /// ([`super::fallback`]).
+    Glommio {
+        stream: TcpStream,
+        chunk: Vec<u8>,
+        slot: Rc<Slot>,
+    },
 }
 
 impl Socket {
-    pub fn glommio(stream: TcpStream) -> Socket {
-        Socket::Glommio { stream, chunk: Vec::new() }
+    pub fn glommio(stream: TcpStream, slot: Rc<Slot>) -> Socket {
+        Socket::Glommio { stream, chunk: Vec::new(), slot }
     }
 
     pub fn fd(&self) -> RawFd {
@@ -64,7 +72,7 @@ impl Socket {
     pub async fn read_into(&mut self, buf: &mut BytesMut, wanted: usize) -> io::Result<usize> {
         match self {
             Socket::Uring(s) => s.read_into(buf).await,
-            Socket::Glommio { stream, chunk } => {
+            Socket::Glommio { stream, chunk, slot } => {
                 let size = wanted.clamp(READ_CHUNK, MAX_READ_CHUNK);
                 if chunk.len() < size {
                     chunk.resize(size, 0);
@@ -72,9 +80,25 @@ impl Socket {
                     chunk.truncate(READ_CHUNK);
                     chunk.shrink_to_fit();
                 }
-                let n = stream.read(chunk).await?;
-                buf.extend_from_slice(&chunk[..n]);
-                Ok(n)
+                loop {
+                    // A busy script's hook may have answered this client
+                    // while it waited: its unsent replies go out now, and
+                    // what it read comes before what the socket has.
+                    write_glommio(stream, &mut slot.take_output()).await?;
+                    if let Some(read) = slot.take_input(buf) {
+                        return read;
+                    }
+                    let read = async { Some(stream.read(chunk).await) };
+                    let hook = async {
+                        slot.changed().await;
+                        None
+                    };
+                    if let Some(n) = futures_lite::future::or(hook, read).await {
+                        let n = n?;
+                        buf.extend_from_slice(&chunk[..n]);
+                        return Ok(n);
+                    }
+                }
             }
         }
     }
@@ -90,18 +114,10 @@ impl Socket {
     pub async fn write_as(&mut self, out: &mut Output, pushes: bool) -> io::Result<()> {
         match self {
             Socket::Uring(s) => s.write(out, pushes).await,
-            Socket::Glommio { stream, .. } => {
-                // Piece by piece: spliced values are written from where
-                // they are, never copied into the buffer.
-                let mut written = Ok(());
-                for piece in out.segments() {
-                    written = stream.write_all(piece).await;
-                    if written.is_err() {
-                        break;
-                    }
-                }
-                out.clear();
-                written
+            Socket::Glommio { stream, slot, .. } => {
+                let mut earlier = slot.take_output();
+                earlier.append(out);
+                write_glommio(stream, &mut earlier).await
             }
         }
     }
@@ -115,27 +131,21 @@ impl Socket {
         }
     }
 
-    /// Whether a busy script's hook may answer this connection's commands
-    /// ([`Socket::set_idle`]); the glommio path has no such answers: its
-    /// clients wait for the script's end.
-    pub fn answers_while_busy(&self) -> bool {
-        matches!(self, Socket::Uring(_))
-    }
-
     /// Marks the connection as waiting for input in a state where, while a
     /// script blocks the core, its commands may be answered without it
     /// (`uring::stream::Shared::idle`), handing over what those answers
     /// need; [`Socket::take_idle`] takes it back.
     pub fn set_idle(&self, idle: crate::route::busy::Idle) {
-        if let Socket::Uring(s) = self {
-            s.set_idle(Some(idle));
+        match self {
+            Socket::Uring(s) => s.set_idle(idle),
+            Socket::Glommio { slot, .. } => slot.set_idle(idle),
         }
     }
 
     pub fn take_idle(&self) -> Option<crate::route::busy::Idle> {
         match self {
             Socket::Uring(s) => s.take_idle(),
-            Socket::Glommio { .. } => None,
+            Socket::Glommio { slot, .. } => slot.take_idle(),
         }
     }
 
@@ -149,6 +159,20 @@ impl Socket {
             }
         }
     }
+}
+
+/// Writes `out` on a glommio stream (leaving it empty), piece by piece:
+/// spliced values are written from where they are, never copied.
+async fn write_glommio(stream: &mut TcpStream, out: &mut Output) -> io::Result<()> {
+    let mut written = Ok(());
+    for piece in out.segments() {
+        written = stream.write_all(piece).await;
+        if written.is_err() {
+            break;
+        }
+    }
+    out.clear();
+    written
 }
 
 /// The peer of an open socket's descriptor.

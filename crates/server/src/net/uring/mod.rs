@@ -277,7 +277,9 @@ impl Driver {
         serve: &mut dyn FnMut(&mut Idle, &mut BytesMut, &mut Output),
     ) {
         let hold = |stream: UringStream| {
-            stream.set_idle(new_is_idle(stream.fd()).then(|| Idle::new(Resp::V2, None)));
+            if new_is_idle(stream.fd()) {
+                stream.set_idle(Idle::new(Resp::V2, None));
+            }
             self.held.borrow_mut().push(stream);
         };
         if self.ring.try_borrow_mut().is_err() {

@@ -146,9 +146,14 @@ impl UringStream {
         self.shared.st.borrow().unsent()
     }
 
-    /// See [`Shared::idle`].
-    pub fn set_idle(&self, idle: Option<Idle>) {
-        *self.shared.idle.borrow_mut() = idle;
+    /// See [`Shared::idle`]; a record already there (one the driver made
+    /// for a connection accepted while a script blocked the core, with
+    /// what was answered then) is kept.
+    pub fn set_idle(&self, idle: Idle) {
+        let mut slot = self.shared.idle.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(idle);
+        }
     }
 
     /// Takes back what [`UringStream::set_idle`] handed over, with what

@@ -1,0 +1,324 @@
+//! The glommio backend's (`io-backend glommio`) accepting, and its answers
+//! while a script blocks the core.
+//!
+//! A busy script's hook answers the core's waiting clients (BUSY, SCRIPT
+//! KILL, SHUTDOWN NOSAVE: `route::busy`), new connections too, as Redis's
+//! `processEventsWhileBlocked` does. On this backend nothing of glommio
+//! runs inside the hook, so the hook reads and writes the sockets itself,
+//! without waiting (`MSG_DONTWAIT`). That is safe for a connection waiting
+//! for input: glommio reads a socket only with such a `recv` when polled
+//! (it waits for readiness with a poll, never with a receive in the
+//! kernel), and nothing of the connection's is being written then. What
+//! the hook read and did not answer, and replies it could not send, wait
+//! in the connection's [`Slot`], which the connection empties first.
+//!
+//! New connections: glommio's accept keeps an accept in its ring, which the
+//! kernel completes, while the hook runs, into a completion glommio reads
+//! only after the script. So each listening socket has a thread of its own
+//! that accepts (a blocking `poll` and `accept4`) and hands the sockets to
+//! the core over a bounded channel, which the core's accept task and the
+//! hook both read.
+
+use crate::net::connection::Connection;
+use crate::net::socket::{self, Socket};
+use crate::node::Core;
+use crate::route::busy::Idle;
+use bytes::BytesMut;
+use glommio::net::TcpStream;
+use ringdb_protocol::{Output, Resp};
+use std::cell::{Cell, RefCell};
+use std::future::poll_fn;
+use std::io;
+use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
+use std::rc::{Rc, Weak};
+use std::task::{Poll, Waker};
+use std::time::Duration;
+use tracing::warn;
+
+/// Accepted sockets an acceptor thread may queue for its core; past this
+/// it waits (and the kernel's backlog holds the next ones).
+const ACCEPT_QUEUE: usize = 1024;
+/// The hook stops reading a connection while this much of its input is
+/// unanswered, or this much of its replies unsent (a client that does not
+/// read them).
+const BUSY_BUFFER_LIMIT: usize = 1024 * 1024;
+/// What one `recv` of the hook reads at most.
+const RECV_CHUNK: usize = 16 * 1024;
+
+/// What the hook and one connection share.
+#[derive(Default)]
+pub struct Slot {
+    fd: RawFd,
+    /// Set while the connection waits for input in a state the hook may
+    /// answer (see `uring::stream::Shared::idle`).
+    idle: RefCell<Option<Idle>>,
+    /// Received by the hook and not answered there: the connection's next
+    /// input.
+    input: RefCell<BytesMut>,
+    /// Replies of the hook not yet taken by the kernel: sent before any
+    /// other of the connection's.
+    output: RefCell<Output>,
+    /// The hook's read saw the end of the input or an error.
+    eof: Cell<bool>,
+    error: Cell<Option<i32>>,
+    /// The connection waiting for input.
+    waker: Cell<Option<Waker>>,
+}
+
+impl Slot {
+    /// See [`Slot::idle`]; a record already there (one the hook made for a
+    /// new connection, with what it answered) is kept.
+    pub fn set_idle(&self, idle: Idle) {
+        let mut slot = self.idle.borrow_mut();
+        if slot.is_none() {
+            *slot = Some(idle);
+        }
+    }
+
+    pub fn take_idle(&self) -> Option<Idle> {
+        self.idle.borrow_mut().take()
+    }
+
+    /// Replies the hook could not send, to go before the connection's own.
+    pub fn take_output(&self) -> Output {
+        std::mem::take(&mut *self.output.borrow_mut())
+    }
+
+    /// What the hook left for the connection to read: `Some(Ok(n))` bytes
+    /// appended to `buf` (0: the peer has closed), `Some(Err)` the read's
+    /// error, `None` nothing.
+    pub fn take_input(&self, buf: &mut BytesMut) -> Option<io::Result<usize>> {
+        let mut input = self.input.borrow_mut();
+        if !input.is_empty() {
+            let n = input.len();
+            buf.extend_from_slice(&input);
+            input.clear();
+            return Some(Ok(n));
+        }
+        if let Some(errno) = self.error.get() {
+            return Some(Err(io::Error::from_raw_os_error(errno)));
+        }
+        self.eof.get().then_some(Ok(0))
+    }
+
+    /// Waits until the hook left input or replies for the connection.
+    pub async fn changed(&self) {
+        poll_fn(|cx| {
+            let news = !self.input.borrow().is_empty()
+                || !self.output.borrow().is_empty()
+                || self.eof.get()
+                || self.error.get().is_some();
+            if news {
+                return Poll::Ready(());
+            }
+            self.waker.set(Some(cx.waker().clone()));
+            Poll::Pending
+        })
+        .await
+    }
+
+    /// From the hook: reads what the client sent, `serve`s it, and sends
+    /// the replies, none of it waiting.
+    fn serve(&self, serve: &mut dyn FnMut(&mut Idle, &mut BytesMut, &mut Output)) {
+        let mut idle = self.idle.borrow_mut();
+        let Some(idle) = idle.as_mut().filter(|idle| !idle.paused) else { return };
+        let mut input = self.input.borrow_mut();
+        let mut output = self.output.borrow_mut();
+        while !self.eof.get()
+            && self.error.get().is_none()
+            && input.len() < BUSY_BUFFER_LIMIT
+            && output.size() < BUSY_BUFFER_LIMIT
+        {
+            input.reserve(RECV_CHUNK);
+            let spare = input.spare_capacity_mut();
+            // SAFETY: reads into the buffer's spare capacity, of that length.
+            let n = unsafe {
+                libc::recv(self.fd, spare.as_mut_ptr().cast(), spare.len(), libc::MSG_DONTWAIT)
+            };
+            match n {
+                0 => self.eof.set(true),
+                n if n > 0 => {
+                    let len = input.len() + n as usize;
+                    // SAFETY: the kernel wrote `n` bytes there.
+                    unsafe { input.set_len(len) };
+                    continue;
+                }
+                _ => match io::Error::last_os_error().raw_os_error() {
+                    Some(libc::EAGAIN | libc::EINTR) => {}
+                    errno => self.error.set(Some(errno.unwrap_or(libc::EIO))),
+                },
+            }
+            break;
+        }
+        if !input.is_empty() {
+            serve(idle, &mut input, &mut output);
+        }
+        send_now(self.fd, &mut output);
+        let news = !input.is_empty() || !output.is_empty() || self.eof.get();
+        if news || self.error.get().is_some() {
+            if let Some(waker) = self.waker.take() {
+                waker.wake();
+            }
+        }
+    }
+}
+
+/// Sends what the kernel takes of `out` without waiting; keeps the rest.
+fn send_now(fd: RawFd, out: &mut Output) {
+    // The hook's replies are errors and short answers, never spliced
+    // values (were there any, the connection's own write sends them).
+    while !out.is_empty() && !out.has_splices() {
+        let bytes = out.bytes_since(0);
+        // SAFETY: sends from a live slice of that length.
+        let sent = unsafe {
+            libc::send(
+                fd,
+                bytes.as_ptr().cast(),
+                bytes.len(),
+                libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+            )
+        };
+        if sent <= 0 {
+            // Full (EAGAIN) or failed: the connection's own write sends the
+            // rest or meets the error.
+            return;
+        }
+        out.drain_front(sent as usize);
+    }
+}
+
+/// A core's glommio backend: its connections' slots and the sockets
+/// accepted while a script blocked it.
+pub struct Fallback {
+    slots: RefCell<Vec<Weak<Slot>>>,
+    incoming: flume::Receiver<OwnedFd>,
+    /// Accepted by the hook, for the accept task to admit.
+    held: RefCell<Vec<Socket>>,
+    accept_waker: Cell<Option<Waker>>,
+}
+
+impl Fallback {
+    /// Starts an acceptor thread per listening socket and the core's accept
+    /// task; a busy script's hook serves the core's waiting clients.
+    pub fn start(core: &Rc<Core>, fds: Vec<OwnedFd>) {
+        let (tx, incoming) = flume::bounded(ACCEPT_QUEUE);
+        for (i, fd) in fds.into_iter().enumerate() {
+            let tx = tx.clone();
+            let name = format!("ringdb-accept-{}-{i}", core.id.0);
+            if let Err(e) = std::thread::Builder::new().name(name).spawn(move || accept(fd, tx)) {
+                warn!("cannot start an acceptor thread: {e}");
+            }
+        }
+        let fallback = Rc::new(Fallback {
+            slots: RefCell::new(Vec::new()),
+            incoming,
+            held: RefCell::new(Vec::new()),
+            accept_waker: Cell::new(None),
+        });
+        let (weak, serving) = (Rc::downgrade(core), fallback.clone());
+        let serve = move || {
+            if let Some(core) = weak.upgrade() {
+                serving.serve_while_busy(&core);
+            }
+        };
+        core.shard.borrow_mut().state.scripting.serve_while_busy(Rc::new(serve));
+        glommio::spawn_local(fallback.admit_loop(core.clone())).detach();
+    }
+
+    /// A connection's socket, with its slot registered for the hook.
+    fn socket(&self, fd: OwnedFd) -> Socket {
+        let slot = Rc::new(Slot { fd: fd.as_raw_fd(), ..Slot::default() });
+        let mut slots = self.slots.borrow_mut();
+        slots.retain(|s| s.strong_count() > 0);
+        slots.push(Rc::downgrade(&slot));
+        // SAFETY: a connected TCP socket we own; the stream owns it now.
+        let stream = unsafe { TcpStream::from_raw_fd(fd.into_raw_fd()) };
+        Socket::glommio(stream, slot)
+    }
+
+    /// Admits what the acceptor threads and the hook accepted, for ever.
+    async fn admit_loop(self: Rc<Self>, core: Rc<Core>) {
+        loop {
+            let held = std::mem::take(&mut *self.held.borrow_mut());
+            for socket in held {
+                super::listener::admit(&core, socket);
+            }
+            let accepted = async { self.incoming.recv_async().await.ok() };
+            let held = async {
+                poll_fn(|cx| {
+                    if self.held.borrow().is_empty() {
+                        self.accept_waker.set(Some(cx.waker().clone()));
+                        return Poll::Pending;
+                    }
+                    Poll::Ready(None)
+                })
+                .await
+            };
+            match futures_lite::future::or(held, accepted).await {
+                Some(fd) => super::listener::admit(&core, self.socket(fd)),
+                None if self.held.borrow().is_empty() => return, // no acceptor left
+                None => {}
+            }
+        }
+    }
+
+    /// From a busy script's hook: new connections are taken (and answered
+    /// like the others when nothing has to be said to them first), then
+    /// every waiting connection's input is answered.
+    fn serve_while_busy(&self, core: &Rc<Core>) {
+        for fd in self.incoming.try_iter() {
+            let socket = self.socket(fd);
+            if let Socket::Glommio { slot, .. } = &socket {
+                if Connection::answerable_when_new(core, socket::peer_addr(slot.fd)) {
+                    slot.set_idle(Idle::new(Resp::V2, None));
+                }
+            }
+            self.held.borrow_mut().push(socket);
+        }
+        if !self.held.borrow().is_empty() {
+            if let Some(waker) = self.accept_waker.take() {
+                waker.wake();
+            }
+        }
+        let slots: Vec<Rc<Slot>> = self.slots.borrow().iter().filter_map(Weak::upgrade).collect();
+        for slot in slots {
+            slot.serve(&mut |idle, input, out| crate::route::busy::answer(core, idle, input, out));
+        }
+    }
+}
+
+/// An acceptor thread: accepts on `listener` and hands each connection to
+/// the core, until the core is gone.
+fn accept(listener: OwnedFd, tx: flume::Sender<OwnedFd>) {
+    let fd = listener.as_raw_fd();
+    loop {
+        let mut ready = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+        // SAFETY: one valid pollfd.
+        if unsafe { libc::poll(&mut ready, 1, -1) } < 0 {
+            continue; // EINTR
+        }
+        loop {
+            // Blocking sockets, as glommio's own accept makes them.
+            // SAFETY: plain syscall on our listening socket.
+            let c = unsafe {
+                libc::accept4(fd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC)
+            };
+            if c < 0 {
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EAGAIN | libc::EINTR | libc::ECONNABORTED) => {}
+                    _ => {
+                        // EMFILE and friends: back off instead of spinning.
+                        warn!("accept failed: {e}");
+                        std::thread::sleep(Duration::from_millis(10));
+                    }
+                }
+                break;
+            }
+            // SAFETY: a descriptor the kernel just gave us.
+            if tx.send(unsafe { OwnedFd::from_raw_fd(c) }).is_err() {
+                return;
+            }
+        }
+    }
+}
