@@ -117,20 +117,40 @@ impl Slot {
         .await
     }
 
-    /// From the hook: reads what the client sent, `serve`s it, and sends
-    /// the replies, none of it waiting.
+    /// The connection is closing its socket: the hook leaves the
+    /// descriptor alone from now on (its number may soon be another's).
+    pub fn retire(&self) {
+        self.idle.borrow_mut().take();
+        self.output.borrow_mut().clear();
+    }
+
+    /// Whether the hook has something to do here: the connection waits
+    /// for input it may answer, or for the rest of the hook's replies.
+    fn wanted(&self) -> bool {
+        let answerable = self.idle.borrow().as_ref().is_some_and(|idle| !idle.paused);
+        (answerable && !self.eof.get() && self.error.get().is_none())
+            || !self.output.borrow().is_empty()
+    }
+
+    /// From the hook, for a connection [`Slot::wanted`] and ready: reads
+    /// what the client sent, `serve`s it, and sends the replies, none of it
+    /// waiting.
     fn serve(&self, serve: &mut dyn FnMut(&mut Idle, &mut BytesMut, &mut Output)) {
-        let mut idle = self.idle.borrow_mut();
-        let Some(idle) = idle.as_mut().filter(|idle| !idle.paused) else { return };
         let mut input = self.input.borrow_mut();
         let mut output = self.output.borrow_mut();
-        while !self.eof.get()
-            && self.error.get().is_none()
-            && input.len() < BUSY_BUFFER_LIMIT
-            && output.size() < BUSY_BUFFER_LIMIT
-        {
+        let mut idle = self.idle.borrow_mut();
+        // A chunk at a time, answered before the next: the replies (BUSY
+        // errors are longer than a PING) stay near the limit too.
+        while let Some(idle) = idle.as_mut().filter(|idle| !idle.paused) {
+            if self.eof.get()
+                || self.error.get().is_some()
+                || input.len() >= BUSY_BUFFER_LIMIT
+                || output.size() >= BUSY_BUFFER_LIMIT
+            {
+                break;
+            }
             input.reserve(RECV_CHUNK);
-            let spare = input.spare_capacity_mut();
+            let spare = &mut input.spare_capacity_mut()[..RECV_CHUNK];
             // SAFETY: reads into the buffer's spare capacity, of that length.
             let n = unsafe {
                 libc::recv(self.fd, spare.as_mut_ptr().cast(), spare.len(), libc::MSG_DONTWAIT)
@@ -141,6 +161,7 @@ impl Slot {
                     let len = input.len() + n as usize;
                     // SAFETY: the kernel wrote `n` bytes there.
                     unsafe { input.set_len(len) };
+                    serve(idle, &mut input, &mut output);
                     continue;
                 }
                 _ => match io::Error::last_os_error().raw_os_error() {
@@ -149,9 +170,6 @@ impl Slot {
                 },
             }
             break;
-        }
-        if !input.is_empty() {
-            serve(idle, &mut input, &mut output);
         }
         send_now(self.fd, &mut output);
         let news = !input.is_empty() || !output.is_empty() || self.eof.get();
@@ -229,7 +247,11 @@ impl Fallback {
     fn socket(&self, fd: OwnedFd) -> Socket {
         let slot = Rc::new(Slot { fd: fd.as_raw_fd(), ..Slot::default() });
         let mut slots = self.slots.borrow_mut();
-        slots.retain(|s| s.strong_count() > 0);
+        if slots.len() == slots.capacity() {
+            // Before the list grows: amortized, and bounded by the open
+            // connections even when no script ever runs.
+            slots.retain(|s| s.strong_count() > 0);
+        }
         slots.push(Rc::downgrade(&slot));
         // SAFETY: a connected TCP socket we own; the stream owns it now.
         let stream = unsafe { TcpStream::from_raw_fd(fd.into_raw_fd()) };
@@ -280,9 +302,30 @@ impl Fallback {
                 waker.wake();
             }
         }
-        let slots: Vec<Rc<Slot>> = self.slots.borrow().iter().filter_map(Weak::upgrade).collect();
-        for slot in slots {
-            slot.serve(&mut |idle, input, out| crate::route::busy::answer(core, idle, input, out));
+        // One poll for all: the hook runs every few thousand instructions
+        // of the script, and most connections have sent nothing.
+        let slots: Vec<Rc<Slot>> = {
+            let mut slots = self.slots.borrow_mut();
+            slots.retain(|s| s.strong_count() > 0);
+            slots.iter().filter_map(Weak::upgrade).filter(|s| s.wanted()).collect()
+        };
+        let mut ready: Vec<libc::pollfd> = slots
+            .iter()
+            .map(|s| {
+                let out = if s.output.borrow().is_empty() { 0 } else { libc::POLLOUT };
+                libc::pollfd { fd: s.fd, events: libc::POLLIN | out, revents: 0 }
+            })
+            .collect();
+        // SAFETY: `ready` is an array of that many pollfds.
+        if unsafe { libc::poll(ready.as_mut_ptr(), ready.len() as libc::nfds_t, 0) } <= 0 {
+            return;
+        }
+        for (slot, ready) in slots.iter().zip(&ready) {
+            if ready.revents != 0 {
+                slot.serve(&mut |idle, input, out| {
+                    crate::route::busy::answer(core, idle, input, out)
+                });
+            }
         }
     }
 }
@@ -320,5 +363,96 @@ fn accept(listener: OwnedFd, tx: flume::Sender<OwnedFd>) {
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+
+    /// A slot on one end of a socket pair, waiting for input.
+    fn slot_pair() -> (Slot, UnixStream, UnixStream) {
+        let (ours, peer) = UnixStream::pair().unwrap();
+        let slot = Slot { fd: ours.as_raw_fd(), ..Slot::default() };
+        slot.set_idle(Idle::new(Resp::V2, None));
+        (slot, ours, peer)
+    }
+
+    /// Answers whole lines with `+<line>`; pauses at `WAIT`, leaving it.
+    fn echo(idle: &mut Idle, input: &mut BytesMut, out: &mut Output) {
+        while let Some(end) = input.iter().position(|&b| b == b'\n') {
+            if input.starts_with(b"WAIT") {
+                idle.paused = true;
+                return;
+            }
+            let line = input.split_to(end + 1);
+            out.extend_from_slice(b"+");
+            out.extend_from_slice(&line);
+        }
+    }
+
+    #[test]
+    fn the_hook_answers_what_it_can_and_leaves_the_rest_in_order() {
+        let (slot, _ours, mut peer) = slot_pair();
+        peer.write_all(b"a\nb\nWAIT\nc\nhalf").unwrap();
+        assert!(slot.wanted());
+        slot.serve(&mut echo);
+        let mut got = [0u8; 6];
+        peer.read_exact(&mut got).unwrap();
+        assert_eq!(&got, b"+a\n+b\n");
+        // Paused: the hook reads no more, and the connection gets the rest.
+        assert!(!slot.wanted());
+        peer.write_all(b"later").unwrap();
+        slot.serve(&mut echo);
+        let mut buf = BytesMut::new();
+        assert_eq!(slot.take_input(&mut buf).unwrap().unwrap(), 11);
+        assert_eq!(&buf[..], b"WAIT\nc\nhalf");
+        assert!(slot.take_input(&mut buf).is_none());
+        let idle = slot.take_idle().unwrap();
+        assert!(idle.paused);
+    }
+
+    #[test]
+    fn replies_the_kernel_does_not_take_wait_for_the_connection() {
+        let (slot, _ours, mut peer) = slot_pair();
+        // A client that sends and never reads: the hook stops reading once
+        // its replies pass the limit, and keeps what it could not send.
+        let line = vec![b'x'; 1023];
+        let mut request = Vec::new();
+        for _ in 0..4096 {
+            request.extend_from_slice(&line);
+            request.push(b'\n');
+        }
+        let writer = std::thread::spawn(move || {
+            let _ = peer.write_all(&request);
+            peer
+        });
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while slot.output.borrow().size() < BUSY_BUFFER_LIMIT {
+            assert!(std::time::Instant::now() < deadline, "the replies never piled up");
+            slot.serve(&mut echo);
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        slot.serve(&mut echo);
+        let unsent = slot.output.borrow().size();
+        assert!(unsent <= BUSY_BUFFER_LIMIT + 2 * RECV_CHUNK, "{unsent}");
+        assert!(slot.input.borrow().len() <= BUSY_BUFFER_LIMIT + RECV_CHUNK);
+        // The connection's own write sends them first.
+        assert_eq!(slot.take_output().size(), unsent);
+        drop(slot);
+        drop(_ours);
+        let _ = writer.join();
+    }
+
+    #[test]
+    fn the_end_of_the_input_reaches_the_connection() {
+        let (slot, _ours, peer) = slot_pair();
+        drop(peer);
+        slot.serve(&mut echo);
+        let mut buf = BytesMut::new();
+        assert_eq!(slot.take_input(&mut buf).unwrap().unwrap(), 0);
+        assert!(!slot.wanted());
     }
 }

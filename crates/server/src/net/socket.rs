@@ -154,7 +154,8 @@ impl Socket {
         match self {
             // Dropping the stream hands the close to the driver.
             Socket::Uring(s) => drop(s),
-            Socket::Glommio { mut stream, .. } => {
+            Socket::Glommio { mut stream, slot, .. } => {
+                slot.retire();
                 let _ = stream.close().await;
             }
         }
