@@ -12,19 +12,19 @@
 //! the hook read and did not answer, and replies it could not send, wait
 //! in the connection's [`Slot`], which the connection empties first.
 //!
-//! New connections: glommio's accept keeps an accept in its ring, which the
-//! kernel completes, while the hook runs, into a completion glommio reads
-//! only after the script. So each listening socket has a thread of its own
-//! that accepts (a blocking `poll` and `accept4`) and hands the sockets to
-//! the core over a bounded channel, which the core's accept task and the
-//! hook both read.
+//! New connections are accepted with plain `accept4` calls, by the core's
+//! accept task when a poll in a small io_uring ring of the core's own says
+//! they wait, or by the hook ([`Fallback::watch`] says why not glommio's
+//! accept).
 
 use crate::net::connection::Connection;
 use crate::net::socket::{self, Socket};
 use crate::node::Core;
 use crate::route::busy::Idle;
 use bytes::BytesMut;
+use glommio::io::BufferedFile;
 use glommio::net::TcpStream;
+use io_uring::{opcode, types, IoUring};
 use ringdb_protocol::{Output, Resp};
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
@@ -35,9 +35,6 @@ use std::task::{Poll, Waker};
 use std::time::Duration;
 use tracing::warn;
 
-/// Accepted sockets an acceptor thread may queue for its core; past this
-/// it waits (and the kernel's backlog holds the next ones).
-const ACCEPT_QUEUE: usize = 1024;
 /// The hook stops reading a connection while this much of its input is
 /// unanswered, or this much of its replies unsent (a client that does not
 /// read them).
@@ -205,33 +202,43 @@ fn send_now(fd: RawFd, out: &mut Output) {
     }
 }
 
-/// A core's glommio backend: its connections' slots and the sockets
-/// accepted while a script blocked it.
+/// A core's glommio backend: its listening sockets, its connections'
+/// slots, and the connections the hook accepted.
 pub struct Fallback {
+    listeners: Vec<OwnedFd>,
+    /// Polls for the listeners (see [`Fallback::watch`]); `armed[i]`: the
+    /// poll of listener `i` is in the kernel.
+    ring: RefCell<IoUring>,
+    armed: RefCell<Vec<bool>>,
     slots: RefCell<Vec<Weak<Slot>>>,
-    incoming: flume::Receiver<OwnedFd>,
-    /// Accepted by the hook, for the accept task to admit.
+    /// Accepted by the hook, for the core to admit once it runs again.
     held: RefCell<Vec<Socket>>,
-    accept_waker: Cell<Option<Waker>>,
+    held_waker: Cell<Option<Waker>>,
 }
 
 impl Fallback {
-    /// Starts an acceptor thread per listening socket and the core's accept
-    /// task; a busy script's hook serves the core's waiting clients.
-    pub fn start(core: &Rc<Core>, fds: Vec<OwnedFd>) {
-        let (tx, incoming) = flume::bounded(ACCEPT_QUEUE);
-        for (i, fd) in fds.into_iter().enumerate() {
-            let tx = tx.clone();
-            let name = format!("ringdb-accept-{}-{i}", core.id.0);
-            if let Err(e) = std::thread::Builder::new().name(name).spawn(move || accept(fd, tx)) {
-                warn!("cannot start an acceptor thread: {e}");
-            }
+    /// Accepts on the core's listening sockets with glommio's sockets; a
+    /// busy script's hook serves the core's waiting clients. An error: the
+    /// ring for the listeners' polls could not be set up.
+    pub fn start(core: &Rc<Core>, listeners: Vec<OwnedFd>) -> io::Result<()> {
+        let ring = IoUring::new(listeners.len().next_power_of_two().max(2) as u32)?;
+        // Blocking on purpose: io_uring then waits for a count instead of
+        // failing glommio's read with EAGAIN.
+        // SAFETY: plain syscall; the result is checked.
+        let efd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        if efd < 0 {
+            return Err(io::Error::last_os_error());
         }
+        // SAFETY: a descriptor we just created and own.
+        let eventfd = unsafe { OwnedFd::from_raw_fd(efd) };
+        ring.submitter().register_eventfd(eventfd.as_raw_fd())?;
         let fallback = Rc::new(Fallback {
+            armed: RefCell::new(vec![false; listeners.len()]),
+            listeners,
+            ring: RefCell::new(ring),
             slots: RefCell::new(Vec::new()),
-            incoming,
             held: RefCell::new(Vec::new()),
-            accept_waker: Cell::new(None),
+            held_waker: Cell::new(None),
         });
         let (weak, serving) = (Rc::downgrade(core), fallback.clone());
         let serve = move || {
@@ -240,7 +247,9 @@ impl Fallback {
             }
         };
         core.shard.borrow_mut().state.scripting.serve_while_busy(Rc::new(serve));
-        glommio::spawn_local(fallback.admit_loop(core.clone())).detach();
+        glommio::spawn_local(fallback.clone().watch(core.clone(), eventfd)).detach();
+        glommio::spawn_local(fallback.admit_held(core.clone())).detach();
+        Ok(())
     }
 
     /// A connection's socket, with its slot registered for the hook.
@@ -258,47 +267,122 @@ impl Fallback {
         Socket::glommio(stream, slot)
     }
 
-    /// Admits what the acceptor threads and the hook accepted, for ever.
-    async fn admit_loop(self: Rc<Self>, core: Rc<Core>) {
+    /// Accepts the connections waiting on every listener, for ever: plain
+    /// `accept4` calls until none is left, then a poll per listener in the
+    /// ring, which signals the eventfd that glommio reads. Not glommio's
+    /// accept: that keeps an accept in glommio's ring, which the kernel
+    /// completes while a script's hook runs, into a completion glommio
+    /// reads only after the script; a poll takes no connection, so the
+    /// hook can accept them itself.
+    async fn watch(self: Rc<Self>, core: Rc<Core>, eventfd: OwnedFd) {
+        // SAFETY: the eventfd, owned by the glommio file from now on.
+        let efile = unsafe { BufferedFile::from_raw_fd(eventfd.into_raw_fd()) };
         loop {
-            let held = std::mem::take(&mut *self.held.borrow_mut());
-            for socket in held {
-                super::listener::admit(&core, socket);
+            let failed = self.accept_all(&mut |socket| super::listener::admit(&core, socket));
+            if failed {
+                // EMFILE and friends: back off instead of spinning.
+                glommio::timer::sleep(Duration::from_millis(10)).await;
             }
-            let accepted = async { self.incoming.recv_async().await.ok() };
-            let held = async {
-                poll_fn(|cx| {
-                    if self.held.borrow().is_empty() {
-                        self.accept_waker.set(Some(cx.waker().clone()));
-                        return Poll::Pending;
-                    }
-                    Poll::Ready(None)
-                })
-                .await
-            };
-            match futures_lite::future::or(held, accepted).await {
-                Some(fd) => super::listener::admit(&core, self.socket(fd)),
-                None if self.held.borrow().is_empty() => return, // no acceptor left
-                None => {}
+            self.arm();
+            if let Err(e) = efile.read_at(0, 8).await {
+                warn!("reading the listeners' eventfd: {e}");
+                glommio::timer::sleep(Duration::from_millis(1)).await;
             }
         }
     }
 
-    /// From a busy script's hook: new connections are taken (and answered
-    /// like the others when nothing has to be said to them first), then
-    /// every waiting connection's input is answered.
+    /// Accepts every waiting connection; true if an accept failed.
+    fn accept_all(&self, take: &mut dyn FnMut(Socket)) -> bool {
+        let mut failed = false;
+        for listener in &self.listeners {
+            loop {
+                // Blocking sockets, as glommio's own accept makes them.
+                // SAFETY: plain syscall on our listening socket.
+                let fd = unsafe {
+                    libc::accept4(
+                        listener.as_raw_fd(),
+                        std::ptr::null_mut(),
+                        std::ptr::null_mut(),
+                        libc::SOCK_CLOEXEC,
+                    )
+                };
+                if fd >= 0 {
+                    // SAFETY: a descriptor the kernel just gave us.
+                    take(self.socket(unsafe { OwnedFd::from_raw_fd(fd) }));
+                    continue;
+                }
+                let e = io::Error::last_os_error();
+                match e.raw_os_error() {
+                    Some(libc::EINTR | libc::ECONNABORTED) => continue,
+                    Some(libc::EAGAIN) => {}
+                    _ => {
+                        warn!("accept failed: {e}");
+                        failed = true;
+                    }
+                }
+                break;
+            }
+        }
+        failed
+    }
+
+    /// Reaps the listeners' poll completions and re-arms those polls.
+    fn arm(&self) {
+        let mut ring = self.ring.borrow_mut();
+        let mut armed = self.armed.borrow_mut();
+        for done in ring.completion() {
+            armed[done.user_data() as usize] = false;
+        }
+        for (i, listener) in self.listeners.iter().enumerate() {
+            if armed[i] {
+                continue;
+            }
+            let poll = opcode::PollAdd::new(types::Fd(listener.as_raw_fd()), libc::POLLIN as u32)
+                .build()
+                .user_data(i as u64);
+            // SAFETY: the entry refers to no memory of ours; the ring has
+            // room for a poll per listener.
+            if unsafe { ring.submission().push(&poll) }.is_ok() {
+                armed[i] = true;
+            }
+        }
+        if let Err(e) = ring.submit() {
+            warn!("arming the listeners' polls: {e}");
+        }
+    }
+
+    /// Admits the connections the hook accepted, once the core runs again.
+    async fn admit_held(self: Rc<Self>, core: Rc<Core>) {
+        loop {
+            poll_fn(|cx| {
+                if self.held.borrow().is_empty() {
+                    self.held_waker.set(Some(cx.waker().clone()));
+                    return Poll::Pending;
+                }
+                Poll::Ready(())
+            })
+            .await;
+            let held = std::mem::take(&mut *self.held.borrow_mut());
+            for socket in held {
+                super::listener::admit(&core, socket);
+            }
+        }
+    }
+
+    /// From a busy script's hook: new connections are accepted (and
+    /// answered like the others when nothing has to be said to them
+    /// first), then every waiting connection's input is answered.
     fn serve_while_busy(&self, core: &Rc<Core>) {
-        for fd in self.incoming.try_iter() {
-            let socket = self.socket(fd);
+        self.accept_all(&mut |socket| {
             if let Socket::Glommio { slot, .. } = &socket {
                 if Connection::answerable_when_new(core, socket::peer_addr(slot.fd)) {
                     slot.set_idle(Idle::new(Resp::V2, None));
                 }
             }
             self.held.borrow_mut().push(socket);
-        }
+        });
         if !self.held.borrow().is_empty() {
-            if let Some(waker) = self.accept_waker.take() {
+            if let Some(waker) = self.held_waker.take() {
                 waker.wake();
             }
         }
@@ -325,42 +409,6 @@ impl Fallback {
                 slot.serve(&mut |idle, input, out| {
                     crate::route::busy::answer(core, idle, input, out)
                 });
-            }
-        }
-    }
-}
-
-/// An acceptor thread: accepts on `listener` and hands each connection to
-/// the core, until the core is gone.
-fn accept(listener: OwnedFd, tx: flume::Sender<OwnedFd>) {
-    let fd = listener.as_raw_fd();
-    loop {
-        let mut ready = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
-        // SAFETY: one valid pollfd.
-        if unsafe { libc::poll(&mut ready, 1, -1) } < 0 {
-            continue; // EINTR
-        }
-        loop {
-            // Blocking sockets, as glommio's own accept makes them.
-            // SAFETY: plain syscall on our listening socket.
-            let c = unsafe {
-                libc::accept4(fd, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC)
-            };
-            if c < 0 {
-                let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EAGAIN | libc::EINTR | libc::ECONNABORTED) => {}
-                    _ => {
-                        // EMFILE and friends: back off instead of spinning.
-                        warn!("accept failed: {e}");
-                        std::thread::sleep(Duration::from_millis(10));
-                    }
-                }
-                break;
-            }
-            // SAFETY: a descriptor the kernel just gave us.
-            if tx.send(unsafe { OwnedFd::from_raw_fd(c) }).is_err() {
-                return;
             }
         }
     }

@@ -8,8 +8,8 @@
 //! second ringdb (or Redis) share the port silently.
 //!
 //! Each shard then accepts on its sockets with the backend `io-backend`
-//! names: its own io_uring ring ([`super::uring`]) or, for glommio's
-//! sockets, acceptor threads ([`super::fallback`]).
+//! names: its own io_uring ring ([`super::uring`]) or glommio's sockets
+//! ([`super::fallback`]).
 
 use crate::net::connection::Connection;
 use crate::net::socket::{self, Socket};
@@ -120,7 +120,8 @@ pub fn start(core: &Rc<Core>, fds: Vec<OwnedFd>) -> Result<&'static str, String>
             }
         }
     }
-    super::fallback::Fallback::start(core, fds);
+    super::fallback::Fallback::start(core, fds)
+        .map_err(|e| format!("io-backend glommio: cannot set up the listeners' ring: {e}"))?;
     Ok("glommio")
 }
 
