@@ -115,9 +115,13 @@ impl Socket {
         match self {
             Socket::Uring(s) => s.write(out, pushes).await,
             Socket::Glommio { stream, slot, .. } => {
-                let mut earlier = slot.take_output();
-                earlier.append(out);
-                write_glommio(stream, &mut earlier).await
+                // Replies a busy script's hook could not send go first.
+                let earlier = write_glommio(stream, &mut slot.take_output()).await;
+                if earlier.is_err() {
+                    out.clear();
+                    return earlier;
+                }
+                write_glommio(stream, out).await
             }
         }
     }
