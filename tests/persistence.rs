@@ -560,6 +560,38 @@ fn shutdown_saves_when_a_schedule_is_set() {
     assert_eq!(q::<String>(&mut c, &["GET", &a]).unwrap(), "1");
 }
 
+/// SIGINT saves first when a schedule is set; a second SIGINT while that
+/// save runs exits at once with status 1 and leaves no temporary file
+/// (Redis's "You insist... exiting now."). The save is slowed down by
+/// `rdb-key-save-delay` so that the second signal finds it running.
+#[test]
+fn a_second_sigint_exits_without_waiting_for_the_save() {
+    let dir = TempDir::new("sigint");
+    let mut server = server_on(&dir, &["--save", "3600 1", "--rdb-key-save-delay", "100000"]);
+    let mut c = server.client();
+    for i in 0..50 {
+        q::<String>(&mut c, &["SET", &format!("k{i}"), "v"]).unwrap();
+    }
+    let temp_files = || {
+        std::fs::read_dir(&dir.0)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("temp-"))
+            .count()
+    };
+    server.signal(libc::SIGINT);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while temp_files() == 0 {
+        assert!(Instant::now() < deadline, "the final save never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(server.is_running(), "the save takes 5 s: the first SIGINT waits for it");
+    server.signal(libc::SIGINT);
+    assert_eq!(server.exit_code(Duration::from_secs(5)), Some(1));
+    assert_eq!(temp_files(), 0);
+    assert!(!dir.0.join("dump.rdb").exists(), "the save did not finish");
+}
+
 #[test]
 fn a_damaged_snapshot_stops_start_up_with_the_offset() {
     let dir = TempDir::new("damaged");

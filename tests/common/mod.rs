@@ -152,6 +152,26 @@ impl Server {
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
+
+    /// Sends the process a signal (`libc::SIGINT` …).
+    #[allow(dead_code)]
+    pub fn signal(&self, sig: i32) {
+        // SAFETY: plain syscall to our own child, still unreaped.
+        unsafe { libc::kill(self.child.id() as i32, sig) };
+    }
+
+    /// The exit code once the process has ended, waiting up to `within`.
+    #[allow(dead_code)]
+    pub fn exit_code(&mut self, within: Duration) -> Option<i32> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    }
 }
 
 impl Drop for Server {

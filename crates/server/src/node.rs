@@ -21,7 +21,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tracing::{error, info};
+use tracing::{error, info, warn};
 
 /// Read-only, process-wide facts shared by every core.
 pub struct Shared {
@@ -605,7 +605,9 @@ pub fn run(config: Config) -> Result<(), String> {
 }
 
 /// SIGINT/SIGTERM: save first when a `save` schedule is configured (as
-/// Redis does), on core 0, then exit.
+/// Redis does), on core 0, then exit. A second SIGINT meanwhile (a save
+/// or a busy script holding the shutdown up) exits at once, as Redis's
+/// "You insist... exiting now.".
 fn wait_for_signal(shared: &Shared) {
     use signal_hook::consts::{SIGINT, SIGTERM};
     match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
@@ -633,8 +635,12 @@ fn wait_for_signal(shared: &Shared) {
                     shutdown(0);
                 }
                 // Core 0 exits the process once it has saved.
-                loop {
-                    std::thread::park();
+                for sig in signals.forever() {
+                    if sig == SIGINT {
+                        warn!("You insist... exiting now.");
+                        crate::persist::remove_temp_file();
+                        std::process::exit(1);
+                    }
                 }
             }
         }

@@ -433,6 +433,18 @@ pub(crate) struct FileWriter {
     pub key_delay_us: i64,
 }
 
+/// The temporary snapshot file being written, if any (one at a time), for
+/// [`remove_temp_file`].
+static WRITING: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+
+/// Removes the temporary snapshot file being written, if any: the process
+/// is about to exit without finishing it (Redis's `rdbRemoveTempFile`).
+pub fn remove_temp_file() {
+    if let Some(tmp) = WRITING.lock().ok().and_then(|w| w.clone()) {
+        let _ = std::fs::remove_file(tmp);
+    }
+}
+
 impl FileWriter {
     /// Writes a temporary file in the same directory, syncs it and renames
     /// it over `path` (a crash leaves the old file or the new one, never
@@ -440,6 +452,12 @@ impl FileWriter {
     fn write(self, path: &Path) -> std::io::Result<usize> {
         let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
         let tmp = dir.join(format!("temp-{}.rdb", std::process::id()));
+        let set_writing = |now: Option<&Path>| {
+            if let Ok(mut writing) = WRITING.lock() {
+                *writing = now.map(Path::to_path_buf);
+            }
+        };
+        set_writing(Some(&tmp));
         let result = (|| {
             let mut file = std::io::BufWriter::with_capacity(1 << 20, std::fs::File::create(&tmp)?);
             let size = self.write_to(&mut file)?;
@@ -451,6 +469,7 @@ impl FileWriter {
         if result.is_err() {
             let _ = std::fs::remove_file(&tmp);
         }
+        set_writing(None);
         result
     }
 
