@@ -119,6 +119,77 @@ fn command_and_error_stats_sum_both_shards() {
     assert!(processed >= 6, "{processed}");
 }
 
+/// Errors inside scripts count once, where they happen, as Redis counts
+/// them: an error of a command a script called (caught by `pcall` or not,
+/// returned or raised), a refusal (OOM), and SELECT's own calls; the
+/// script's reply counts only errors of its own (`error()`,
+/// `redis.error_reply`).
+#[test]
+fn errors_inside_scripts_count_once() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let (a, _) = keys_on_two_shards();
+    q::<String>(&mut c, &["SET", &a, "text"]).unwrap();
+    // "eval=1/0/1" is cmdstat_eval's calls/rejected_calls/failed_calls,
+    // "ERR=1" errorstat_ERR, "total=1" total_error_replies.
+    let stats = |c: &mut redis::Connection| {
+        let all = info(c, &["commandstats", "errorstats", "stats"]);
+        let mut seen: Vec<String> = fields(&all)
+            .into_iter()
+            .filter_map(|(k, v)| {
+                let count = |p: &str| v.split(',').find_map(|f| f.strip_prefix(p)).unwrap_or("");
+                if let Some(name) = k.strip_prefix("cmdstat_") {
+                    ["eval", "incr", "select", "set"].contains(&name).then(|| {
+                        let calls =
+                            [count("calls="), count("rejected_calls="), count("failed_calls=")];
+                        format!("{name}={}", calls.join("/"))
+                    })
+                } else if let Some(code) = k.strip_prefix("errorstat_") {
+                    Some(format!("{code}={}", count("count=")))
+                } else {
+                    (k == "total_error_replies").then(|| format!("total={v}"))
+                }
+            })
+            .collect();
+        seen.sort();
+        seen.join(" ")
+    };
+    let cases: [(&[&str], &str); 7] = [
+        (
+            &["EVAL", "local t = redis.pcall('incr', KEYS[1]) return 1", "1", &a],
+            "ERR=1 eval=1/0/0 incr=1/0/1 total=1",
+        ),
+        (
+            &["EVAL", "return redis.call('incr', KEYS[1])", "1", &a],
+            "ERR=1 eval=1/0/1 incr=1/0/1 total=1",
+        ),
+        (
+            &["EVAL", "return redis.pcall('incr', KEYS[1])", "1", &a],
+            "ERR=1 eval=1/0/1 incr=1/0/1 total=1",
+        ),
+        (
+            &["EVAL", "local t = redis.pcall('select', 99) return 1", "0"],
+            "ERR=1 eval=1/0/0 select=1/0/1 total=1",
+        ),
+        (&["EVAL", "error('boom')", "0"], "ERR=1 eval=1/0/1 total=1"),
+        (&["EVAL", "return redis.error_reply('MY err')", "0"], "MY=1 eval=1/0/1 total=1"),
+        // Last: over maxmemory.
+        (
+            &["EVAL", "local t = redis.pcall('set', KEYS[1], 'y') return 1", "1", &a],
+            "OOM=1 eval=1/0/0 set=0/1/0 total=1",
+        ),
+    ];
+    for (i, (command, want)) in cases.iter().enumerate() {
+        if i == cases.len() - 1 {
+            q::<String>(&mut c, &["CONFIG", "SET", "maxmemory", "1"]).unwrap();
+        }
+        q::<String>(&mut c, &["CONFIG", "RESETSTAT"]).unwrap();
+        let _ = q::<redis::Value>(&mut c, command);
+        assert_eq!(stats(&mut c), *want, "{command:?}");
+    }
+    q::<String>(&mut c, &["CONFIG", "SET", "maxmemory", "0"]).unwrap();
+}
+
 #[test]
 fn keyspace_and_shards_sections() {
     let server = Server::start(2);

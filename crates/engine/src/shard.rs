@@ -125,6 +125,10 @@ pub struct ShardStats {
     pub errors: hashbrown::HashMap<String, u64>,
     /// Every error reply, tracked in `errors` or not (`total_error_replies`).
     pub error_replies: u64,
+    /// The command now failing replies with an error counted already: a
+    /// script's error that came from a command it called (which counted
+    /// it). Taken by the command's own statistics.
+    pub error_counted: bool,
     pub keyspace_hits: u64,
     pub keyspace_misses: u64,
     pub expired_keys: u64,
@@ -850,7 +854,8 @@ fn execute_counted(
         };
         fill_replica(keyspace, state, cmd, &reply);
     }
-    if let Some(e) = &failed {
+    let counted = std::mem::take(&mut state.stats.error_counted);
+    if let Some(e) = failed.as_ref().filter(|_| !counted) {
         state.stats.error(e.code());
     }
     let usec = clock.lap_usec();

@@ -136,11 +136,23 @@ pub fn command(lua: &Lua, ctx: &RefCell<CallCtx>, args: MultiValue) -> mlua::Res
             "luaRedisGenericCommand() recursive call detected. Are you doing funny stuff with Lua debug hooks?",
         );
     };
+    // Counted already (a refusal by `run`, an error reply by the command's
+    // own statistics): the script's reply, if this error becomes it, is
+    // not counted again (Redis's `ignore_error_stats_update`).
+    let counted = |t: &mlua::Table| t.raw_set(convert::COUNTED, true);
     if let Err(text) = c.run(argv) {
-        return fail(&text);
+        let result = fail(&text)?;
+        if let (Value::Table(t), _) = &result {
+            counted(t)?;
+        }
+        return Ok(result);
     }
     let (value, _) = convert::resp_to_lua(lua, &c.reply)?;
-    Ok((value, c.reply.first() == Some(&b'-')))
+    let failed = c.reply.first() == Some(&b'-');
+    if let (Value::Table(t), true) = (&value, failed) {
+        counted(t)?;
+    }
+    Ok((value, failed))
 }
 
 impl CallCtx<'_> {
@@ -148,6 +160,19 @@ impl CallCtx<'_> {
     /// `Err` is a refusal (its text becomes the error table).
     fn run(&mut self, argv: Vec<Bytes>) -> Result<(), String> {
         self.reply.clear();
+        let id = table().lookup(&argv).map(|reg| reg.id);
+        self.try_run(argv).inspect_err(|text| {
+            // A refusal counts as Redis's `scriptCall` counts it: an error
+            // reply, and a rejected call of the command if there is one.
+            let code = text.strip_prefix('-').and_then(|t| t.split(' ').next()).unwrap_or("ERR");
+            match id {
+                Some(id) => self.state.stats.rejected(id, code),
+                None => self.state.stats.error(code),
+            }
+        })
+    }
+
+    fn try_run(&mut self, argv: Vec<Bytes>) -> Result<(), String> {
         let reg = match table().resolve(&argv) {
             Ok(reg) => reg,
             Err(_) if table().lookup(&argv).is_none() => {
@@ -160,7 +185,17 @@ impl CallCtx<'_> {
             return Err("This Redis command is not allowed from script".into());
         }
         if let Exec::Node(_) | Exec::Container = spec.exec {
-            return self.node_command(&argv, &reg.full_name);
+            self.node_command(&argv, &reg.full_name)?;
+            // Counted as the shard counts the commands it runs.
+            let failed = self.reply.first() == Some(&b'-');
+            if failed {
+                let code = self.reply[1..].split(|&b| b == b' ' || b == b'\r').next();
+                self.state.stats.error(&String::from_utf8_lossy(code.unwrap_or(b"ERR")));
+            }
+            let stat = self.state.stats.command(reg.id);
+            stat.calls += 1;
+            stat.failed_calls += failed as u64;
+            return Ok(());
         }
         if self.read_only && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
             return Err("Write commands are not allowed from read-only scripts.".into());

@@ -575,16 +575,23 @@ impl LuaEngine {
             Some(Value::Boolean(true)) => {
                 let result = values.get(1).cloned().unwrap_or(Value::Nil);
                 // A returned error table is the command's error: counted in
-                // INFO errorstats like any other.
+                // INFO errorstats like any other, unless a command the
+                // script called counted it.
                 if let Value::Table(t) = &result {
                     if let Ok(Value::String(e)) = t.raw_get::<Value>("err") {
+                        ctx.ks.state.stats.error_counted = counted(t);
                         return Err(CmdError::owned(e.to_string_lossy()));
                     }
                 }
                 convert::lua_to_resp(&result, script_resp, &mut ctx.out);
                 Ok(())
             }
-            _ => Err(script_error(values.get(1), &inv.name)),
+            _ => {
+                if let Some(Value::Table(t)) = values.get(1) {
+                    ctx.ks.state.stats.error_counted = counted(t);
+                }
+                Err(script_error(values.get(1), &inv.name))
+            }
         }
     }
 }
@@ -652,6 +659,11 @@ fn error_field(t: &Table) -> String {
         Ok(Value::Integer(i)) => i.to_string(),
         _ => "ERR unknown error".into(),
     }
+}
+
+/// Whether an error table's error was counted where it happened.
+fn counted(t: &Table) -> bool {
+    t.raw_get::<bool>(convert::COUNTED).unwrap_or(false)
 }
 
 /// The reply for a script that failed, as Redis writes it:
