@@ -17,7 +17,7 @@ use super::convert;
 use super::sandbox::RunState;
 use crate::command::ctx::ClientInfo;
 use crate::command::spec::{flags, Exec};
-use crate::command::table;
+use crate::command::{table, Registered};
 use crate::keyspace::Keyspace;
 use crate::shard::{execute_timed, Clock, ShardCommand, ShardState};
 use bytes::Bytes;
@@ -160,26 +160,32 @@ impl CallCtx<'_> {
     /// `Err` is a refusal (its text becomes the error table).
     fn run(&mut self, argv: Vec<Bytes>) -> Result<(), String> {
         self.reply.clear();
-        let id = table().lookup(&argv).map(|reg| reg.id);
-        self.try_run(argv).inspect_err(|text| {
-            // A refusal counts as Redis's `scriptCall` counts it: an error
-            // reply, and a rejected call of the command if there is one.
-            let code = text.strip_prefix('-').and_then(|t| t.split(' ').next()).unwrap_or("ERR");
-            match id {
-                Some(id) => self.state.stats.rejected(id, code),
-                None => self.state.stats.error(code),
-            }
-        })
-    }
-
-    fn try_run(&mut self, argv: Vec<Bytes>) -> Result<(), String> {
         let reg = match table().resolve(&argv) {
             Ok(reg) => reg,
-            Err(_) if table().lookup(&argv).is_none() => {
-                return Err("Unknown Redis command called from script".into())
+            Err(_) => {
+                let reg = table().lookup(&argv);
+                let text = match reg {
+                    None => "Unknown Redis command called from script",
+                    Some(_) => "Wrong number of args calling Redis command from script",
+                };
+                return Err(self.refused(reg.map(|r| r.id), text.into()));
             }
-            Err(_) => return Err("Wrong number of args calling Redis command from script".into()),
         };
+        self.run_resolved(reg, argv).map_err(|text| self.refused(Some(reg.id), text))
+    }
+
+    /// Counts a refusal as Redis's `scriptCall` does: an error reply, and a
+    /// rejected call of the command if there is one.
+    fn refused(&mut self, id: Option<usize>, text: String) -> String {
+        let code = text.strip_prefix('-').and_then(|t| t.split(' ').next()).unwrap_or("ERR");
+        match id {
+            Some(id) => self.state.stats.rejected(id, code),
+            None => self.state.stats.error(code),
+        }
+        text
+    }
+
+    fn run_resolved(&mut self, reg: &Registered, argv: Vec<Bytes>) -> Result<(), String> {
         let spec = reg.spec;
         if spec.has(flags::NOSCRIPT) {
             return Err("This Redis command is not allowed from script".into());
