@@ -39,12 +39,12 @@ pub fn error_text(raw: &[u8]) -> Vec<u8> {
     out
 }
 
-/// An error table `{err = <error_text(raw)>}`.
 /// The field of an error table whose error INFO errorstats has counted
 /// already (an error of a command the script called): the script's reply
 /// does not count it again.
 pub const COUNTED: &str = "ignore_error_stats_update";
 
+/// An error table `{err = <error_text(raw)>}`.
 pub fn error_table(lua: &Lua, raw: &[u8]) -> mlua::Result<Table> {
     let t = lua.create_table_with_capacity(0, 1)?;
     t.raw_set("err", lua.create_string(error_text(raw))?)?;
