@@ -250,14 +250,18 @@ fn multi_and_scripts_never_block() {
     assert_eq!(w.call(&["BLPOP", "empty", "0"]), "+QUEUED\r\n");
     assert_eq!(w.call(&["XREAD", "BLOCK", "0", "STREAMS", "s", "$"]), "+QUEUED\r\n");
     assert_eq!(w.call(&["EXEC"]), "*2\r\n*-1\r\n*-1\r\n");
+    // Scripts: Redis 7.0 refuses the blocking pops of its 2.x era, and
+    // runs BLMPOP and BZMPOP without blocking.
     assert_eq!(
         w.call(&["EVAL", "return redis.pcall('blpop', KEYS[1], 0)", "1", "empty"]),
-        "$-1\r\n"
+        "-ERR This Redis command is not allowed from script\r\n"
     );
+    let blmpop = "return redis.call('blmpop', 0, 1, KEYS[1], 'LEFT')";
+    assert_eq!(w.call(&["EVAL", blmpop, "1", "empty"]), "$-1\r\n");
     let mut c = server.client();
     let _: i64 = q(&mut c, &["RPUSH", "full", "x"]).unwrap();
     assert_eq!(
-        w.call(&["EVAL", "return redis.call('blpop', KEYS[1], 0)", "1", "full"]),
-        format!("*2\r\n{}{}", bulk("full"), bulk("x"))
+        w.call(&["EVAL", blmpop, "1", "full"]),
+        format!("*2\r\n{}*1\r\n{}", bulk("full"), bulk("x"))
     );
 }

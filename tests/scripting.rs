@@ -337,11 +337,19 @@ fn scripts_on_two_shards_run_atomically() {
 }
 
 #[test]
-fn undeclared_keys_are_refused_unless_allowed() {
+fn undeclared_keys_are_served_unless_refused() {
     let server = Server::start(2);
     let mut r = server.raw();
     let (a, a2, b) = keys();
     let touch = "return redis.call('set', ARGV[1], 'x')";
+    // As in Redis: any key, on either shard, declared or not; gathered
+    // scripts too.
+    assert_eq!(r.call(&["EVAL", touch, "1", &a, &a2]), "+OK\r\n");
+    assert_eq!(r.call(&["EVAL", touch, "1", &a, &b]), "+OK\r\n");
+    assert_eq!(r.call(&["EVAL", touch, "2", &a, &b, &a2]), "+OK\r\n");
+    assert_eq!(r.call(&["EVAL", "return redis.call('get', ARGV[1])", "0", &b]), "$1\r\nx\r\n");
+    // `lua-allow-undeclared-keys no` refuses them, with ringdb's old error.
+    assert_eq!(r.call(&["CONFIG", "SET", "lua-allow-undeclared-keys", "no"]), "+OK\r\n");
     let reply = r.call(&["EVAL", touch, "1", &a, &a2]);
     assert_eq!(
         reply,
@@ -350,21 +358,18 @@ fn undeclared_keys_are_refused_unless_allowed() {
             sha1(touch)
         )
     );
-    assert_eq!(r.call(&["EXISTS", &a2]), ":0\r\n");
-    // Allowed by the shebang flag: a key of the script's shard is served,
-    // one of the other shard is not.
+    // Unless the script asks for them (ringdb's shebang flag).
     let flagged = format!("#!lua flags=allow-undeclared-keys\n{touch}");
-    assert_eq!(r.call(&["EVAL", &flagged, "1", &a, &a2]), "+OK\r\n");
-    assert!(r
-        .call(&["EVAL", &flagged, "1", &a, &b])
-        .contains("script tried accessing undeclared key on another shard"));
-    // Allowed by the setting.
-    assert_eq!(r.call(&["CONFIG", "SET", "lua-allow-undeclared-keys", "yes"]), "+OK\r\n");
-    assert_eq!(r.call(&["EVAL", "return redis.call('get', ARGV[1])", "1", &a, &a2]), "$1\r\nx\r\n");
-    // A gathered script (keys on two shards) only sees what it declared.
-    assert!(r
-        .call(&["EVAL", "return redis.call('get', ARGV[1])", "2", &a, &b, &a2])
-        .contains("undeclared key on another shard"));
+    assert_eq!(r.call(&["EVAL", &flagged, "1", &a, &b]), "+OK\r\n");
+}
+
+/// A script whose runs stay on its declared key's shard, busy when told.
+const SPIN: &str = "if ARGV[1] == 'spin' then while true do end end return 1";
+
+/// Runs SPIN once on `conn` without spinning: its core learns that the
+/// script stays on `key`'s shard, so a spinning run is busy there only.
+fn teach_spin(conn: &mut Raw, key: &str) {
+    assert_eq!(conn.call(&["EVAL", SPIN, "1", key, "no"]), ":1\r\n");
 }
 
 #[test]
@@ -379,7 +384,8 @@ fn busy_scripts_get_busy_replies_and_script_kill() {
     let mut tx2 = common::raw_on_shard(&server, &mut admin, 1, &mut Vec::new());
     // A script that never ends, on a's shard.
     let mut runner = server.raw();
-    runner.cmd(&[b"EVAL", b"while true do end", b"1", a.as_bytes()]);
+    teach_spin(&mut runner, &a);
+    runner.cmd(&[b"EVAL", SPIN.as_bytes(), b"1", a.as_bytes(), b"spin"]);
     // The client on the other core gets BUSY for a's shard, and is served
     // for b's.
     wait_until_busy(&mut other);
@@ -457,7 +463,8 @@ fn busy_scripts_answer_the_clients_of_their_own_core() {
     let mut runner = common::raw_on_shard(&server, &mut admin, 0, &mut keep);
     let mut same = common::raw_on_shard(&server, &mut admin, 0, &mut keep);
     let mut same2 = common::raw_on_shard(&server, &mut admin, 0, &mut keep);
-    runner.cmd(&[b"EVAL", b"while true do end", b"1", a.as_bytes()]);
+    teach_spin(&mut runner, &a);
+    runner.cmd(&[b"EVAL", SPIN.as_bytes(), b"1", a.as_bytes(), b"spin"]);
     // Answered once the script passes the threshold (the read waits).
     wait_until_busy(&mut same);
     // One read: an unknown command, a key of the busy shard, SHUTDOWN
@@ -496,7 +503,7 @@ fn busy_scripts_answer_the_clients_of_their_own_core() {
     // keeps what it queued; SCRIPT KILL inside MULTI is queued too.
     assert_eq!(same2.call(&["MULTI"]), "+OK\r\n");
     assert_eq!(same2.call(&["INCR", &b]), "+QUEUED\r\n");
-    runner.cmd(&[b"EVAL", b"while true do end", b"1", a.as_bytes()]);
+    runner.cmd(&[b"EVAL", SPIN.as_bytes(), b"1", a.as_bytes(), b"spin"]);
     wait_until_busy(&mut same);
     assert_eq!(same2.call(&["INCR", &b]), "+QUEUED\r\n");
     assert_eq!(same2.call(&["SCRIPT", "KILL"]), "+QUEUED\r\n");
@@ -517,9 +524,12 @@ fn busy_scripts_answer_the_clients_of_their_own_core() {
     );
 
     // A busy function: FUNCTION STATS describes it, FUNCTION KILL stops it.
-    let code = "#!lua name=spin\nredis.register_function('spin', function() while true do end end)";
-    assert_eq!(runner.call(&["FUNCTION", "LOAD", code]), "$4\r\nspin\r\n");
-    runner.cmd(&[b"FCALL", b"spin", b"1", a.as_bytes()]);
+    let code = format!(
+        "#!lua name=spin\nredis.register_function('spin', function(KEYS, ARGV) {SPIN} end)"
+    );
+    assert_eq!(runner.call(&["FUNCTION", "LOAD", &code]), "$4\r\nspin\r\n");
+    assert_eq!(runner.call(&["FCALL", "spin", "1", &a, "no"]), ":1\r\n");
+    runner.cmd(&[b"FCALL", b"spin", b"1", a.as_bytes(), b"spin"]);
     wait_until_busy(&mut same);
     let stats = same.call(&["FUNCTION", "STATS"]);
     assert!(
@@ -546,6 +556,29 @@ fn busy_scripts_answer_the_clients_of_their_own_core() {
         assert!(Instant::now() < deadline, "SHUTDOWN NOSAVE did not stop a busy server");
         thread::sleep(Duration::from_millis(20));
     }
+}
+
+/// A script that has not run before, or that left its shard, runs with
+/// every shard: while it is busy, every shard is, and the clients of the
+/// cores that lent their shards get BUSY too (and may kill it).
+#[test]
+fn busy_scripts_on_the_node_busy_every_shard() {
+    let server = Server::start(2);
+    let (a, _, b) = keys();
+    let mut admin = server.client();
+    let _: () = q(&mut admin, &["CONFIG", "SET", "busy-reply-threshold", "50"]).unwrap();
+    let mut keep = Vec::new();
+    let mut runner = common::raw_on_shard(&server, &mut admin, 0, &mut keep);
+    let mut lender = common::raw_on_shard(&server, &mut admin, 1, &mut keep);
+    runner.cmd(&[b"EVAL", b"while true do end", b"0"]);
+    wait_until_busy(&mut lender);
+    assert_eq!(lender.call(&["GET", &a]), BUSY);
+    assert_eq!(lender.call(&["GET", &b]), BUSY);
+    assert_eq!(lender.call(&["SCRIPT", "KILL"]), "+OK\r\n");
+    let killed = String::from_utf8_lossy(&runner.read_frame()).into_owned();
+    assert!(killed.starts_with("-ERR Script killed by user with SCRIPT KILL..."), "{killed}");
+    assert_eq!(lender.call(&["SET", &b, "1"]), "+OK\r\n");
+    assert_eq!(runner.call(&["GET", &b]), "$1\r\n1\r\n");
 }
 
 const BUSY: &str =

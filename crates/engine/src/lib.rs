@@ -9,6 +9,9 @@
 //! - [`families`]: one module per command family with its rows and handlers.
 //! - [`funnel`]: the write funnel every change goes through.
 //! - [`locks`]: intent locks and the wait queue of cross-shard transactions.
+//! - [`cross`]: the shard-side pieces of cross-shard commands (splitting,
+//!   merging replies, copies of gathered keys and their changes back).
+//! - [`lent`]: a command (a script) that runs with every shard lent to it.
 //! - [`expire`]: the active expiry cycle.
 //! - [`digest`]: DEBUG DIGEST's Redis-compatible dataset signatures.
 //! - [`scan`]: SCAN's cursor over slots and shards.
@@ -27,6 +30,7 @@
 
 pub mod blocking;
 pub mod command;
+pub mod cross;
 pub mod digest;
 pub mod evict;
 pub mod expire;
@@ -35,6 +39,7 @@ pub mod funnel;
 pub mod hotkeys;
 pub mod keyspace;
 pub mod latency;
+pub mod lent;
 pub mod locks;
 pub mod monitor;
 pub mod persist;

@@ -75,6 +75,16 @@ pub struct CommandStats {
     pub failed_calls: u64,
 }
 
+/// How scripts ran on a node of several shards (INFO stats): held where
+/// their declared keys are, undone there and run again with every shard,
+/// or run with every shard.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ScriptRuns {
+    pub held: u64,
+    pub restarted: u64,
+    pub node: u64,
+}
+
 /// How many samples an instantaneous rate averages (Redis's
 /// `STATS_METRIC_SAMPLES`); the server samples every 100 ms.
 pub const RATE_SAMPLES: usize = 16;
@@ -149,6 +159,8 @@ pub struct ShardStats {
     /// Socket reads and writes that carried data.
     pub reads_processed: u64,
     pub writes_processed: u64,
+    /// How scripts ran on a node of several shards.
+    pub script_runs: ScriptRuns,
     /// Instantaneous rates of `commands_processed`, `net_input_bytes` and
     /// `net_output_bytes`, sampled by [`ShardStats::sample`].
     pub ops_rate: RateMetric,
@@ -241,6 +253,9 @@ impl ShardStats {
         self.net_output_bytes += other.net_output_bytes;
         self.reads_processed += other.reads_processed;
         self.writes_processed += other.writes_processed;
+        self.script_runs.held += other.script_runs.held;
+        self.script_runs.restarted += other.script_runs.restarted;
+        self.script_runs.node += other.script_runs.node;
     }
 }
 
@@ -539,8 +554,12 @@ impl ShardCommand {
         }
     }
 
-    /// The locks this command would need on its shard.
+    /// The locks this command would need on its shard. A script may touch
+    /// any key of its shard: it waits for every transaction there.
     pub fn lock_set(&self) -> LockSet {
+        if self.spec.has(crate::command::spec::flags::RUNS_SCRIPT) {
+            return vec![(crate::locks::WHOLE_SHARD, LockMode::Exclusive)];
+        }
         let mode =
             if self.spec.locks_exclusively() { LockMode::Exclusive } else { LockMode::Shared };
         self.spec
@@ -808,7 +827,7 @@ pub fn execute_timed(
     out: &mut Vec<u8>,
     clock: &mut Clock,
 ) {
-    execute_counted(keyspace, state, cmd, out, None, clock)
+    execute_counted(keyspace, state, cmd, out, None, clock, None)
 }
 
 /// [`execute_timed`] into an output that takes long string values by
@@ -821,7 +840,20 @@ pub fn execute_spliced(
     clock: &mut Clock,
 ) {
     let (bytes, splices) = out.parts();
-    execute_counted(keyspace, state, cmd, bytes, Some(splices), clock)
+    execute_counted(keyspace, state, cmd, bytes, Some(splices), clock, None)
+}
+
+/// [`execute_timed`] of a command that runs with the other shards `lent`
+/// to it ([`Shard::execute_on_node`], which logs its changes itself).
+pub(crate) fn execute_on_node_counted(
+    keyspace: &mut Keyspace,
+    state: &mut ShardState,
+    cmd: &ShardCommand,
+    out: &mut Vec<u8>,
+    clock: &mut Clock,
+    lent: &mut crate::lent::Lent,
+) {
+    execute_counted(keyspace, state, cmd, out, None, clock, Some(lent))
 }
 
 /// Runs `cmd` with its statistics, log atomicity and read copies: the
@@ -833,6 +865,7 @@ fn execute_counted(
     out: &mut Vec<u8>,
     mut splices: Option<&mut Splices>,
     clock: &mut Clock,
+    lent: Option<&mut crate::lent::Lent>,
 ) {
     if state.oom && cmd.spec.has(crate::command::spec::flags::DENYOOM) {
         // Refused before it runs: a rejected call, as in Redis.
@@ -843,8 +876,10 @@ fn execute_counted(
     record_accesses(state, cmd, clock.now_ms);
     let mark = out.len();
     let log_mark = state.funnel.log.as_ref().map(|log| log.mark());
-    let failed = run_handler(keyspace, state, cmd, out, splices.as_deref_mut(), clock.now_ms);
-    if let Some(log_mark) = log_mark {
+    let node = lent.is_some();
+    let failed = run_handler(keyspace, state, cmd, out, splices.as_deref_mut(), clock.now_ms, lent);
+    // A node-wide run logs its changes across the shards itself.
+    if let (Some(log_mark), false) = (log_mark, node) {
         atomic_in_log(state, log_mark);
     }
     if !state.funnel.replicas.is_empty() && failed.is_none() && cmd.spec.name == "get" {
@@ -932,7 +967,7 @@ pub fn evaluate(
 ) {
     let (hits, misses) = (state.stats.keyspace_hits, state.stats.keyspace_misses);
     let queued = state.funnel.outbox.len();
-    run_handler(keyspace, state, cmd, out, None, now);
+    run_handler(keyspace, state, cmd, out, None, now, None);
     state.stats.keyspace_hits = hits;
     state.stats.keyspace_misses = misses;
     let added = state.funnel.outbox.split_off(queued);
@@ -949,6 +984,7 @@ fn run_handler(
     out: &mut Vec<u8>,
     mut splices: Option<&mut Splices>,
     now: u64,
+    lent: Option<&mut crate::lent::Lent>,
 ) -> Option<crate::command::error::CmdError> {
     let Some(handler) = cmd.handler() else {
         let e = crate::command::error::CmdError::new("ERR command cannot run on a shard");
@@ -971,6 +1007,7 @@ fn run_handler(
                 None => ReplyWriter::new(out, cmd.client.resp),
             },
             client: cmd.client,
+            lent,
         };
         catch_unwind(AssertUnwindSafe(|| handler(&mut ctx, &cmd.args)))
     };

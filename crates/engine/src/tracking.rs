@@ -174,6 +174,16 @@ impl TrackingTable {
         }
     }
 
+    /// A script that held every shard ([`crate::lent`]) and entered this
+    /// shard's table ([`enter`](Self::enter)) ended: whether one of its
+    /// read-only calls ran here (the caller then remembers its declared
+    /// keys on their owners).
+    pub fn leave_node_run(&mut self, outer_writer: u64) -> bool {
+        self.depth = self.depth.saturating_sub(1);
+        self.writer = outer_writer;
+        std::mem::take(&mut self.script_read)
+    }
+
     /// `reader` may now cache `key`.
     pub fn remember(&mut self, key: &[u8], reader: Reader) {
         let readers = match self.keys.get_mut(key) {

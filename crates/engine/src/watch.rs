@@ -67,6 +67,14 @@ impl WatchTable {
         }
     }
 
+    /// Puts a watched key's version back (an undone script run had bumped
+    /// it): its watchers see no change.
+    pub fn restore(&mut self, db: usize, key: &[u8], version: u64) {
+        if let Some(entry) = self.keys.get_mut(&(db, Bytes::copy_from_slice(key))) {
+            entry.version = version;
+        }
+    }
+
     /// Every watched key of `db` for which `affected` says yes changed at
     /// once (FLUSHDB, FLUSHALL, SWAPDB: keys that existed before, or exist
     /// after, as Redis's `touchAllWatchedKeysInDb`).

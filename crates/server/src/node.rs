@@ -96,6 +96,8 @@ pub struct Core {
     pub io_backend: Cell<&'static str>,
     /// The slow commands of this core's clients (SLOWLOG).
     pub slowlog: RefCell<crate::cmd::slowlog::SlowLog>,
+    /// How this core's clients' scripts have run (where the next run goes).
+    pub script_profiles: RefCell<crate::route::script::Profiles>,
 }
 
 impl Core {
@@ -703,6 +705,7 @@ async fn core_main(
         replica_reads: Cell::new(0),
         io_backend: Cell::new("glommio"),
         slowlog: RefCell::new(Default::default()),
+        script_profiles: RefCell::new(Default::default()),
     });
     // Load this shard's keys before serving anything.
     let mut keys = 0;

@@ -35,10 +35,13 @@ pub struct ClientInfo {
 }
 
 /// Everything a handler gets.
-pub struct Ctx<'a> {
+pub struct Ctx<'a, 'n> {
     pub ks: KeyspaceView<'a>,
     pub out: ReplyWriter<'a>,
     pub client: ClientInfo,
+    /// The other shards of the node, when they are lent to this command (a
+    /// script run that holds every shard: see [`crate::lent`]).
+    pub lent: Option<&'a mut crate::lent::Lent<'n>>,
 }
 
 /// The keyspace as one command sees it: its selected database, a fixed

@@ -45,6 +45,13 @@ pub mod flags {
     /// The command may reach keys it was not given (SCAN, RANDOMKEY); hidden
     /// from COMMAND INFO, as in Redis.
     pub const TOUCHES_ARBITRARY_KEYS: u32 = 1 << 23;
+    /// ringdb: the command runs a script (EVAL, FCALL, …), which may touch
+    /// keys it did not declare, on any shard. Hidden from COMMAND INFO.
+    pub const RUNS_SCRIPT: u32 = 1 << 24;
+    /// ringdb: the command may change its key in another database than the
+    /// client's (MOVE, COPY … DB): transactions lock, and a script's journal
+    /// saves, the key in every database. Hidden from COMMAND INFO.
+    pub const OTHER_DBS: u32 = 1 << 25;
 
     /// Names COMMAND INFO prints, in Redis's order (hidden flags omitted).
     pub const NAMES: &[(u32, &str)] = &[
@@ -430,16 +437,38 @@ pub struct Doc {
 /// and key flags.
 pub type GetKeys = fn(&[Bytes], &mut dyn FnMut(usize, u32));
 
+/// Whether a key lives on the shard a command runs on.
+pub type KeyIsHere<'a> = dyn Fn(&[u8]) -> bool + 'a;
+
 /// Keys a command reads that its arguments do not name but that it forms
 /// from the data (SORT's BY and GET patterns). The router gathers them with
 /// the named keys when they may live on another shard.
 #[derive(Clone, Copy)]
 pub struct FormedKeys {
-    /// Whether the command may form a key that does not live on the shard
-    /// of its named keys (false with one shard).
-    pub elsewhere: fn(&[Bytes], &SlotMap) -> bool,
+    /// Whether the command may form a key for which `here` (is this key on
+    /// the shard the command runs on?) says no, judged from its arguments
+    /// alone. Only asked on a node of several shards.
+    pub forms_elsewhere: fn(&[Bytes], here: &KeyIsHere<'_>) -> bool,
     /// The keys formed from the value of the command's first key.
     pub from_value: fn(&[Bytes], Option<&Value>) -> Vec<Bytes>,
+}
+
+impl FormedKeys {
+    /// Whether `spec`'s command with `args` may form a key that does not live
+    /// on the shard of its named keys (never with one shard).
+    pub fn elsewhere(&self, spec: &CommandSpec, args: &[Bytes], slot_map: &SlotMap) -> bool {
+        if slot_map.shards() == 1 {
+            return false;
+        }
+        let mut first = None;
+        spec.for_each_key(args, |i| {
+            first.get_or_insert(i);
+        });
+        let Some(home) = first.and_then(|i| args.get(i)).map(|k| slot_map.shard_of_key(k)) else {
+            return false;
+        };
+        (self.forms_elsewhere)(args, &|k| slot_map.shard_of_key(k) == home)
+    }
 }
 
 /// A row of the command table.

@@ -113,11 +113,11 @@ pub static COMMANDS: &[CommandSpec] = &[
         .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::DELETE), KeySpec::one(2, kf::OW | kf::INSERT)])
         .acl(acl::KEYSPACE)
         .doc("generic", "1.0.0", "Renames a key only when the target key name doesn't exist.", "O(1)", "key newkey"),
-    CommandSpec::new("copy", -3, WRITE | DENYOOM, Exec::Shard(copy))
+    CommandSpec::new("copy", -3, WRITE | DENYOOM | OTHER_DBS, Exec::Shard(copy))
         .keys(&[KeySpec::one(1, kf::RO | kf::ACCESS), KeySpec::one(2, kf::OW | kf::UPDATE)])
         .acl(acl::KEYSPACE)
         .doc("generic", "6.2.0", "Copies the value of a key to a new key.", "O(N) worst case for collections, where N is the number of nested items. O(1) for string values.", "source destination [DB destination-db] [REPLACE]"),
-    CommandSpec::new("move", 3, WRITE | FAST, Exec::Shard(move_key))
+    CommandSpec::new("move", 3, WRITE | FAST | OTHER_DBS, Exec::Shard(move_key))
         .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)])
         .acl(acl::KEYSPACE)
         .doc("generic", "1.0.0", "Moves a key to another database.", "O(1)", "key db"),

@@ -114,21 +114,21 @@ pub static COMMANDS: &[CommandSpec] = &[
     // The blocking forms: each serves the client if it can and otherwise
     // replies the timeout's null; the server waits and retries (see
     // `crate::blocking`).
-    CommandSpec::new("blpop", -3, WRITE | BLOCKING, Exec::Shard(blpop))
+    CommandSpec::new("blpop", -3, WRITE | NOSCRIPT | BLOCKING, Exec::Shard(blpop))
         .keys(&[BPOP_KEYS])
         .acl(acl::LIST)
         .doc("list", "2.0.0", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", "O(N) where N is the number of provided keys.", "key [key ...] timeout:double")
         .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")]),
-    CommandSpec::new("brpop", -3, WRITE | BLOCKING, Exec::Shard(brpop))
+    CommandSpec::new("brpop", -3, WRITE | NOSCRIPT | BLOCKING, Exec::Shard(brpop))
         .keys(&[BPOP_KEYS])
         .acl(acl::LIST)
         .doc("list", "2.0.0", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", "O(N) where N is the number of provided keys.", "key [key ...] timeout:double")
         .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")]),
-    CommandSpec::new("blmove", 6, WRITE | DENYOOM | BLOCKING, Exec::Shard(blmove))
+    CommandSpec::new("blmove", 6, WRITE | DENYOOM | NOSCRIPT | BLOCKING, Exec::Shard(blmove))
         .keys(&[POP_KEY, KeySpec::one(2, kf::RW | kf::INSERT)])
         .acl(acl::LIST)
         .doc("list", "6.2.0", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", "O(1)", "source destination <LEFT | RIGHT> <LEFT | RIGHT> timeout:double"),
-    CommandSpec::new("brpoplpush", 4, WRITE | DENYOOM | BLOCKING, Exec::Shard(brpoplpush))
+    CommandSpec::new("brpoplpush", 4, WRITE | DENYOOM | NOSCRIPT | BLOCKING, Exec::Shard(brpoplpush))
         .keys(&[POP_KEY, KeySpec::one(2, kf::RW | kf::INSERT)])
         .acl(acl::LIST)
         .doc("list", "2.2.0", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", "O(1)", "source destination timeout:double")

@@ -8,6 +8,7 @@ pub mod bitmap;
 pub mod bloom;
 pub mod command;
 pub mod connection;
+pub mod debug;
 pub mod dump;
 pub mod geo;
 pub mod hash;

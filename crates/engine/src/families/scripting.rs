@@ -17,8 +17,8 @@ const fn node(name: &'static str, arity: i32, flags: u32, cmd: N) -> CommandSpec
 
 /// Flags EVAL, EVALSHA and FCALL share; the `_RO` variants are READONLY
 /// instead of MAY_REPLICATE.
-const RUN: u32 = NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | NO_MANDATORY_KEYS | STALE;
-const RUN_RO: u32 = NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY;
+const RUN: u32 = NOSCRIPT | SKIP_MONITOR | MAY_REPLICATE | NO_MANDATORY_KEYS | STALE | RUNS_SCRIPT;
+const RUN_RO: u32 = NOSCRIPT | SKIP_MONITOR | NO_MANDATORY_KEYS | STALE | READONLY | RUNS_SCRIPT;
 const WORST: &str =
     "We cannot tell how the keys will be used so we assume the worst, RW and UPDATE";
 const WORST_RO: &str =

@@ -22,7 +22,6 @@ use crate::command::spec::{acl, flags::*, keyflags as kf, CommandSpec, Exec, For
 use crate::command::{Ctx, KeyspaceView};
 use crate::funnel::NotifyClass;
 use crate::keyspace::Value;
-use crate::shard::SlotMap;
 use bytes::Bytes;
 use memchr::{memchr, memmem};
 use ringdb_types::list::{End, List};
@@ -53,13 +52,13 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("sort", -2, WRITE | DENYOOM, Exec::Shard(sort))
         .keys(SORT_KEYS)
         .get_keys(sort_keys)
-        .formed_keys(FormedKeys { elsewhere: sort_forms_elsewhere, from_value: formed_keys })
+        .formed_keys(FormedKeys { forms_elsewhere: sort_forms_elsewhere, from_value: formed_keys })
         .acl(acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS)
         .doc("generic", "1.0.0", "Sorts the elements in a list, a set, or a sorted set, optionally storing the result.", SORT_COMPLEXITY, "key [BY by-pattern=pattern:pattern] [LIMIT offset count] [GET get-pattern=pattern:pattern [GET get-pattern=pattern:pattern ...]] [ASC | DESC] [ALPHA] [STORE destination]"),
     CommandSpec::new("sort_ro", -2, READONLY, Exec::Shard(sort_ro))
         .keys(SORT_RO_KEYS)
         .get_keys(sort_ro_keys)
-        .formed_keys(FormedKeys { elsewhere: sort_ro_forms_elsewhere, from_value: formed_keys })
+        .formed_keys(FormedKeys { forms_elsewhere: sort_ro_forms_elsewhere, from_value: formed_keys })
         .acl(acl::SET | acl::SORTEDSET | acl::LIST | acl::DANGEROUS)
         .doc("generic", "7.0.0", "Returns the sorted elements of a list, a set, or a sorted set.", SORT_COMPLEXITY, "key [BY by-pattern=pattern:pattern] [LIMIT offset count] [GET get-pattern=pattern:pattern [GET get-pattern=pattern:pattern ...]] [ASC | DESC] [ALPHA]"),
 ];
@@ -180,24 +179,19 @@ impl Options<'_> {
     }
 }
 
-fn sort_forms_elsewhere(args: &[Bytes], map: &SlotMap) -> bool {
-    forms_elsewhere(args, map, false)
+fn sort_forms_elsewhere(args: &[Bytes], here: &dyn Fn(&[u8]) -> bool) -> bool {
+    forms_elsewhere(args, here, false)
 }
 
-fn sort_ro_forms_elsewhere(args: &[Bytes], map: &SlotMap) -> bool {
-    forms_elsewhere(args, map, true)
+fn sort_ro_forms_elsewhere(args: &[Bytes], here: &dyn Fn(&[u8]) -> bool) -> bool {
+    forms_elsewhere(args, here, true)
 }
 
 /// For the router ([`FormedKeys::elsewhere`]); a command with bad options
 /// runs where its key is and reports them.
-fn forms_elsewhere(args: &[Bytes], map: &SlotMap, read_only: bool) -> bool {
+fn forms_elsewhere(args: &[Bytes], here: &dyn Fn(&[u8]) -> bool, read_only: bool) -> bool {
     let Some(key) = args.get(1) else { return false };
-    if map.shards() == 1 {
-        return false;
-    }
-    let home = map.shard_of_key(key);
-    parse(args, read_only)
-        .is_ok_and(|o| o.forms_only_at_home(key, |k| map.shard_of_key(k) == home).is_some())
+    parse(args, read_only).is_ok_and(|o| o.forms_only_at_home(key, here).is_some())
 }
 
 /// The keys the BY and GET patterns form from the elements of `value`

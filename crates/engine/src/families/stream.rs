@@ -614,7 +614,7 @@ struct ReadArgs<'a> {
     ids: &'a [Bytes],
 }
 
-fn parse_read(args: &[Bytes], group_form: bool) -> Result<ReadArgs<'_>, CmdError> {
+fn parse_read(args: &[Bytes], group_form: bool, script: bool) -> Result<ReadArgs<'_>, CmdError> {
     let mut read = ReadArgs { count: 0, noack: false, group: None, keys: &[], ids: &[] };
     let mut streams_at = None;
     let mut i = 1;
@@ -622,6 +622,13 @@ fn parse_read(args: &[Bytes], group_form: bool) -> Result<ReadArgs<'_>, CmdError
         let more = args.len() - i - 1;
         let opt = &args[i][..];
         if is(opt, "block") && more > 0 {
+            // A script cannot wait (Redis's special case for Lua).
+            if script {
+                return Err(CmdError::owned(format!(
+                    "ERR {} command is not allowed with BLOCK option from scripts",
+                    String::from_utf8_lossy(&args[0])
+                )));
+            }
             i += 1;
             let ms = args::int_or(
                 &args[i],
@@ -734,7 +741,7 @@ fn xreadgroup(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 /// XREAD and XREADGROUP: serves every stream that has something, replying
 /// `[[key, entries], …]` (a map in RESP3), or the null array when none has.
 fn read_generic(ctx: &mut Ctx, args: &[Bytes], group_form: bool) -> CmdResult {
-    let read = parse_read(args, group_form)?;
+    let read = parse_read(args, group_form, ctx.client.script)?;
     let from = resolve_ids(ctx, &read)?;
     let mut served: Vec<(&Bytes, Vec<EntryCopy>)> = Vec::new();
     for (key, from) in read.keys.iter().zip(from) {

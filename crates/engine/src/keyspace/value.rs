@@ -111,6 +111,23 @@ impl Value {
         self.len() == 0
     }
 
+    /// Whether a copy costs about as little as the command that changes the
+    /// value (a script's journal copies a value before its run changes it):
+    /// strings and Bloom filters up to 4 KiB, collections up to 128
+    /// elements. O(1).
+    pub fn cheap_to_copy(&self) -> bool {
+        const BYTES: usize = 4096;
+        const ELEMENTS: usize = 128;
+        match self {
+            Value::Str(StrValue::Int(_) | StrValue::Emb(_)) => true,
+            Value::Str(StrValue::Raw(v)) => v.len() <= BYTES,
+            Value::Str(StrValue::Shared(b)) => b.len() <= BYTES,
+            Value::Bloom(b) => b.heap_size() <= BYTES,
+            Value::Stream(s) => s.len() <= ELEMENTS as u64 && s.node_count() <= 1,
+            other => other.len() <= ELEMENTS,
+        }
+    }
+
     /// Approximate heap bytes owned by the value (for INFO and MEMORY USAGE).
     pub fn heap_size(&self) -> usize {
         match self {

@@ -81,6 +81,25 @@ impl LogState {
         }
     }
 
+    /// Makes the changes since `mark` this shard's part of cross-shard
+    /// transaction `id` of `parts` parts (a script run that changed keys on
+    /// several shards).
+    pub fn wrap_part_since(&mut self, mark: usize, id: u64, parts: u32) {
+        let mark = mark.min(self.events.len());
+        self.events.insert(mark, LogEvent::TxBegin(id, parts));
+        self.events.push(LogEvent::TxEnd(id));
+    }
+
+    /// Whether anything changed since `mark`.
+    pub fn changed_since(&self, mark: usize) -> bool {
+        self.events.len() > mark
+    }
+
+    /// Forgets the changes since `mark` (an undone script run's).
+    pub fn truncate(&mut self, mark: usize) {
+        self.events.truncate(mark);
+    }
+
     /// Whether the changes since `mark` are more than one record.
     pub fn several_changes_since(&self, mark: usize) -> bool {
         let changes = &self.events[mark.min(self.events.len())..];

@@ -1,24 +1,31 @@
-//! `redis.call` / `redis.pcall`: a script runs a command of the table on
-//! the keyspace it was given, with Redis's checks (script.c `scriptCall`)
-//! and ringdb's own: every key a command names must be one of the
-//! script's declared KEYS.
+//! `redis.call` / `redis.pcall`: a script runs a command of the table, with
+//! Redis's checks (script.c `scriptCall`), on the shard that owns its keys.
 //!
-//! Why the KEYS rule: the router decides where a script runs (and, when its
-//! keys span shards, which keys it gathers and locks) from the declared keys
-//! alone. A key the script did not declare may live on another shard, or be
-//! in the middle of another transaction there. So an undeclared key is an
-//! error (`ERR script tried accessing undeclared key: <key>`) unless the
-//! operator allows it (`lua-allow-undeclared-keys yes`, or the shebang flag
-//! `allow-undeclared-keys`); even then only keys of the shard the script
-//! runs on can be served, never those of another shard nor, for a script
-//! gathered across shards, any key that was not gathered.
-
+//! A script may touch any key, declared in KEYS or not, as in Redis. Where
+//! the keys are depends on how the server runs the script ([`Reach`]):
+//! - **held**: on the keyspace it was given, the shard that owns its
+//!   declared keys (which it holds whole: the server starts it when no
+//!   transaction holds any key there) or a scratch copy of the declared keys
+//!   a cross-shard transaction gathered. A key beyond it (another shard's,
+//!   or one the copy lacks) ends the run: the journal undoes what it
+//!   changed ([`super::journal`]) and the server runs the script again
+//!   with every shard. If the run changed a value too large to save, it
+//!   cannot be undone: the command that named the key fails instead.
+//! - **node**: every shard of the node is lent to the run
+//!   ([`crate::lent`]); each command runs where its keys live.
+//!
+//! `lua-allow-undeclared-keys no` (or a script's lack of the
+//! `allow-undeclared-keys` flag under it) refuses undeclared keys with the
+//! error ringdb gave before it could run them.
 use super::convert;
+use super::journal::Journal;
 use super::sandbox::RunState;
+use crate::command::args::is;
 use crate::command::ctx::ClientInfo;
-use crate::command::spec::{flags, Exec};
+use crate::command::spec::{flags, CommandSpec, Exec};
 use crate::command::{table, Registered};
 use crate::keyspace::Keyspace;
+use crate::lent::Lent;
 use crate::shard::{execute_timed, Clock, ShardCommand, ShardState};
 use bytes::Bytes;
 use mlua::{Function, Lua, MultiValue, Value};
@@ -26,10 +33,26 @@ use ringdb_protocol::ReplyWriter;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
+/// Where a run's commands may go.
+pub enum Reach<'a, 'n> {
+    /// Only the keyspace the script was given; the journal can undo what
+    /// the run changed there.
+    Held(Journal),
+    /// Every shard of the node.
+    Node(&'a mut Lent<'n>),
+}
+
+/// The error a command of a run that has to start again gets (a script
+/// that catches it still ends, and its run is undone).
+pub const RESTART: &str = "ERR this script runs again with every shard";
+
 /// What a script's commands run against.
-pub struct CallCtx<'a> {
+pub struct CallCtx<'a, 'n> {
+    /// The keyspace and state of the shard the script runs on (or of the
+    /// scratch copy it was given).
     pub keyspace: &'a mut Keyspace,
     pub state: &'a mut ShardState,
+    pub reach: Reach<'a, 'n>,
     /// The script's frozen "now" (Redis freezes the clock for a script).
     pub now_ms: u64,
     pub client: ClientInfo,
@@ -83,7 +106,7 @@ impl CallFns {
                 // `&RefCell<CallCtx>`, and its guard resets it before that
                 // borrow ends (also when unwinding); only the lifetime
                 // parameter differs, which does not change the layout.
-                let ctx = unsafe { &*(ptr as *const RefCell<CallCtx<'static>>) };
+                let ctx = unsafe { &*(ptr as *const RefCell<CallCtx<'static, 'static>>) };
                 let (value, failed) = command(lua, ctx, args)?;
                 match value {
                     Value::Table(t) if failed && raise => {
@@ -99,8 +122,8 @@ impl CallFns {
     }
 
     /// Makes `ctx` the context of the functions until the guard drops.
-    pub fn enter<'f>(&'f self, ctx: &'f RefCell<CallCtx<'_>>) -> Entered<'f> {
-        let previous = self.current.replace(ctx as *const RefCell<CallCtx<'_>> as *const ());
+    pub fn enter<'f>(&'f self, ctx: &'f RefCell<CallCtx<'_, '_>>) -> Entered<'f> {
+        let previous = self.current.replace(ctx as *const RefCell<CallCtx<'_, '_>> as *const ());
         Entered { current: &self.current, previous }
     }
 }
@@ -115,7 +138,11 @@ fn number_arg(n: f64) -> Bytes {
 /// The implementation behind `redis.call` and `redis.pcall`: returns the
 /// reply as a Lua value and whether it is an error (then the value is an
 /// error table, which `redis.call` raises).
-pub fn command(lua: &Lua, ctx: &RefCell<CallCtx>, args: MultiValue) -> mlua::Result<(Value, bool)> {
+pub fn command(
+    lua: &Lua,
+    ctx: &RefCell<CallCtx<'_, '_>>,
+    args: MultiValue,
+) -> mlua::Result<(Value, bool)> {
     let fail = |text: &str| -> mlua::Result<(Value, bool)> {
         Ok((Value::Table(convert::error_table(lua, text.as_bytes())?), true))
     };
@@ -155,11 +182,15 @@ pub fn command(lua: &Lua, ctx: &RefCell<CallCtx>, args: MultiValue) -> mlua::Res
     Ok((value, failed))
 }
 
-impl CallCtx<'_> {
+impl CallCtx<'_, '_> {
     /// Checks and runs one command, leaving its reply in `self.reply`; an
     /// `Err` is a refusal (its text becomes the error table).
     fn run(&mut self, argv: Vec<Bytes>) -> Result<(), String> {
         self.reply.clear();
+        // A run that is to start again runs nothing more.
+        if self.run.restart.get() {
+            return Err(RESTART.into());
+        }
         let reg = match table().resolve(&argv) {
             Ok(reg) => reg,
             Err(_) => {
@@ -177,6 +208,10 @@ impl CallCtx<'_> {
     /// Counts a refusal as Redis's `scriptCall` does: an error reply, and a
     /// rejected call of the command if there is one.
     fn refused(&mut self, id: Option<usize>, text: String) -> String {
+        // A run that starts again leaves no trace in the statistics.
+        if self.run.restart.get() {
+            return text;
+        }
         let code = text.strip_prefix('-').and_then(|t| t.split(' ').next()).unwrap_or("ERR");
         match id {
             Some(id) => self.state.stats.rejected(id, code),
@@ -187,11 +222,11 @@ impl CallCtx<'_> {
 
     fn run_resolved(&mut self, reg: &Registered, argv: Vec<Bytes>) -> Result<(), String> {
         let spec = reg.spec;
-        if spec.has(flags::NOSCRIPT) {
+        if spec.has(flags::NOSCRIPT) && !self.deny_disabled() {
             return Err("This Redis command is not allowed from script".into());
         }
         if let Exec::Node(_) | Exec::Container = spec.exec {
-            self.node_command(&argv, &reg.full_name)?;
+            self.node_command(&argv, spec.exec, &reg.full_name)?;
             // Counted as the shard counts the commands it runs.
             let failed = self.reply.first() == Some(&b'-');
             if failed {
@@ -221,47 +256,103 @@ impl CallCtx<'_> {
             self.state.monitor_out.push(crate::monitor::line(client.db, "lua", &argv));
         }
         let cmd = ShardCommand { id: reg.id, spec, args: argv, client };
-        execute_timed(
-            self.keyspace,
-            self.state,
-            &cmd,
-            &mut self.reply,
-            &mut Clock::at(self.now_ms),
-        );
+        let clock = &mut Clock::at(self.now_ms);
+        match &mut self.reach {
+            Reach::Held(journal) => {
+                journal.before(self.keyspace, self.state, &cmd, self.now_ms);
+                execute_timed(self.keyspace, self.state, &cmd, &mut self.reply, clock);
+            }
+            Reach::Node(lent) => {
+                lent.run((&mut *self.keyspace, &mut *self.state), &cmd, &mut self.reply, clock)
+            }
+        }
         Ok(())
     }
 
-    /// Every key the command names must be declared (see the module doc).
-    fn check_keys(&self, spec: &crate::command::CommandSpec, argv: &[Bytes]) -> Result<(), String> {
-        let mut refused = None;
-        spec.for_each_key(argv, |i| {
+    /// The undeclared-key rule, and where the keys are: a held run that
+    /// names a key beyond its keyspace starts again with every shard (or,
+    /// when it cannot be undone, the command fails).
+    fn check_keys(&mut self, spec: &CommandSpec, argv: &[Bytes]) -> Result<(), String> {
+        let mut positions = Vec::new();
+        spec.for_each_key(argv, |i| positions.push(i));
+        let mut beyond = None;
+        for i in positions {
             let key = &argv[i];
-            if refused.is_some() || self.keys.iter().any(|k| k == key) {
-                return;
-            }
-            if !self.allow_undeclared {
-                refused = Some(format!(
+            let declared = self.keys.iter().any(|k| k == key);
+            if !declared && !self.allow_undeclared {
+                return Err(format!(
                     "script tried accessing undeclared key: {}",
                     String::from_utf8_lossy(key)
                 ));
-            } else if !self.keyspace.owns_key(key) {
-                refused = Some(format!(
-                    "script tried accessing undeclared key on another shard: {}",
-                    String::from_utf8_lossy(key)
-                ));
             }
-        });
-        refused.map_or(Ok(()), Err)
+            let held = self.holds(key, declared);
+            match &mut self.reach {
+                Reach::Node(lent) if !declared => lent.touched_undeclared(key),
+                Reach::Held(_) if !held => {
+                    beyond.get_or_insert_with(|| key.clone());
+                }
+                _ => {}
+            }
+        }
+        // Keys it would form from data (SORT … GET) must be held too.
+        if let (Reach::Held(_), None, Some(formed)) = (&self.reach, &beyond, spec.formed_keys) {
+            let scratch = self.state.funnel.is_recording();
+            let keyspace = &*self.keyspace;
+            let here = |k: &[u8]| !scratch && keyspace.owns_key(k);
+            if !keyspace.owns_every_slot() && (formed.forms_elsewhere)(argv, &here) {
+                beyond = argv.get(1).cloned();
+            }
+        }
+        match beyond {
+            None => Ok(()),
+            Some(key) => Err(self.beyond(&key)),
+        }
     }
 
-    /// The few connection commands a script can run on its shard (SELECT
-    /// changes the script's database only, as in Redis); the other commands
-    /// that run on a connection's core cannot run inside a script.
-    fn node_command(&mut self, argv: &[Bytes], name: &str) -> Result<(), String> {
+    /// Whether a held run holds `key`: a shard holds its own keys; a
+    /// scratch copy holds the declared keys it was given.
+    fn holds(&self, key: &[u8], declared: bool) -> bool {
+        if self.state.funnel.is_recording() {
+            declared
+        } else {
+            self.keyspace.owns_key(key)
+        }
+    }
+
+    /// A held run named `key`, which it does not hold: it starts again
+    /// with every shard if what it changed can be undone.
+    fn beyond(&mut self, key: &[u8]) -> String {
+        let undoable = match &self.reach {
+            Reach::Held(journal) => journal.can_undo(),
+            Reach::Node(_) => true,
+        };
+        self.run.needs_node.set(true);
+        if undoable {
+            self.run.restart.set(true);
+            return RESTART.into();
+        }
+        format!(
+            "script tried accessing key '{}' of another shard after changing a value too large to \
+             undo; ringdb runs this script with every shard from its next call",
+            String::from_utf8_lossy(key)
+        )
+    }
+
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS is on.
+    fn deny_disabled(&self) -> bool {
+        self.run.monitor.borrow().as_ref().is_some_and(|(m, _)| m.deny_disabled())
+    }
+
+    /// The few commands of the connection's core a script can run where it
+    /// is (SELECT changes the script's database only, as in Redis; DEBUG
+    /// PROTOCOL and SLEEP under DEBUG SET-DISABLE-DENY-SCRIPTS); the others
+    /// need the server and cannot run inside a script.
+    fn node_command(&mut self, argv: &[Bytes], exec: Exec, name: &str) -> Result<(), String> {
+        use crate::command::NodeCommand as N;
         let resp = self.run.resp.get();
         let mut out = ReplyWriter::new(&mut self.reply, resp);
-        match name {
-            "select" => match ringdb_types::number::parse_i64(&argv[1]) {
+        match exec {
+            Exec::Node(N::Select) => match ringdb_types::number::parse_i64(&argv[1]) {
                 None => out.error("ERR value is not an integer or out of range"),
                 Some(db) if db < 0 || db as usize >= self.keyspace.db_count() => {
                     out.error("ERR DB index is out of range")
@@ -271,19 +362,28 @@ impl CallCtx<'_> {
                     out.ok();
                 }
             },
-            "ping" if argv.len() <= 2 => match argv.get(1) {
+            Exec::Node(N::Ping) if argv.len() <= 2 => match argv.get(1) {
                 Some(msg) => out.bulk(msg),
                 None => out.simple("PONG"),
             },
-            "ping" => out.error("ERR wrong number of arguments for 'ping' command"),
-            "echo" => out.bulk(&argv[1]),
-            "time" => {
+            Exec::Node(N::Ping) => out.error("ERR wrong number of arguments for 'ping' command"),
+            Exec::Node(N::Echo) => out.bulk(&argv[1]),
+            Exec::Node(N::Time) => {
                 let now = std::time::SystemTime::now()
                     .duration_since(std::time::UNIX_EPOCH)
                     .unwrap_or_default();
                 out.array(2);
                 out.bulk_int(now.as_secs() as i64);
                 out.bulk_int(now.subsec_micros() as i64);
+            }
+            Exec::Node(N::Debug) if argv.len() == 3 && is(&argv[1], "protocol") => {
+                if let Err(e) = crate::families::debug::protocol(&mut out, &argv[2]) {
+                    out.error(e.text());
+                }
+            }
+            Exec::Node(N::Debug) if argv.len() == 3 && is(&argv[1], "sleep") => {
+                std::thread::sleep(crate::families::debug::sleep_time(&argv[2]));
+                out.ok();
             }
             _ => return Err(format!("ringdb cannot run '{name}' from a script")),
         }

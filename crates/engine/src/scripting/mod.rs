@@ -13,15 +13,20 @@
 //!
 //! One Lua state per shard, created on first use and kept in the shard's
 //! [`ShardState`](crate::shard::ShardState) (a `Lua` is `!Send`: it never
-//! leaves its core). A script runs to completion on the keyspace its
-//! command was given, which the router picked: the shard owning all of its
-//! declared keys, or a scratch copy of them gathered under a cross-shard
-//! transaction. Either way nothing else touches those keys meanwhile, so
-//! every script is atomic.
+//! leaves its core). A script runs to completion, and nothing else touches
+//! what it holds meanwhile, so every script is atomic. What it holds is
+//! what the router gave it: the shard owning its declared keys (or the
+//! connection's, with none), a scratch copy of declared keys gathered
+//! from several shards under a cross-shard transaction, or every shard of
+//! the node ([`crate::lent`]). A script may touch keys it did not declare;
+//! one held run that meets a key beyond what it holds is undone
+//! ([`journal`]) and reported ([`RunReport`]), and the server runs the
+//! script again with every shard ([`call`] has the rules).
 
 pub mod call;
 pub mod convert;
 pub mod functions;
+pub mod journal;
 pub mod libs;
 pub mod monitor;
 mod rand;
@@ -131,7 +136,8 @@ pub struct ScriptSettings {
     pub busy_reply_threshold_ms: u64,
     /// `lua-memory-limit`: bytes one shard's Lua state may use; 0 = none.
     pub memory_limit: usize,
-    /// `lua-allow-undeclared-keys`.
+    /// `lua-allow-undeclared-keys`: scripts may touch keys they did not
+    /// declare (Redis's behaviour, the default); `no` refuses them.
     pub allow_undeclared_keys: bool,
 }
 
@@ -140,7 +146,7 @@ impl Default for ScriptSettings {
         ScriptSettings {
             busy_reply_threshold_ms: 5000,
             memory_limit: 256 * 1024 * 1024,
-            allow_undeclared_keys: false,
+            allow_undeclared_keys: true,
         }
     }
 }
@@ -163,6 +169,19 @@ pub struct LuaEngine {
     runs: u32,
 }
 
+/// What the server learns from the last script run on a shard.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RunReport {
+    /// The run met a key it did not hold and was undone: run the script
+    /// again with every shard. Nothing of it is left but statistics.
+    pub restart: bool,
+    /// The script needs every shard: it met a key it did not hold (undone
+    /// or not).
+    pub needs_node: bool,
+    /// A run with every shard: the shards of the undeclared keys it touched.
+    pub undeclared: Vec<crate::shard::ShardId>,
+}
+
 /// One shard's scripting: the Lua state (created on first use) and the link
 /// to the process-wide [`ScriptMonitor`].
 #[derive(Default)]
@@ -170,6 +189,7 @@ pub struct Scripting {
     engine: Option<Box<LuaEngine>>,
     monitor: Option<(Arc<ScriptMonitor>, usize)>,
     while_busy: Option<Rc<dyn Fn()>>,
+    report: RunReport,
 }
 
 fn lua_error(e: mlua::Error) -> CmdError {
@@ -196,6 +216,17 @@ impl Scripting {
 
     pub fn monitor(&self) -> Option<&Arc<ScriptMonitor>> {
         self.monitor.as_ref().map(|(m, _)| m)
+    }
+
+    /// What the last run on this shard reported (and forgets it).
+    pub fn take_report(&mut self) -> RunReport {
+        std::mem::take(&mut self.report)
+    }
+
+    /// What serves the core's other clients while a script is busy, for a
+    /// core whose shard is lent to a busy run elsewhere.
+    pub fn while_busy(&self) -> Option<Rc<dyn Fn()>> {
+        self.while_busy.clone()
     }
 
     /// The Lua state, created on first use.
@@ -472,6 +503,9 @@ impl LuaEngine {
         meta.raw_set("__index", self.sandbox.load_api.clone()).map_err(lua_error)?;
         *self.run.loading.borrow_mut() = Some(PendingLibrary::default());
         self.run.started.set(Instant::now());
+        // What an earlier run left (a SCRIPT KILL) is not this load's.
+        self.run.killed.set(false);
+        self.run.restart.set(false);
         let result = self.sandbox.run_load.call::<MultiValue>(body);
         let pending = self.run.loading.borrow_mut().take().unwrap_or_default();
         meta.raw_set("__index", self.sandbox.real.clone()).map_err(lua_error)?;
@@ -517,13 +551,24 @@ impl LuaEngine {
         let allow_undeclared =
             settings.allow_undeclared_keys || inv.flags & flag::ALLOW_UNDECLARED != 0;
         self.run.libraries.set((self.libraries.libs.len(), self.libraries.function_count()));
-        self.run.begin(inv.name.clone(), inv.command, inv.eval, settings.busy_reply_threshold_ms);
+        let node_wide = ctx.lent.is_some();
+        let busy_ms = settings.busy_reply_threshold_ms;
+        self.run.begin(inv.name.clone(), inv.command, inv.eval, busy_ms, node_wide);
         // The script's commands are held to the state it started in
         // (`CallCtx::oom`), not refused by the shard's own check.
         ctx.ks.state.oom = false;
+        // A held run keeps a journal when it may meet a key of another
+        // shard: on a real shard of a node of several.
+        let reach = match ctx.lent.take() {
+            Some(lent) => call::Reach::Node(lent),
+            None => call::Reach::Held(journal::Journal::new(
+                !ctx.ks.state.funnel.is_recording() && !ctx.ks.keyspace.owns_every_slot(),
+            )),
+        };
         let call_ctx = RefCell::new(call::CallCtx {
             keyspace: &mut *ctx.ks.keyspace,
             state: &mut *ctx.ks.state,
+            reach,
             now_ms: ctx.ks.now_ms,
             client: crate::command::ClientInfo { db: ctx.ks.db, ..ctx.client },
             keys: inv.keys,
@@ -541,9 +586,19 @@ impl LuaEngine {
             }
         };
         drop(entered);
-        drop(call_ctx);
+        let (journal, undeclared) = match call_ctx.into_inner().reach {
+            call::Reach::Held(journal) => (Some(journal), Vec::new()),
+            call::Reach::Node(lent) => (None, std::mem::take(&mut lent.undeclared)),
+        };
         ctx.ks.state.oom = oom;
         let script_resp = self.run.resp.get();
+        let restart = self.run.restart.get();
+        let report = RunReport { restart, needs_node: self.run.needs_node.get(), undeclared };
+        // An undone run leaves nothing: the server runs it again.
+        if let (true, Some(journal)) = (restart, journal) {
+            journal.undo(ctx.ks.keyspace, ctx.ks.state);
+        }
+        ctx.ks.state.scripting.report = report;
         self.run.end();
         self.relieve(settings.memory_limit);
         // Garbage collection steps worth 50 KB every 50 runs, as Redis does
@@ -560,6 +615,9 @@ impl LuaEngine {
                     mlua::ffi::lua_gc(state, mlua::ffi::LUA_GCSTEP, GC_PERIOD as i32);
                 })
             };
+        }
+        if restart {
+            return Ok(());
         }
         let values = match outcome {
             Ok(values) => values,

@@ -87,6 +87,9 @@ pub struct ScriptMonitor {
     /// Bodies of the scripts EVAL and SCRIPT LOAD have seen, by SHA1: a
     /// shard that meets an EVALSHA it has not compiled yet finds it here.
     bodies: Mutex<HashMap<String, Bytes>>,
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS: scripts may call `noscript`
+    /// commands (Redis's `script_disable_deny_script`, for its tests).
+    deny_disabled: AtomicBool,
 }
 
 impl ScriptMonitor {
@@ -96,6 +99,7 @@ impl ScriptMonitor {
             shards: (0..shards.max(1)).map(|_| ShardScriptStatus::default()).collect(),
             next_run: AtomicU64::new(1),
             bodies: Mutex::new(HashMap::new()),
+            deny_disabled: AtomicBool::new(false),
         }
     }
 
@@ -121,6 +125,21 @@ impl ScriptMonitor {
             return None;
         }
         (0..self.shards.len()).find_map(|s| self.busy_error(s))
+    }
+
+    /// DEBUG SET-DISABLE-DENY-SCRIPTS.
+    pub fn set_deny_disabled(&self, disabled: bool) {
+        self.deny_disabled.store(disabled, Ordering::Relaxed);
+    }
+
+    /// Whether scripts may call `noscript` commands.
+    pub fn deny_disabled(&self) -> bool {
+        self.deny_disabled.load(Ordering::Relaxed)
+    }
+
+    /// Shards of the node.
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
     }
 
     pub fn new_run_id(&self) -> u64 {

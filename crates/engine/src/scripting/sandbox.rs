@@ -34,6 +34,13 @@ pub struct RunState {
     pub timed_out: Cell<bool>,
     pub killed: Cell<bool>,
     pub wrote: Cell<bool>,
+    /// The run met a key it does not hold and can be undone: it is to run
+    /// again with every shard ([`super::call`]); it runs nothing more.
+    pub restart: Cell<bool>,
+    /// The run met a key it does not hold: the script needs every shard.
+    pub needs_node: Cell<bool>,
+    /// The run holds every shard: if it becomes busy, every shard is.
+    pub node_wide: Cell<bool>,
     /// The protocol `redis.call` replies are converted from (`redis.setresp`).
     pub resp: Cell<Resp>,
     pub eval_mode: Cell<bool>,
@@ -67,6 +74,9 @@ impl RunState {
             timed_out: Cell::new(false),
             killed: Cell::new(false),
             wrote: Cell::new(false),
+            restart: Cell::new(false),
+            needs_node: Cell::new(false),
+            node_wide: Cell::new(false),
             resp: Cell::new(Resp::V2),
             eval_mode: Cell::new(true),
             libraries: Cell::new((0, 0)),
@@ -94,6 +104,9 @@ impl RunState {
         if self.killed.get() {
             return Err(mlua::Error::runtime(KILLED));
         }
+        if self.restart.get() {
+            return Err(mlua::Error::runtime(super::call::RESTART));
+        }
         let limit = self.busy_after_ms.get();
         if !self.timed_out.get() {
             let elapsed = self.started.get().elapsed();
@@ -116,7 +129,11 @@ impl RunState {
                     eval: self.eval_mode.get(),
                     libraries: self.libraries.get(),
                 };
-                monitor.set_busy(*shard, self.run_id.get(), self.wrote.get(), script);
+                let shards = if self.node_wide.get() { monitor.shard_count() } else { 0 };
+                let busy = if shards > 0 { 0..shards } else { *shard..*shard + 1 };
+                for shard in busy {
+                    monitor.set_busy(shard, self.run_id.get(), self.wrote.get(), script.clone());
+                }
             }
         }
         // Cloned out first: serving may not find this state borrowed.
@@ -141,14 +158,33 @@ impl RunState {
     pub fn note_write(&self) {
         self.wrote.set(true);
         if self.timed_out.get() {
-            if let Some((monitor, shard)) = self.monitor.borrow().as_ref() {
-                monitor.set_wrote(*shard);
+            for shard in self.published_shards() {
+                if let Some((monitor, _)) = self.monitor.borrow().as_ref() {
+                    monitor.set_wrote(shard);
+                }
             }
         }
     }
 
-    /// Prepares a run.
-    pub fn begin(&self, name: String, command: &[Bytes], eval: bool, busy_after_ms: u64) {
+    /// The shards a busy run is published on: its own, or every shard for
+    /// a run that holds them all.
+    fn published_shards(&self) -> std::ops::Range<usize> {
+        match self.monitor.borrow().as_ref() {
+            Some((monitor, _)) if self.node_wide.get() => 0..monitor.shard_count(),
+            Some((_, shard)) => *shard..*shard + 1,
+            None => 0..0,
+        }
+    }
+
+    /// Prepares a run (`node_wide`: it holds every shard).
+    pub fn begin(
+        &self,
+        name: String,
+        command: &[Bytes],
+        eval: bool,
+        busy_after_ms: u64,
+        node_wide: bool,
+    ) {
         let run_id = match self.monitor.borrow().as_ref() {
             Some((m, _)) => m.new_run_id(),
             None => self.run_id.get() + 1,
@@ -160,6 +196,9 @@ impl RunState {
         self.timed_out.set(false);
         self.killed.set(false);
         self.wrote.set(false);
+        self.restart.set(false);
+        self.needs_node.set(false);
+        self.node_wide.set(node_wide);
         self.resp.set(Resp::V2);
         self.eval_mode.set(eval);
         *self.name.borrow_mut() = name;
@@ -173,8 +212,10 @@ impl RunState {
     pub fn end(&self) {
         self.active.set(false);
         if self.timed_out.get() {
-            if let Some((monitor, shard)) = self.monitor.borrow().as_ref() {
-                monitor.clear_busy(*shard, self.run_id.get());
+            for shard in self.published_shards() {
+                if let Some((monitor, _)) = self.monitor.borrow().as_ref() {
+                    monitor.clear_busy(shard, self.run_id.get());
+                }
             }
         }
         self.command.borrow_mut().clear();

@@ -50,11 +50,16 @@ fn eval_returns_converted_values() {
 #[test]
 fn errors_follow_redis() {
     let mut f = Fixture::new();
+    // Undeclared keys are served (one shard holds them all), unless
+    // `lua-allow-undeclared-keys no` refuses them.
+    assert_eq!(f.eval("return redis.call('set', 'other', 1)", &["k"], &[]), "+OK\r\n");
+    f.state.settings.scripts.allow_undeclared_keys = false;
     assert_eq!(
         f.eval("return redis.call('get', 'other')", &["k"], &[]),
         "-ERR script tried accessing undeclared key: other script: 8a1c4a3ec0af2a74cafbd9239bfdf8b4f48e6fb4, on @user_script:1.\r\n"
             .replace("8a1c4a3ec0af2a74cafbd9239bfdf8b4f48e6fb4", &super::sha1_hex(b"return redis.call('get', 'other')"))
     );
+    f.state.settings.scripts.allow_undeclared_keys = true;
     let r = f.eval("error('boom')", &[], &[]);
     assert!(r.starts_with("-ERR user_script:1: boom script: "), "{r}");
     assert!(r.ends_with(", on @user_script:1.\r\n"), "{r}");
@@ -139,4 +144,78 @@ fn functions_load_and_call() {
     assert_eq!(f.run(&["FCALL", "hello", "0", "x"]), "-ERR Function not found\r\n");
     f.state.scripting.function_restore(&dump, super::RestorePolicy::Append).unwrap();
     assert_eq!(f.run(&["FCALL", "hello", "0", "x"]), "$4\r\nhi x\r\n");
+}
+
+/// Shard 0 of a two-shard node, with keys of each shard.
+fn half_node() -> (crate::shard::Shard, String, String) {
+    use crate::shard::{ShardId, SlotMap};
+    let map = SlotMap::new(2);
+    let mut shard = crate::shard::Shard::new(ShardId(0), map, ShardSettings::default(), 7);
+    shard.state.funnel.log = Some(Default::default());
+    shard.state.funnel.notify_flags = crate::funnel::notify::parse("KEA").unwrap();
+    let on = |s: u16| {
+        (0..).map(|i| format!("k{i}")).find(|k| map.shard_of_key(k.as_bytes()) == ShardId(s))
+    };
+    (shard, on(0).unwrap(), on(1).unwrap())
+}
+
+fn run_on(shard: &mut crate::shard::Shard, args: &[&str]) -> String {
+    let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
+    let reg = table().resolve(&args).unwrap();
+    let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client: ClientInfo::default() };
+    let mut out = Vec::new();
+    shard.execute(&cmd, &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+#[test]
+fn a_held_run_that_meets_another_shards_key_is_undone() {
+    let (mut shard, here, there) = half_node();
+    run_on(&mut shard, &["SET", &here, "1"]);
+    shard.state.funnel.outbox.clear();
+    shard.state.funnel.log.as_mut().unwrap().events.clear();
+    let watched = shard.state.funnel.watches.watch(0, here.as_bytes());
+    let dirty = shard.state.funnel.dirty;
+    let script = "redis.call('incr', KEYS[1]) redis.call('set', 'new' .. KEYS[1], 'x') \
+                  return redis.call('get', ARGV[1])";
+    // Undone: no reply, no change, no notification, no log record.
+    assert_eq!(run_on(&mut shard, &["EVAL", script, "1", &here, &there]), "");
+    let report = shard.state.scripting.take_report();
+    assert!(report.restart && report.needs_node, "{report:?}");
+    assert_eq!(run_on(&mut shard, &["GET", &here]), "$1\r\n1\r\n");
+    assert_eq!(run_on(&mut shard, &["EXISTS", &format!("new{here}")]), ":0\r\n");
+    assert!(shard.state.funnel.outbox.is_empty());
+    assert!(shard.state.funnel.log.as_ref().unwrap().events.is_empty());
+    assert_eq!(shard.state.funnel.watches.version(0, here.as_bytes()), Some(watched));
+    assert_eq!(shard.state.funnel.dirty, dirty);
+    // A pcall that catches the restart changes nothing either.
+    let caught = "redis.call('incr', KEYS[1]) pcall(redis.call, 'get', ARGV[1]) \
+                  redis.call('incr', KEYS[1]) return 'done'";
+    assert_eq!(run_on(&mut shard, &["EVAL", caught, "1", &here, &there]), "");
+    assert!(shard.state.scripting.take_report().restart);
+    assert_eq!(run_on(&mut shard, &["GET", &here]), "$1\r\n1\r\n");
+    // A run that stays on its shard reports nothing.
+    assert_eq!(
+        run_on(&mut shard, &["EVAL", "return redis.call('incr', ARGV[1])", "0", &here]),
+        ":2\r\n"
+    );
+    assert_eq!(shard.state.scripting.take_report(), Default::default());
+}
+
+#[test]
+fn a_held_run_that_changed_a_large_value_cannot_be_undone() {
+    let (mut shard, here, there) = half_node();
+    // A new key is cheap to undo (it was absent); a large one is not.
+    let fill = "for i = 1, 200 do redis.call('rpush', KEYS[1], i) end";
+    assert_eq!(run_on(&mut shard, &["EVAL", fill, "1", &here]), "$-1\r\n");
+    let script = "redis.call('rpush', KEYS[1], 'last') return redis.call('get', ARGV[1])";
+    let reply = run_on(&mut shard, &["EVAL", script, "1", &here, &there]);
+    assert!(
+        reply.starts_with(&format!("-ERR script tried accessing key '{there}' of another shard after changing a value too large to undo")),
+        "{reply}"
+    );
+    let report = shard.state.scripting.take_report();
+    assert!(!report.restart && report.needs_node, "{report:?}");
+    // Its writes stay, as after any script error.
+    assert_eq!(run_on(&mut shard, &["LLEN", &here]), ":201\r\n");
 }

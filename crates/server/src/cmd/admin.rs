@@ -13,7 +13,7 @@ use ringdb_engine::keyspace::{Entry, StrValue, Value};
 use ringdb_types::number::parse_i64;
 use ringdb_types::sha1::hex;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// TIME: seconds and microseconds, as two bulk strings.
 pub async fn time(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
@@ -175,6 +175,8 @@ const DEBUG_HELP: &[&str] = &[
     "    Reply with a test value of the specified type. <type> can be: string,",
     "    integer, double, bignum, null, array, set, map, attrib, push, verbatim,",
     "    true, false.",
+    "SET-DISABLE-DENY-SCRIPTS <0|1>",
+    "    Setting it to 1 lets scripts call commands flagged 'noscript' (for tests).",
     "SET-ACTIVE-EXPIRE <0|1>",
     "    Setting it to 0 disables expiring keys in background when they are not",
     "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
@@ -209,6 +211,9 @@ pub async fn debug(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
         debug_reload(conn, &args[2..]).await?;
     } else if is(sub, "sleep") && argc == 3 {
         sleep_all(conn, &args[2]).await?;
+    } else if is(sub, "set-disable-deny-scripts") && argc == 3 {
+        conn.core.shared.scripts.set_deny_disabled(atoi(&args[2]) != 0);
+        conn.reply().ok();
     } else if is(sub, "set-active-expire") && argc == 3 {
         let enabled = atoi(&args[2]) != 0;
         conn.core
@@ -257,7 +262,7 @@ pub async fn debug(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
         out.array(digests.len());
         digests.iter().for_each(|d| out.simple(&hex(d)));
     } else if is(sub, "protocol") && argc == 3 {
-        protocol(conn, &args[2])?;
+        ringdb_engine::families::debug::protocol(&mut conn.reply(), &args[2])?;
     } else if is(sub, "error") && argc == 3 {
         return Err(CmdError::owned(text(&args[2])));
     } else if is(sub, "log") && argc == 3 {
@@ -347,27 +352,11 @@ fn atoi(arg: &[u8]) -> i64 {
     parse_i64(&rest[..sign_len + digits]).unwrap_or(0)
 }
 
-/// C's `strtod` as DEBUG SLEEP uses it: the leading number, 0 when none.
-fn leading_f64(arg: &[u8]) -> f64 {
-    let s = String::from_utf8_lossy(arg);
-    let s = s.trim_start();
-    (1..=s.len())
-        .rev()
-        .filter(|&n| s.is_char_boundary(n))
-        .find_map(|n| s[..n].parse::<f64>().ok())
-        .unwrap_or(0.0)
-}
-
 /// DEBUG SLEEP seconds: stops the whole server, every core at once, as
 /// Redis's single thread stops. The other cores are asked first and this one
 /// sleeps last, so that all of them sleep at the same time.
 async fn sleep_all(conn: &mut Connection, seconds: &[u8]) -> CmdResult {
-    let seconds = leading_f64(seconds);
-    let pause = if seconds > 0.0 {
-        Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX)
-    } else {
-        Duration::ZERO
-    };
+    let pause = ringdb_engine::families::debug::sleep_time(seconds);
     let mut asleep = Vec::new();
     for shard in (0..conn.core.shared.shards()).map(|i| ringdb_engine::ShardId(i as u16)) {
         if shard == conn.core.id {
@@ -549,73 +538,6 @@ fn rdb_len_len(len: usize) -> usize {
     }
 }
 
-/// DEBUG PROTOCOL type: a sample reply of each RESP type (the values are
-/// Redis's, 3.141 included).
-#[allow(clippy::approx_constant)]
-fn protocol(conn: &mut Connection, kind: &[u8]) -> CmdResult {
-    let mut out = conn.reply();
-    if is(kind, "string") {
-        out.bulk(b"Hello World");
-    } else if is(kind, "integer") {
-        out.int(12345);
-    } else if is(kind, "double") {
-        out.double(3.141);
-    } else if is(kind, "bignum") {
-        const BIG: &[u8] = b"1234567999999999999999999999999999999";
-        if out.is_resp3() {
-            out.raw(b"(");
-            out.raw(BIG);
-            out.raw(b"\r\n");
-        } else {
-            out.bulk(BIG);
-        }
-    } else if is(kind, "null") {
-        out.null();
-    } else if is(kind, "array") || is(kind, "set") {
-        if is(kind, "set") {
-            out.set(3);
-        } else {
-            out.array(3);
-        }
-        (0..3).for_each(|j| out.int(j));
-    } else if is(kind, "map") {
-        out.map(3);
-        for j in 0..3 {
-            out.int(j);
-            out.bool(j == 1);
-        }
-    } else if is(kind, "attrib") {
-        if out.is_resp3() {
-            out.raw(b"|1\r\n");
-            out.bulk(b"key-popularity");
-            out.array(2);
-            out.bulk(b"key:123");
-            out.int(90);
-        }
-        out.bulk(b"Some real reply following the attribute");
-    } else if is(kind, "push") {
-        if !out.is_resp3() {
-            return Err(CmdError::new("ERR RESP2 is not supported by this command"));
-        }
-        out.push(2);
-        out.bulk(b"server-cpu-usage");
-        out.int(42);
-        out.bulk(b"Some real reply following the push reply");
-    } else if is(kind, "true") {
-        out.bool(true);
-    } else if is(kind, "false") {
-        out.bool(false);
-    } else if is(kind, "verbatim") {
-        out.verbatim("txt", b"This is a verbatim\nstring");
-    } else {
-        return Err(CmdError::new(
-            "ERR Wrong protocol type name. Please use one of the following: \
-             string|integer|double|bignum|null|array|set|map|attrib|push|verbatim|true|false",
-        ));
-    }
-    Ok(())
-}
-
 /// DEBUG STRINGMATCH-TEST: Redis's fuzz test of its glob matcher, run
 /// against ringdb's: random patterns and strings of up to 31 bytes must
 /// never crash it or run away.
@@ -675,8 +597,5 @@ mod tests {
         assert_eq!(atoi(b"abc"), 0);
         assert_eq!(atoi(b"-3"), -3);
         assert_eq!(atoi(b"99999999999999999999999"), 999_999_999_999_999_999);
-        assert_eq!(leading_f64(b"0.05"), 0.05);
-        assert_eq!(leading_f64(b"1.5s"), 1.5);
-        assert_eq!(leading_f64(b"x"), 0.0);
     }
 }

@@ -378,7 +378,8 @@ impl Report<'_> {
              keyspace_misses:{}\r\nlatest_fork_usec:0\r\ntotal_forks:0\r\n\
              tracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\n\
              unexpected_error_replies:0\r\n\
-             total_error_replies:{}\r\ntotal_reads_processed:{}\r\ntotal_writes_processed:{}\r\n",
+             total_error_replies:{}\r\ntotal_reads_processed:{}\r\ntotal_writes_processed:{}\r\n\
+             script_runs_held:{}\r\nscript_runs_restarted:{}\r\nscript_runs_on_node:{}\r\n",
             t.connections_received,
             t.commands_processed,
             rate(|s| &s.ops_rate),
@@ -400,6 +401,9 @@ impl Report<'_> {
             t.error_replies,
             t.reads_processed,
             t.writes_processed,
+            t.script_runs.held,
+            t.script_runs.restarted,
+            t.script_runs.node,
         );
     }
 

@@ -74,7 +74,12 @@ fn flush_mode(args: &[Bytes], error: &'static str) -> CmdResult {
 pub async fn script_flush(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     flush_mode(args, "ERR SCRIPT FLUSH only support SYNC|ASYNC option")?;
     conn.core.shared.scripts.forget_bodies();
-    conn.core.invoke_on_all(|core| core.shard.borrow_mut().state.scripting.script_flush()).await?;
+    conn.core
+        .invoke_on_all(|core| {
+            core.shard.borrow_mut().state.scripting.script_flush();
+            core.script_profiles.borrow_mut().clear();
+        })
+        .await?;
     conn.reply().ok();
     Ok(())
 }
@@ -116,6 +121,8 @@ fn change_functions<T, E>(
 ) -> Result<T, E> {
     let mut shard = core.shard.borrow_mut();
     let result = change(&mut shard.state.scripting)?;
+    // A name may now be another function's: where it ran says nothing.
+    core.script_profiles.borrow_mut().clear();
     if shard.state.funnel.log.is_some() {
         let payload = Bytes::from(shard.state.scripting.function_dump());
         if let Some(log) = shard.state.funnel.log.as_mut() {

@@ -24,58 +24,26 @@ use crate::aof::{log_part, PartLog};
 use crate::mesh::NO_ANSWER;
 use crate::net::connection::Connection;
 use bytes::Bytes;
-use ringdb_engine::command::spec::{FindKeys, FormedKeys};
-use ringdb_engine::command::{ClientInfo, CmdError, CmdResult, Exec, Merge};
-use ringdb_engine::funnel::{KeyEvent, NotifyClass};
+use ringdb_engine::command::spec::FormedKeys;
+use ringdb_engine::command::{CmdError, CmdResult, Exec, Merge};
+use ringdb_engine::cross::{apply_changes, changes_by_owner, copy_keys, split_by_shard, Copies};
 use ringdb_engine::keyspace::{Entry, Keyspace};
 use ringdb_engine::locks::LockSet;
+use ringdb_engine::scripting::RunReport;
 use ringdb_engine::shard::{execute_spliced, now_ms, Clock, ShardState};
 use ringdb_engine::{ShardCommand, ShardId};
-use ringdb_protocol::frame;
 use std::collections::BTreeMap;
 
 /// Runs a command whose keys span shards; its reply goes to `conn.out`.
-pub async fn run(conn: &mut Connection, command: ShardCommand) -> CmdResult {
+/// A gathered script reports how its run went (an undone run replies
+/// nothing and changes nothing: see `route::script`).
+pub async fn run(conn: &mut Connection, command: ShardCommand) -> Result<RunReport, CmdError> {
     match command.spec.exec {
-        Exec::Split { merge, atomic, .. } => split(conn, command, merge, atomic).await,
+        Exec::Split { merge, atomic, .. } => {
+            split(conn, command, merge, atomic).await.map(|()| RunReport::default())
+        }
         _ => gather(conn, command).await,
     }
-}
-
-/// One shard's share of a split command.
-struct Part {
-    shard: ShardId,
-    command: ShardCommand,
-    /// Original position (among the keys) of each key it was given.
-    key_order: Vec<usize>,
-}
-
-/// Splits a command by the shards of its keys. Each key takes the arguments
-/// that follow it up to the key spec's step (MSET: key and value).
-fn split_by_shard(conn: &Connection, command: &ShardCommand) -> Vec<Part> {
-    let slot_map = conn.core.shared.slot_map;
-    let positions = command.spec.key_positions(&command.args).unwrap_or_default();
-    let step = match command.spec.keys.first().map(|k| k.find) {
-        Some(FindKeys::Range { step, .. }) if step > 0 => step as usize,
-        _ => 1,
-    };
-    let mut by_shard: BTreeMap<ShardId, Part> = BTreeMap::new();
-    for (n, &pos) in positions.iter().enumerate() {
-        let shard = slot_map.shard_of_key(&command.args[pos]);
-        let part = by_shard.entry(shard).or_insert_with(|| Part {
-            shard,
-            command: ShardCommand {
-                args: vec![command.args[0].clone()],
-                client: ClientInfo { part: true, ..command.client },
-                ..command.clone()
-            },
-            key_order: Vec::new(),
-        });
-        let end = (pos + step).min(command.args.len());
-        part.command.args.extend_from_slice(&command.args[pos..end]);
-        part.key_order.push(n);
-    }
-    by_shard.into_values().collect()
 }
 
 async fn split(
@@ -89,7 +57,7 @@ async fn split(
         return Err(CmdError::wrong_args(command.spec.name));
     }
     let started = std::time::Instant::now();
-    let parts = split_by_shard(conn, &command);
+    let parts = split_by_shard(&conn.core.shared.slot_map, &command);
     // Inside EXEC the transaction already holds every lock: the parts run
     // directly, without taking or releasing anything.
     let held = conn.state.in_exec;
@@ -173,32 +141,10 @@ async fn split(
     };
     let usec = started.elapsed().as_micros() as u64;
     crate::cmd::slowlog::record_here(conn, &command.args, usec);
-    if let Some(err) = replies.iter().find(|r| frame::is_error(r)) {
-        conn.out.extend_from_slice(err);
-        return Ok(());
-    }
-    let resp = conn.state.resp;
-    match merge {
-        Merge::Ok => conn.reply().ok(),
-        Merge::Sum => {
-            let total: i64 = replies.iter().filter_map(|r| frame::integer(r)).sum();
-            conn.reply().int(total);
-        }
-        Merge::Array => {
-            let keys: usize = parts.iter().map(|p| p.key_order.len()).sum();
-            let mut slots: Vec<&[u8]> = vec![&[]; keys];
-            for (part, reply) in parts.iter().zip(&replies) {
-                let elements = frame::array_elements(reply, resp).ok_or(NO_ANSWER)?;
-                for (range, &n) in elements.into_iter().zip(&part.key_order) {
-                    slots[n] = &reply[range];
-                }
-            }
-            conn.reply().array(keys);
-            for element in slots {
-                conn.out.extend_from_slice(element);
-            }
-        }
-    }
+    let mut out = Vec::new();
+    ringdb_engine::cross::merge_replies(merge, &parts, &replies, conn.state.resp, &mut out)
+        .ok_or(NO_ANSWER)?;
+    conn.out.extend_from_slice(&out);
     Ok(())
 }
 
@@ -287,28 +233,20 @@ where
     Ok(())
 }
 
-/// A key's final state after a gathered command, for its owner.
-struct Change {
-    db: usize,
-    key: Bytes,
-    entry: Option<Box<Entry>>,
-    events: Vec<(NotifyClass, &'static str)>,
-}
-
 /// How often a command that forms keys from data reads its value again when
 /// the value changed between reading it and locking the formed keys.
 const FORMED_KEY_TRIES: usize = 8;
 
-async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
+async fn gather(conn: &mut Connection, command: ShardCommand) -> Result<RunReport, CmdError> {
     let slot_map = conn.core.shared.slot_map;
     let positions = command.spec.key_positions(&command.args).unwrap_or_default();
     let named: Vec<Bytes> = positions.iter().map(|&pos| command.args[pos].clone()).collect();
-    let formed = command.spec.formed_keys.filter(|f| (f.elsewhere)(&command.args, &slot_map));
+    let formed =
+        command.spec.formed_keys.filter(|f| f.elsewhere(command.spec, &command.args, &slot_map));
     // Inside EXEC only the named keys are locked: the handler refuses what
     // it would have to read elsewhere.
     let (Some(formed), Some(first), false) = (formed, named.first(), conn.state.in_exec) else {
-        gather_keys(conn, &command, named, None).await?;
-        return Ok(());
+        return Ok(gather_keys(conn, &command, named, None).await?.1);
     };
     // SORT … BY/GET: the keys its patterns form from the sorted value, read
     // now; once they are locked with it, the locked value must form no other.
@@ -326,8 +264,10 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
         keys.extend(formed_now);
         keys.sort_unstable();
         keys.dedup();
-        if gather_keys(conn, &command, keys, Some((first.clone(), formed))).await? {
-            return Ok(());
+        let (complete, report) =
+            gather_keys(conn, &command, keys, Some((first.clone(), formed))).await?;
+        if complete {
+            return Ok(report);
         }
     }
     Err(CmdError::new("ERR the value kept changing while its pattern keys were gathered"))
@@ -336,13 +276,14 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> CmdResult {
 /// Locks and copies `keys` (sorted when `formed` is given), runs the command
 /// on the copies and writes its changes back. With `formed` (the command's
 /// first key and its [`FormedKeys`]), the command runs only if the locked
-/// value forms no key beyond `keys`; returns whether it ran.
+/// value forms no key beyond `keys`; returns whether it ran, and a script's
+/// report (an undone script writes nothing back and replies nothing).
 async fn gather_keys(
     conn: &mut Connection,
     command: &ShardCommand,
     keys: Vec<Bytes>,
     formed: Option<(Bytes, FormedKeys)>,
-) -> Result<bool, CmdError> {
+) -> Result<(bool, RunReport), CmdError> {
     let slot_map = conn.core.shared.slot_map;
     let mut keys_by_shard: BTreeMap<ShardId, Vec<Bytes>> = BTreeMap::new();
     for key in &keys {
@@ -395,10 +336,18 @@ async fn gather_keys(
     // A gathered script runs on this core: it borrows the home shard's Lua
     // state (scripts, functions, the busy/kill link) for the duration.
     std::mem::swap(&mut state.scripting, &mut conn.core.shard.borrow_mut().state.scripting);
+    let mark = conn.out.len();
     if complete {
         execute_spliced(&mut scratch, &mut state, command, &mut conn.out, &mut Clock::at(now_ms()));
     }
+    let report = state.scripting.take_report();
     std::mem::swap(&mut state.scripting, &mut conn.core.shard.borrow_mut().state.scripting);
+    if report.restart {
+        // Undone: it runs again with every shard, and nothing of it counts.
+        conn.out.truncate(mark);
+        state.funnel.take_events();
+        state.not_a_call(command.id);
+    }
     {
         let mut home = conn.core.shard.borrow_mut();
         let stats = &mut home.state.stats;
@@ -432,20 +381,7 @@ async fn gather_keys(
     }
 
     // Send every changed key to its owner, and release everywhere.
-    let mut changes: BTreeMap<ShardId, Vec<Change>> = BTreeMap::new();
-    for KeyEvent { db, key, class, event } in state.funnel.take_events() {
-        let owner = slot_map.shard_of_key(&key);
-        let list = changes.entry(owner).or_default();
-        match list.iter_mut().find(|c| c.db == db && c.key == key) {
-            Some(change) => change.events.push((class, event)),
-            None => list.push(Change { db, key, entry: None, events: vec![(class, event)] }),
-        }
-    }
-    for list in changes.values_mut() {
-        for change in list.iter_mut() {
-            change.entry = scratch.db_mut(change.db).remove(&change.key);
-        }
-    }
+    let mut changes = changes_by_owner(&slot_map, state.funnel.take_events(), &mut scratch);
     let held = conn.state.in_exec;
     let mut waiting = Vec::new();
     // Only shards that change something write a part to their logs.
@@ -490,30 +426,11 @@ async fn gather_keys(
     for rx in waiting {
         rx.recv_async().await.map_err(|_| NO_ANSWER)?;
     }
-    Ok(complete)
+    Ok((complete, report))
 }
 
 /// Keys a gathered read let tracking clients cache, for one owner.
 type Remembered = Vec<(Bytes, Vec<ringdb_engine::tracking::Reader>)>;
-
-/// Copies of keys with the database each came from.
-type Copies = Vec<(usize, Box<Entry>)>;
-
-/// Copies of `keys` (in every database, skipping expired ones).
-fn copy_keys(shard: &mut ringdb_engine::Shard, keys: &[Bytes]) -> Copies {
-    let now = now_ms();
-    let mut copies = Vec::new();
-    for key in keys {
-        for db in 0..shard.keyspace.db_count() {
-            if let Some(e) = shard.keyspace.db(db).get(key) {
-                if !e.is_expired(now) {
-                    copies.push((db, Box::new(e.clone())));
-                }
-            }
-        }
-    }
-    copies
-}
 
 /// The locks a gathered command takes on `keys` of one shard: in every
 /// database, because the keys are copied from every database (COPY … DB n
@@ -525,26 +442,8 @@ fn lock_set_for(command: &ShardCommand, keys: &[Bytes], databases: usize) -> Loc
     keys.iter().flat_map(|k| (0..databases).map(move |db| (fingerprint(db, k), mode))).collect()
 }
 
-/// Applies a gathered command's changes on their owner, through its funnel.
 /// A random id for a cross-shard transaction's parts in the append-only
 /// logs (random, so that ids of earlier runs never match new ones).
 pub(crate) fn transaction_id(conn: &Connection) -> u64 {
     conn.core.shard.borrow_mut().state.random()
-}
-
-fn apply_changes(shard: &mut ringdb_engine::Shard, changes: Vec<Change>) {
-    for change in changes {
-        let db = shard.keyspace.db_mut(change.db);
-        match change.entry {
-            Some(entry) => {
-                db.insert(entry);
-            }
-            None => {
-                db.remove(&change.key);
-            }
-        }
-        for (class, event) in change.events {
-            shard.state.funnel.key_changed(change.db, &change.key, class, event);
-        }
-    }
 }

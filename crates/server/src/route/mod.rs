@@ -16,6 +16,7 @@
 pub mod busy;
 pub mod cross;
 pub mod multi;
+pub mod script;
 pub mod segment;
 
 use crate::net::connection::Connection;
@@ -100,6 +101,21 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
         crate::cmd::monitor::feed(conn, spec, &args);
         match spec.exec {
             Exec::Shard(_) if read_from_copy(conn, &segment, reg, &args, skip) => {}
+            // A script may touch any key: on a node of several shards it
+            // runs where the core's knowledge of it says (`script`), after
+            // everything before it in the read.
+            Exec::Shard(_) if spec.has(flags::RUNS_SCRIPT) && conn.core.shared.shards() > 1 => {
+                segment.finish(conn).await;
+                let mark = conn.out.len();
+                let command = ShardCommand { id: reg.id, spec, args, client: conn.state.info() };
+                if let Err(e) = script::run(conn, command).await {
+                    conn.out.truncate(mark);
+                    conn.reply().error(e.text());
+                }
+                if skip || conn.state.reply_off {
+                    conn.out.truncate(mark);
+                }
+            }
             Exec::Shard(_) if spec.has(flags::BLOCKING) => {
                 segment.finish(conn).await;
                 let mark = conn.out.len();
@@ -220,6 +236,8 @@ pub(crate) fn busy_error(
 ) -> Option<&'static str> {
     let scripts = &core.shared.scripts;
     match spec.exec {
+        // A script may need any shard.
+        Exec::Shard(_) if spec.has(flags::RUNS_SCRIPT) => scripts.any_busy_error(),
         Exec::Shard(_) | Exec::Split { .. } => {
             let slot_map = core.shared.slot_map;
             let mut busy = None;
@@ -401,8 +419,10 @@ pub(crate) fn target(conn: &Connection, command: &ShardCommand) -> Target {
         }
     });
     // Keys it forms from data on other shards are gathered (SORT … BY).
-    let formed_elsewhere =
-        command.spec.formed_keys.is_some_and(|f| (f.elsewhere)(&command.args, &slot_map));
+    let formed_elsewhere = command
+        .spec
+        .formed_keys
+        .is_some_and(|f| f.elsewhere(command.spec, &command.args, &slot_map));
     match (found, first) {
         // Malformed key arguments: the command reports its own error.
         (None, _) | (Some(()), None) => Target::One(home),

@@ -242,12 +242,14 @@ fn lock_plan(
                 }
             }
             Exec::Node(cmd) if visits_every_shard(cmd) => whole = true,
+            // A script may touch any key of any shard.
+            Exec::Shard(_) if spec.has(flags::RUNS_SCRIPT) => whole = true,
             Exec::Shard(_) | Exec::Split { .. } => {
                 // Scripts (EVAL, FCALL) may write: exclusive too.
                 let mode =
                     if spec.locks_exclusively() { LockMode::Exclusive } else { LockMode::Shared };
                 // COPY … DB and MOVE also touch the key in another database.
-                let every_db = matches!(spec.name, "copy" | "move");
+                let every_db = spec.has(flags::OTHER_DBS);
                 spec.for_each_key(&q.args, |i| {
                     let key = &q.args[i];
                     let locks = plan.entry(slot_map.shard_of_key(key)).or_default();
@@ -280,6 +282,16 @@ async fn run_queued(conn: &mut Connection, queued: Vec<Queued>) -> Visited {
     for Queued { reg, args } in queued {
         let spec = reg.spec;
         match spec.exec {
+            Exec::Shard(_) if spec.has(flags::RUNS_SCRIPT) && conn.core.shared.shards() > 1 => {
+                // Every shard is locked exclusively: each logs its part.
+                run_group(conn, group.take()).await;
+                let command = ShardCommand { id: reg.id, spec, args, client: conn.state.info() };
+                let mark = conn.out.len();
+                if let Err(e) = super::script::run_in_exec(conn, command).await {
+                    conn.out.truncate(mark);
+                    conn.reply().error(e.text());
+                }
+            }
             Exec::Shard(_) | Exec::Split { .. } => {
                 let command = ShardCommand { id: reg.id, spec, args, client: conn.state.info() };
                 match super::target(conn, &command) {

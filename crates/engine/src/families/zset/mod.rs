@@ -132,10 +132,10 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("sorted_set", "7.0.0", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.", "numkeys key [key ...] <MIN | MAX> [COUNT count]"),
     // The blocking forms serve the client if they can and otherwise reply
     // the timeout's null; the server waits and retries (`crate::blocking`).
-    row("bzpopmin", -3, WRITE | FAST | BLOCKING, write::bzpopmin, BPOP_KEYS)
+    row("bzpopmin", -3, WRITE | NOSCRIPT | FAST | BLOCKING, write::bzpopmin, BPOP_KEYS)
         .doc("sorted_set", "5.0.0", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "O(log(N)) with N being the number of elements in the sorted set.", "key [key ...] timeout:double")
         .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")]),
-    row("bzpopmax", -3, WRITE | FAST | BLOCKING, write::bzpopmax, BPOP_KEYS)
+    row("bzpopmax", -3, WRITE | NOSCRIPT | FAST | BLOCKING, write::bzpopmax, BPOP_KEYS)
         .doc("sorted_set", "5.0.0", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.", "O(log(N)) with N being the number of elements in the sorted set.", "key [key ...] timeout:double")
         .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")]),
     row("bzmpop", -5, WRITE | BLOCKING, write::bzmpop, &[KeySpec::keynum(2, kf::RW | kf::ACCESS | kf::DELETE)])

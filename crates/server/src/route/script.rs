@@ -1,0 +1,390 @@
+//! Scripts (EVAL, EVALSHA, FCALL and their read-only forms) on a node of
+//! several shards.
+//!
+//! A script may touch any key, declared in KEYS or not, as in Redis, and
+//! no client may see a state between two of its commands. The router
+//! cannot know the keys a script will touch, so a script runs one of two
+//! ways:
+//!
+//! - **held**: where its declared keys are, as any command (on the shard
+//!   that owns them, the connection's own with none; gathered copies when
+//!   they span shards). It holds that shard whole (it starts once no
+//!   transaction holds a key there), so every key of it is the script's to
+//!   touch. Meeting a key of another shard ends the run: the shard undoes
+//!   it (`ringdb_engine::scripting::journal`) and the script runs again,
+//!   the other way.
+//! - **on the node**: every shard held (the whole-shard lock, taken in
+//!   shard order as any cross-shard transaction's), then lent to this core:
+//!   each other core waits, blocked in the job that lent its shard, until
+//!   the run gives it back, and the run calls each command on the shard
+//!   that owns its keys ([`ringdb_engine::lent`]). Nothing waits in the
+//!   middle of a run, so no run waits for another in a cycle. Its changes
+//!   reach the append-only logs as one cross-shard transaction, and its
+//!   reply leaves once every lender has published them.
+//!
+//! Which way a script goes is what this core learned from its earlier runs
+//! ([`Profiles`]): a script it has not seen runs on the node, and one whose
+//! run touched no undeclared key beyond its held shard runs held from then
+//! on, until a held run meets another shard's key. With one shard there is
+//! no choice to make: scripts run as any command (see `route::execute`).
+
+use super::cross::{acquire_in_order, transaction_id, AcquireStep};
+use super::Target;
+use crate::mesh::NO_ANSWER;
+use crate::net::connection::Connection;
+use crate::node::Core;
+use bytes::Bytes;
+use ringdb_engine::command::CmdError;
+use ringdb_engine::lent::{Lent, NodeLog};
+use ringdb_engine::locks::{LockMode, LockSet, WHOLE_SHARD};
+use ringdb_engine::scripting::monitor::ScriptMonitor;
+use ringdb_engine::scripting::RunReport;
+use ringdb_engine::shard::Clock;
+use ringdb_engine::{Shard, ShardCommand, ShardId};
+use std::collections::HashMap;
+use std::ptr::NonNull;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+/// How a script has run on this core.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Profile {
+    /// Its runs stay where they are held: the shard of its declared keys
+    /// (or their gathered copies), or `shard` for a script with no
+    /// declared key.
+    Held { shard: Option<ShardId> },
+    /// It touches keys beyond: it runs on the node.
+    Node,
+}
+
+/// What this core learned of the scripts its clients ran, by command row
+/// and script (EVAL's body, EVALSHA's SHA1, FCALL's function name).
+/// Bounded: past [`MAX_PROFILES`] scripts or [`MAX_PROFILE_BYTES`] of
+/// their names it starts over (a forgotten script runs on the node once).
+#[derive(Default)]
+pub struct Profiles {
+    scripts: HashMap<(usize, Bytes), Profile>,
+    bytes: usize,
+}
+
+const MAX_PROFILES: usize = 4096;
+const MAX_PROFILE_BYTES: usize = 4 << 20;
+
+impl Profiles {
+    fn get(&self, key: &(usize, Bytes)) -> Option<Profile> {
+        self.scripts.get(key).copied()
+    }
+
+    fn set(&mut self, key: (usize, Bytes), profile: Profile) {
+        if !self.scripts.contains_key(&key) {
+            if self.scripts.len() >= MAX_PROFILES || self.bytes + key.1.len() > MAX_PROFILE_BYTES {
+                self.clear();
+            }
+            self.bytes += key.1.len();
+        }
+        self.scripts.insert(key, profile);
+    }
+
+    /// SCRIPT FLUSH, FUNCTION LOAD/DELETE/FLUSH/RESTORE: what was learned
+    /// may no longer be the scripts'.
+    pub fn clear(&mut self) {
+        self.scripts = HashMap::new();
+        self.bytes = 0;
+    }
+}
+
+/// The profile of `command`'s script.
+fn profile_key(command: &ShardCommand) -> (usize, Bytes) {
+    (command.id, command.args.get(1).cloned().unwrap_or_default())
+}
+
+/// Runs a script command outside MULTI; its reply goes to `conn.out`.
+pub async fn run(conn: &mut Connection, command: ShardCommand) -> Result<(), CmdError> {
+    let key = profile_key(&command);
+    let profile = conn.core.script_profiles.borrow().get(&key);
+    if let Some(Profile::Held { shard }) = profile {
+        let target = match shard {
+            Some(shard) => Target::One(shard),
+            None => super::target(conn, &command),
+        };
+        let report = match target {
+            Target::One(shard) => run_held(conn, shard, &command).await?,
+            Target::Many => super::cross::run(conn, command.clone()).await?,
+        };
+        if !report.needs_node {
+            count(&conn.core, |s| &mut s.held);
+            return Ok(());
+        }
+        conn.core.script_profiles.borrow_mut().set(key.clone(), Profile::Node);
+        if !report.restart {
+            // It failed where it could not be undone: its error is the reply.
+            count(&conn.core, |s| &mut s.held);
+            return Ok(());
+        }
+        count(&conn.core, |s| &mut s.restarted);
+    }
+    let report = run_on_node(conn, &command).await?;
+    count(&conn.core, |s| &mut s.node);
+    let learned = learn(conn, &command, &report);
+    conn.core.script_profiles.borrow_mut().set(key, learned);
+    Ok(())
+}
+
+/// Runs a script command inside EXEC, which holds every shard for it
+/// (`route::multi`): on the node, without taking any lock.
+pub async fn run_in_exec(conn: &mut Connection, command: ShardCommand) -> Result<(), CmdError> {
+    run_on_node(conn, &command).await?;
+    count(&conn.core, |s| &mut s.node);
+    Ok(())
+}
+
+/// How a script should run next, from what its run on the node touched:
+/// held if every undeclared key it touched was on the shard it would be
+/// held on (for a script without declared keys: on one shard, or none).
+fn learn(conn: &Connection, command: &ShardCommand, report: &RunReport) -> Profile {
+    let slot_map = conn.core.shared.slot_map;
+    let mut declared = Vec::new();
+    command.spec.for_each_key(&command.args, |i| {
+        declared.push(slot_map.shard_of_key(&command.args[i]));
+    });
+    declared.sort_unstable();
+    declared.dedup();
+    let touched = &report.undeclared;
+    match declared.as_slice() {
+        [] => match touched.as_slice() {
+            [] => Profile::Held { shard: Some(conn.core.id) },
+            [one] => Profile::Held { shard: Some(*one) },
+            _ => Profile::Node,
+        },
+        [home] if touched.iter().all(|s| s == home) => Profile::Held { shard: None },
+        // Gathered copies hold the declared keys only.
+        _ if touched.is_empty() => Profile::Held { shard: None },
+        _ => Profile::Node,
+    }
+}
+
+/// INFO's counts of how scripts ran (`ringdb_engine::shard::ScriptRuns`).
+fn count(core: &Core, which: impl Fn(&mut ringdb_engine::shard::ScriptRuns) -> &mut u64) {
+    *which(&mut core.shard.borrow_mut().state.stats.script_runs) += 1;
+}
+
+/// Runs a script held on `shard`: at once when it is this core's and no
+/// transaction holds a key there, else through the shard's lock queue (a
+/// batch of one), answered once its log has the run's writes. Its reply
+/// goes to `conn.out`, unless the run was undone.
+async fn run_held(
+    conn: &mut Connection,
+    shard: ShardId,
+    command: &ShardCommand,
+) -> Result<RunReport, CmdError> {
+    if shard == conn.core.id {
+        let mut local = conn.core.shard.borrow_mut();
+        if local.locks.is_idle() || local.locks.may_run(&command.lock_set()) {
+            let mark = conn.out.len();
+            local.execute_into(command, &mut conn.out, &mut Clock::start());
+            let report = local.state.scripting.take_report();
+            if report.restart {
+                conn.out.truncate(mark);
+                local.state.not_a_call(command.id);
+            }
+            return Ok(report);
+        }
+    }
+    let (cmd, id) = (command.clone(), command.id);
+    let (mut batch, report) = conn
+        .core
+        .invoke_deferred(shard, move |core, reply| {
+            let notifier = core.clone();
+            core.shard.borrow_mut().run_batch(
+                vec![cmd],
+                Box::new(move |shard, batch| {
+                    let report = shard.state.scripting.take_report();
+                    if report.restart {
+                        shard.state.not_a_call(id);
+                    }
+                    notifier.publish_group_committed(shard);
+                    notifier.after_log_sync(Box::new(move || reply.send((batch, report))));
+                }),
+            )
+        })
+        .await?;
+    if !report.restart {
+        conn.out.append(&mut batch.buf);
+    }
+    Ok(report)
+}
+
+/// Runs a script with every shard of the node lent to this core (see the
+/// module doc); its reply goes to `conn.out` once every shard's log has
+/// the run's changes. Inside EXEC the locks are the transaction's.
+async fn run_on_node(conn: &mut Connection, command: &ShardCommand) -> Result<RunReport, CmdError> {
+    let in_exec = conn.state.in_exec;
+    let whole: LockSet = vec![(WHOLE_SHARD, LockMode::Exclusive)];
+    if !in_exec {
+        let steps: Vec<AcquireStep<()>> = (0..conn.core.shared.shards())
+            .map(|i| (ShardId(i as u16), whole.clone(), Box::new(|_: &mut Shard| ()) as _))
+            .collect();
+        acquire_in_order(conn, steps).await?;
+    }
+    let log = if in_exec {
+        NodeLog::Exec(conn.state.exec_id)
+    } else {
+        NodeLog::Own(transaction_id(conn))
+    };
+    let mut loans = match borrow_shards(&conn.core, !in_exec).await {
+        Ok(loans) => loans,
+        Err(e) => {
+            if !in_exec {
+                conn.core.shard.borrow_mut().tx_release(&whole);
+            }
+            return Err(e);
+        }
+    };
+    let mut out = Vec::new();
+    let report = {
+        let mut home = conn.core.shard.borrow_mut();
+        let home = &mut *home;
+        let mut lent =
+            Lent::new(home.id, conn.core.shared.slot_map, loans.iter_mut().map(Loan::shard));
+        home.execute_on_node(&mut lent, command, &mut out, log);
+        home.state.scripting.take_report()
+    };
+    let published: Vec<_> = loans.into_iter().map(Loan::give_back).collect();
+    conn.core.publish_changes();
+    if !in_exec {
+        conn.core.shard.borrow_mut().tx_release(&whole);
+    }
+    for done in published {
+        let _ = done.recv_async().await;
+    }
+    conn.out.extend_from_slice(&out);
+    Ok(report)
+}
+
+/// Another core's shard, lent to this one: that core waits, blocked in
+/// the job that lent it ([`lend`]), until the loan is given back.
+struct Loan {
+    shard: NonNull<Shard>,
+    /// Dropping it gives the shard back.
+    back: Option<flume::Sender<()>>,
+    /// Says when the lender has published what the run changed there.
+    published: flume::Receiver<()>,
+}
+
+// SAFETY: the shard is touched by one thread at a time. Its core lends it
+// from inside a job and then blocks, touching nothing, until `back` is
+// dropped or given back; the borrower reaches the shard only through
+// `&mut self` of the loan, so only while the loan lives. Sending and
+// receiving on the channels orders the two threads' accesses. Nothing the
+// borrower runs on the shard keeps a reference into it (commands run to
+// their end; a script's Lua state is the borrower's own).
+unsafe impl Send for Loan {}
+
+impl Loan {
+    fn shard(&mut self) -> &mut Shard {
+        // SAFETY: see `impl Send for Loan`: the lender is blocked until the
+        // loan ends, and this borrow cannot outlive the loan.
+        unsafe { self.shard.as_mut() }
+    }
+
+    /// Gives the shard back; the receiver says when its core has published
+    /// the changes (its log written and, under `appendfsync always`,
+    /// synced) and let go of its whole-shard lock.
+    fn give_back(mut self) -> flume::Receiver<()> {
+        self.back.take();
+        self.published.clone()
+    }
+}
+
+impl Drop for Loan {
+    fn drop(&mut self) {
+        self.back.take();
+    }
+}
+
+/// Borrows every other core's shard, in shard order. `release`: each
+/// lender lets go of its whole-shard lock once the loan ends (outside
+/// EXEC, whose release step does it).
+async fn borrow_shards(core: &Rc<Core>, release: bool) -> Result<Vec<Loan>, CmdError> {
+    let mut waiting = Vec::new();
+    for i in 0..core.shared.shards() {
+        let shard = ShardId(i as u16);
+        if shard == core.id {
+            continue;
+        }
+        let (tx, rx) = flume::bounded(1);
+        core.send_job(shard, Box::new(move |core| lend(core, tx, release))).await;
+        waiting.push(rx);
+    }
+    let mut loans = Vec::with_capacity(waiting.len());
+    for rx in waiting {
+        loans.push(rx.recv_async().await.map_err(|_| NO_ANSWER)?);
+    }
+    Ok(loans)
+}
+
+/// How long a lender spins before it sleeps while its shard is lent: a
+/// short script gives it back within microseconds.
+const LEND_SPIN: Duration = Duration::from_micros(50);
+
+/// The job that lends this core's shard to a run on another core: sends
+/// the loan, waits (blocked: nothing of this core runs meanwhile) until it
+/// is given back, then publishes what the run changed here.
+fn lend(core: &Rc<Core>, to: flume::Sender<Loan>, release: bool) {
+    let serve_busy = core.shard.borrow().state.scripting.while_busy();
+    let (back_tx, back_rx) = flume::bounded::<()>(1);
+    let (published_tx, published_rx) = flume::bounded::<()>(1);
+    {
+        let mut shard = core.shard.borrow_mut();
+        let loan = Loan {
+            shard: NonNull::from(&mut *shard),
+            back: Some(back_tx),
+            published: published_rx,
+        };
+        if to.send(loan).is_err() {
+            // The run is gone (a lend to it failed): nothing was lent.
+            drop(shard);
+            if release {
+                core.shard.borrow_mut().tx_release(&vec![(WHOLE_SHARD, LockMode::Exclusive)]);
+            }
+            return;
+        }
+        // A loan still in the channel when the borrower goes is dropped
+        // with it, which gives it back.
+        drop(to);
+        wait_for_return(&back_rx, &core.shared.scripts, serve_busy.as_deref());
+    }
+    core.publish_changes();
+    if release {
+        core.shard.borrow_mut().tx_release(&vec![(WHOLE_SHARD, LockMode::Exclusive)]);
+    }
+    let _ = published_tx.send(());
+}
+
+/// Blocks until the loan ends. While the run is past the busy threshold,
+/// this core's waiting clients get their BUSY answers from `serve_busy`
+/// (the hook a busy script calls on its own core).
+fn wait_for_return(
+    back: &flume::Receiver<()>,
+    scripts: &ScriptMonitor,
+    serve_busy: Option<&dyn Fn()>,
+) {
+    let returned =
+        |r: Result<(), flume::TryRecvError>| !matches!(r, Err(flume::TryRecvError::Empty));
+    let start = Instant::now();
+    while start.elapsed() < LEND_SPIN {
+        if returned(back.try_recv()) {
+            return;
+        }
+        std::hint::spin_loop();
+    }
+    loop {
+        match back.recv_timeout(Duration::from_millis(1)) {
+            Err(flume::RecvTimeoutError::Timeout) => {}
+            _ => return,
+        }
+        if let (true, Some(serve)) = (scripts.any_busy(), serve_busy) {
+            serve();
+        }
+    }
+}
