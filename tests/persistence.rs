@@ -526,8 +526,27 @@ fn debug_reload_keeps_everything() {
     let before = snapshot_of(&mut c);
     assert_eq!(q::<String>(&mut c, &["DEBUG", "RELOAD"]).unwrap(), "OK");
     assert_eq!(snapshot_of(&mut c), before);
-    let err = q::<String>(&mut c, &["DEBUG", "RELOAD", "NOSAVE"]).unwrap_err();
-    assert!(err.to_string().contains("NOSAVE"), "{err}");
+    // NOSAVE loads the file as it is: what changed since is gone.
+    let (a, b) = keys_on_two_shards();
+    let (x, y) = (format!("{{{a}}}:reload"), format!("{{{b}}}:reload"));
+    q::<String>(&mut c, &["MSET", &x, "after", &y, "after"]).unwrap();
+    assert_eq!(q::<String>(&mut c, &["DEBUG", "RELOAD", "NOSAVE"]).unwrap(), "OK");
+    assert_eq!(snapshot_of(&mut c), before);
+    // NOFLUSH keeps the data: a key the file has too fails the load, unless
+    // MERGE lets the file's replace it.
+    let err = q::<String>(&mut c, &["DEBUG", "RELOAD", "NOSAVE", "NOFLUSH"]).unwrap_err();
+    assert!(err.to_string().contains("Error trying to load the RDB dump"), "{err}");
+    q::<String>(&mut c, &["MSET", &x, "kept", &a, "replaced"]).unwrap();
+    let merge = ["DEBUG", "RELOAD", "NOSAVE", "NOFLUSH", "MERGE"];
+    assert_eq!(q::<String>(&mut c, &merge).unwrap(), "OK");
+    assert_eq!(q::<Option<String>>(&mut c, &["GET", &x]).unwrap().as_deref(), Some("kept"));
+    q::<i64>(&mut c, &["DEL", &x]).unwrap();
+    assert_eq!(snapshot_of(&mut c), before);
+    let err = q::<String>(&mut c, &["DEBUG", "RELOAD", "FAST"]).unwrap_err();
+    assert!(
+        err.to_string().contains("only supports the MERGE, NOFLUSH and NOSAVE options"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -117,15 +117,23 @@ impl<'a> Lent<'a> {
         out: &mut Vec<u8>,
         clock: &mut Clock,
     ) {
+        let (own_keyspace, own_state) = own;
         match self.target(cmd) {
             Some(shard) => {
-                let (keyspace, state) = self.parts(shard, own);
+                let (keyspace, state) = self.parts(shard, (&mut *own_keyspace, &mut *own_state));
                 execute_timed(keyspace, state, cmd, out, clock);
             }
             None => match cmd.spec.exec {
-                Exec::Split { merge, .. } => self.split(own, cmd, merge, out, clock),
-                _ => self.gather(own, cmd, out, clock),
+                Exec::Split { merge, .. } => {
+                    self.split((&mut *own_keyspace, &mut *own_state), cmd, merge, out, clock)
+                }
+                _ => self.gather((&mut *own_keyspace, &mut *own_state), cmd, out, clock),
             },
+        }
+        // Keyspace notifications leave from the running shard, in the
+        // order the script's commands caused them.
+        for other in self.others() {
+            own_state.funnel.outbox.append(&mut other.state.funnel.outbox);
         }
     }
 

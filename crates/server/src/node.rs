@@ -711,7 +711,7 @@ async fn core_main(
     let mut keys = 0;
     if let Some(data) = rdb.as_ref() {
         let path = core.config.borrow().rdb_path();
-        match crate::persist::load_shard(&core, data, &path) {
+        match crate::persist::load_shard(&core, data, &path, false) {
             Ok(n) => keys = n,
             Err(e) => {
                 let _ = ready.send(Err(e));

@@ -705,7 +705,9 @@ pub fn read_file(path: &Path) -> Result<Option<Vec<u8>>, String> {
 
 /// Loads this core's shard from a file's bytes (keys it owns, function
 /// libraries) into an empty keyspace.
-pub fn load_shard(core: &Core, data: &[u8], path: &Path) -> Result<usize, String> {
+/// Loads this shard's keys (and the function libraries) from `data`;
+/// `merge` replaces what is already there instead of failing on it.
+pub fn load_shard(core: &Core, data: &[u8], path: &Path, merge: bool) -> Result<usize, String> {
     let verify = core.config.borrow().rdbchecksum();
     let mut shard = core.shard.borrow_mut();
     let shard = &mut *shard;
@@ -735,6 +737,7 @@ pub fn load_shard(core: &Core, data: &[u8], path: &Path) -> Result<usize, String
         &limits,
         now_ms(),
         verify,
+        merge,
         &mut log_progress,
     )
     .map_err(|e| {
@@ -746,14 +749,23 @@ pub fn load_shard(core: &Core, data: &[u8], path: &Path) -> Result<usize, String
     Ok(report.keys)
 }
 
+/// DEBUG RELOAD's options (Redis's): NOSAVE loads the file as it is,
+/// NOFLUSH keeps the data, MERGE lets the file replace what it also has.
+#[derive(Clone, Copy, Debug)]
+pub struct Reload {
+    pub save: bool,
+    pub flush: bool,
+    pub merge: bool,
+}
+
 /// DEBUG RELOAD: save, empty every shard, load the file again, all under
 /// one lock of every shard (nothing runs in between, as in Redis).
-pub async fn debug_reload(core: &Rc<Core>, in_exec: bool) -> Result<(), CmdError> {
+pub async fn debug_reload(core: &Rc<Core>, in_exec: bool, how: Reload) -> Result<(), CmdError> {
     claim(core, !in_exec).await?;
     let target = target(core);
     let result = match lock_all(core, in_exec).await {
         Ok(()) => {
-            let result = reload_locked(core, &target).await;
+            let result = reload_locked(core, &target, how).await;
             unlock_all(core, in_exec).await.and(result)
         }
         Err(e) => Err(e),
@@ -762,23 +774,31 @@ pub async fn debug_reload(core: &Rc<Core>, in_exec: bool) -> Result<(), CmdError
     result
 }
 
-async fn reload_locked(core: &Rc<Core>, target: &Target) -> Result<(), CmdError> {
-    if let Err(e) = save_claimed(core, target, true).await {
-        warn!("DEBUG RELOAD: {e}");
-        return Err(CmdError::new("ERR Error trying to save the DB"));
+async fn reload_locked(core: &Rc<Core>, target: &Target, how: Reload) -> Result<(), CmdError> {
+    if how.save {
+        if let Err(e) = save_claimed(core, target, true).await {
+            warn!("DEBUG RELOAD: {e}");
+            return Err(CmdError::new("ERR Error trying to save the DB"));
+        }
     }
-    let data = std::sync::Arc::new(std::fs::read(&target.path).unwrap_or_default());
+    let data = match std::fs::read(&target.path) {
+        Ok(data) => std::sync::Arc::new(data),
+        Err(e) => {
+            warn!("DEBUG RELOAD: cannot read {}: {e}", target.path.display());
+            return Err(CmdError::new("ERR Error trying to load the RDB dump"));
+        }
+    };
     let path = target.path.clone();
     let results = core
         .invoke_on_all(move |core| {
-            {
+            if how.flush {
                 let mut shard = core.shard.borrow_mut();
                 for db in 0..shard.keyspace.db_count() {
                     shard.keyspace.db_mut(db).clear();
                 }
                 shard.state.scripting.function_flush();
             }
-            load_shard(core, &data, &path)
+            load_shard(core, &data, &path, how.merge)
         })
         .await?;
     if let Some(Err(e)) = results.into_iter().find(|r| r.is_err()) {

@@ -150,11 +150,14 @@ pub fn load(
     now_ms: u64,
     verify: bool,
 ) -> Result<LoadReport, RdbError> {
-    load_reporting(data, keyspace, state, limits, now_ms, verify, &mut |_| {})
+    load_reporting(data, keyspace, state, limits, now_ms, verify, false, &mut |_| {})
 }
 
 /// [`load`], telling `progress` how far it is every [`PROGRESS_EVERY`]
-/// records (start-up logs it for large files).
+/// records (start-up logs it for large files). `merge` (DEBUG RELOAD
+/// MERGE): a key or function library already there is replaced; without
+/// it, one is an error.
+#[allow(clippy::too_many_arguments)]
 pub fn load_reporting(
     data: &[u8],
     keyspace: &mut Keyspace,
@@ -162,6 +165,7 @@ pub fn load_reporting(
     limits: &LoadLimits,
     now_ms: u64,
     verify: bool,
+    merge: bool,
     progress: &mut dyn FnMut(Progress),
 ) -> Result<LoadReport, RdbError> {
     let mut reader = RdbReader::new(data, verify)?;
@@ -186,7 +190,7 @@ pub fn load_reporting(
             Record::Function(code) => {
                 // As Redis, a library that does not load fails the whole load.
                 let code = bytes::Bytes::copy_from_slice(&code);
-                state.scripting.function_load(&code, true).map_err(|e| RdbError {
+                state.scripting.function_load(&code, merge).map_err(|e| RdbError {
                     offset: reader.position(),
                     reason: format!("a function library: {}", e.text()),
                 })?;
@@ -217,7 +221,7 @@ pub fn load_reporting(
         entry.access = state
             .restored_access(now_ms, key.idle, key.freq)
             .unwrap_or_else(|| state.new_access(now_ms));
-        if keyspace.db_mut(key.db).insert(Box::new(entry)).is_some() {
+        if keyspace.db_mut(key.db).insert(Box::new(entry)).is_some() && !merge {
             return Err(RdbError {
                 offset: key.value_offset,
                 reason: format!(
@@ -345,6 +349,7 @@ mod tests {
             &LoadLimits::default(),
             0,
             true,
+            false,
             &mut |p| seen.push(p),
         )
         .unwrap();

@@ -277,17 +277,25 @@ pub async fn debug(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
-/// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save, empty and load again.
-/// ringdb takes the plain form; the options (which make the reload load an
-/// existing file as is or keep the data) are refused rather than faked.
+/// DEBUG RELOAD [MERGE] [NOFLUSH] [NOSAVE]: save, empty and load again
+/// (NOSAVE: load the file as it is; NOFLUSH: keep the data, and with MERGE
+/// let the file replace what it also has).
 async fn debug_reload(conn: &mut Connection, options: &[Bytes]) -> CmdResult {
-    if let Some(option) = options.first() {
-        return Err(CmdError::owned(format!(
-            "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options; ringdb supports none of them ({})",
-            text(option)
-        )));
+    let mut how = persist::Reload { save: true, flush: true, merge: false };
+    for option in options {
+        if is(option, "merge") {
+            how.merge = true;
+        } else if is(option, "noflush") {
+            how.flush = false;
+        } else if is(option, "nosave") {
+            how.save = false;
+        } else {
+            return Err(CmdError::new(
+                "ERR DEBUG RELOAD only supports the MERGE, NOFLUSH and NOSAVE options.",
+            ));
+        }
     }
-    persist::debug_reload(&conn.core, conn.state.in_exec).await?;
+    persist::debug_reload(&conn.core, conn.state.in_exec, how).await?;
     conn.reply().ok();
     Ok(())
 }
