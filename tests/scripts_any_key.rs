@@ -124,8 +124,7 @@ fn the_tutorials_purchase_script_sells_each_unit_once() {
                     first_entry(reply)
                 };
             let mut unacked = None;
-            loop {
-                let Some((id, order)) = read(&mut c, ">", true) else { break };
+            while let Some((id, order)) = read(&mut c, ">", true) {
                 if name == "c3" && unacked.is_none() {
                     // Crashes before its XACK.
                     unacked = Some(id);
@@ -200,7 +199,7 @@ fn scripts_moving_a_value_between_shards_are_atomic() {
             let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
             let mut n = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                let (from, to) = if n % 2 == 0 { (&a, &b) } else { (&b, &a) };
+                let (from, to) = if n.is_multiple_of(2) { (&a, &b) } else { (&b, &a) };
                 let amount = (n % 7 + 1).to_string();
                 if w == 2 {
                     // A fresh script each time: held once on a's shard
