@@ -47,10 +47,12 @@
 #                        GEO_MEMBERS points over 2 x 2 degrees; not in the
 #                        default set)
 #   PIPELINES ["1 16"], CLIENTS [50], KEYSPACE [100000]
-#   SCENARIOS ["multi multi-random evalsha publish-1 publish-100 publish-1000
+#   SCENARIOS ["multi multi-random evalsha evalsha-seckill publish-1 publish-100 publish-1000
 #             watch-1 watch-1000 blpop xreadgroup"]  loadgen scenarios ("" = none):
 #                        multi (10 INCRs under one hash tag), multi-random (10
-#                        INCRs on keys drawn apart), evalsha (flash-sale script),
+#                        INCRs on keys drawn apart), evalsha (flash-sale script,
+#                        keys declared), evalsha-seckill (the tutorial's purchase
+#                        script verbatim: no key declared, 3 vouchers, a stream),
 #                        publish-N (N subscribers), watch-N (N GET.WATCH watchers),
 #                        blpop, xreadgroup; CLIENTS closed-loop clients for multi
 #                        and evalsha, keys drawn from KEYSPACE
@@ -97,7 +99,7 @@ MEM_HASHES=${MEM_HASHES:-100000}
 MEM_HASH_FIELDS=${MEM_HASH_FIELDS:-10}
 MEM_ZSETS=${MEM_ZSETS:-100000}
 MEM_ZSET_MEMBERS=${MEM_ZSET_MEMBERS:-10}
-SCENARIOS=${SCENARIOS-"multi multi-random evalsha publish-1 publish-100 publish-1000 watch-1 watch-1000 blpop xreadgroup"}
+SCENARIOS=${SCENARIOS-"multi multi-random evalsha evalsha-seckill publish-1 publish-100 publish-1000 watch-1 watch-1000 blpop xreadgroup"}
 LOADGEN_SECONDS=${LOADGEN_SECONDS:-$RUN_SECONDS}
 LOADGEN_WARMUP=${LOADGEN_WARMUP:-1}
 PIN=${PIN:-1}
@@ -428,6 +430,7 @@ scenario_args() {
         multi) echo "multi --keys tagged --commands 10 --clients $CLIENTS" ;;
         multi-random) echo "multi --keys random --commands 10 --clients $CLIENTS" ;;
         evalsha) echo "evalsha --script flash-sale --clients $CLIENTS" ;;
+        evalsha-seckill) echo "evalsha --script seckill --items 3 --clients $CLIENTS" ;;
         publish-[0-9]*) echo "publish --subscribers ${1#publish-}" ;;
         watch-[0-9]*) echo "watch-latency --watchers ${1#watch-}" ;;
         blpop) echo "blpop-latency" ;;

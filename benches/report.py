@@ -40,7 +40,11 @@ SCENARIO_TEXT = {
     "evalsha": "`EVALSHA` of a flash-sale script loaded with `SCRIPT LOAD`, from CLIENTS closed-loop "
     "clients: per call it checks the item's stock (`GET`), checks the buyer is not in the item's buyer "
     "set (`SISMEMBER`), then `DECR`s the stock, `SADD`s the buyer and `RPUSH`es the order; items drawn "
-    "from 1000 (the 3 keys of an item share a hash tag), buyers from KEYSPACE. Rate: calls/s.",
+    "from 1000 (the 3 keys of an item share a hash tag), buyers from KEYSPACE (`script=flash-sale`); "
+    "`script=seckill`: the purchase script of the flash-sale tutorial verbatim, `EVALSHA sha 0 voucher "
+    "user order` with no declared key: `GET` of the voucher's stock, `SISMEMBER` of its buyers, then "
+    "`INCRBY -1`, `SADD` and `XADD` to the one stream `stream.orders`; 3 vouchers, users from KEYSPACE. "
+    "Rate: calls/s.",
     "publish": "S subscriber connections on one channel and 4 publisher connections, `PUBLISH` of a "
     "16-byte payload carrying its send time; at most 64 messages per subscriber in flight. Rate: "
     "messages delivered per second, summed over subscribers; latency: PUBLISH sent to message read.",

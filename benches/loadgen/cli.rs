@@ -82,11 +82,11 @@ pub fn command() -> Command {
         .subcommand(scenario("evalsha", "EVALSHA of a flash-sale purchase (or an INCR)", "50").args([
             Arg::new("script")
                 .long("script")
-                .value_parser(["flash-sale", "incr"])
+                .value_parser(["flash-sale", "seckill", "incr"])
                 .default_value("flash-sale")
-                .help("flash-sale: check stock and buyer, decrement, record; incr: INCR a random key"),
-            number("items", "1000", "flash-sale: items on sale, drawn at random per call"),
-            number("stock", "1000000000", "flash-sale: units of each item at the start"),
+                .help("flash-sale: check stock and buyer, decrement, record (keys declared); seckill: the tutorial's purchase script verbatim (no key declared, a stream of orders); incr: INCR a random key"),
+            number("items", "1000", "flash-sale and seckill: items (vouchers) on sale, drawn at random per call"),
+            number("stock", "1000000000", "flash-sale and seckill: units of each item at the start"),
         ]))
         .subcommand(
             scenario("publish", "S subscribers on one channel, P publishers", "1").args([
@@ -168,6 +168,7 @@ pub fn parse(args: impl IntoIterator<Item = String>) -> Result<Plan, clap::Error
             pipeline,
             script: match sub.get_one::<String>("script").map(String::as_str) {
                 Some("incr") => evalsha::Script::Incr,
+                Some("seckill") => evalsha::Script::Seckill,
                 _ => evalsha::Script::FlashSale,
             },
             items: int(sub, "items"),
@@ -236,6 +237,10 @@ mod tests {
         }
         match plan("evalsha --script incr").unwrap().scenario {
             Scenario::Evalsha(o) => assert_eq!(o.script, evalsha::Script::Incr),
+            _ => panic!("not evalsha"),
+        }
+        match plan("evalsha --script seckill --items 3").unwrap().scenario {
+            Scenario::Evalsha(o) => assert_eq!((o.script, o.items), (evalsha::Script::Seckill, 3)),
             _ => panic!("not evalsha"),
         }
         match plan("watch-latency").unwrap().scenario {

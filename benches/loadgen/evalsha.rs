@@ -9,6 +9,12 @@
 //!   (one shard in ringdb). Every item starts with `--stock` units, enough
 //!   not to sell out during a run, so most calls are purchases (five
 //!   commands) and the rest refusals of a repeat buyer.
+//! - `seckill`: the purchase script of the flash-sale tutorial
+//!   (`shared/seeds/004_…`) verbatim, called as the tutorial calls it, with
+//!   no declared key (`EVALSHA sha 0 voucher user order`): it builds its
+//!   keys (`seckill:stock:<v>`, `seckill:order:<v>`) and appends each order
+//!   to the stream `stream.orders`. Vouchers come from `--items`, users from
+//!   `--keyspace`; the order id is a counter per client.
 //! - `incr`: `return redis.call('INCR', KEYS[1])` on a random key.
 //!
 //! Keys carry a prefix unique to the run, so repeated runs against one
@@ -32,11 +38,31 @@ redis.call('SADD', KEYS[2], ARGV[1])
 redis.call('RPUSH', KEYS[3], ARGV[1])
 return 1";
 
+/// ARGV: voucher, user, order id. Returns 0 (bought), 1 (sold out) or 2
+/// (this user already bought it).
+pub const SECKILL: &str = "\
+local voucherId = ARGV[1]
+local userId = ARGV[2]
+local orderId = ARGV[3]
+local stockKey = 'seckill:stock:' .. voucherId
+local orderKey = 'seckill:order:' .. voucherId
+if (tonumber(redis.call('get', stockKey)) <= 0) then
+    return 1
+end
+if (redis.call('sismember', orderKey, userId) == 1) then
+    return 2
+end
+redis.call('incrby', stockKey, -1)
+redis.call('sadd', orderKey, userId)
+redis.call('xadd', 'stream.orders', '*', 'userId', userId, 'voucherId', voucherId, 'id', orderId)
+return 0";
+
 pub const INCR: &str = "return redis.call('INCR', KEYS[1])";
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Script {
     FlashSale,
+    Seckill,
     Incr,
 }
 
@@ -55,6 +81,10 @@ pub fn run(common: &Common, options: &Options) -> Outcome {
     let variant = match options.script {
         Script::FlashSale => format!(
             "script=flash-sale items={} clients={} pipeline={}",
+            options.items, options.clients, options.pipeline
+        ),
+        Script::Seckill => format!(
+            "script=seckill vouchers={} clients={} pipeline={}",
             options.items, options.clients, options.pipeline
         ),
         Script::Incr => {
@@ -82,6 +112,7 @@ fn prepare(common: &Common, options: &Options) -> Result<Setup, Failure> {
     let mut loader = Conn::open(&common.target)?;
     let script = match options.script {
         Script::FlashSale => FLASH_SALE,
+        Script::Seckill => SECKILL,
         Script::Incr => INCR,
     };
     let sha =
@@ -91,8 +122,10 @@ fn prepare(common: &Common, options: &Options) -> Result<Setup, Failure> {
         };
     let prefix = run_prefix();
     let items = options.items.max(1);
-    if options.script == Script::FlashSale {
-        stock_items(&mut loader, &prefix, items, options.stock)?;
+    match options.script {
+        Script::FlashSale => stock_items(&mut loader, &prefix, items, options.stock)?,
+        Script::Seckill => stock_vouchers(&mut loader, &prefix, items, options.stock)?,
+        Script::Incr => {}
     }
     let mut setup = Setup::default();
     for i in 0..options.clients {
@@ -105,12 +138,33 @@ fn prepare(common: &Common, options: &Options) -> Result<Setup, Failure> {
             pipeline: options.pipeline,
             keyspace: common.keyspace,
             rng: Rng::new(i as u64 + 1),
+            orders: (i as u64) << 40,
             sent_at: 0,
             replies_left: 0,
         };
         setup.connections.push(Attached { stream, pending, session: Box::new(session) });
     }
     Ok(setup)
+}
+
+/// The tutorial's voucher ids of this run (its keys carry no prefix: the
+/// script builds them, so the run's prefix goes into the voucher id).
+fn voucher(prefix: &str, item: u64) -> String {
+    format!("{prefix}-{item}")
+}
+
+/// SETs every voucher's stock, as the tutorial does before the sale.
+fn stock_vouchers(conn: &mut Conn, prefix: &str, items: u64, stock: u64) -> Result<(), String> {
+    let stock = stock.to_string();
+    for item in 0..items {
+        let key = format!("seckill:stock:{}", voucher(prefix, item));
+        conn.queue(&[b"SET", key.as_bytes(), stock.as_bytes()]);
+    }
+    conn.flush()?;
+    for _ in 0..items {
+        crate::conn::expect_status(&conn.read()?, "SET stock")?;
+    }
+    Ok(())
 }
 
 /// SETs every item's stock, pipelined.
@@ -135,6 +189,8 @@ struct Client {
     pipeline: usize,
     keyspace: u64,
     rng: Rng,
+    /// Orders this client placed (the seckill script's order ids).
+    orders: u64,
     sent_at: u64,
     replies_left: usize,
 }
@@ -158,6 +214,23 @@ impl Client {
                     ],
                 );
             }
+            Script::Seckill => {
+                let voucher = voucher(&self.prefix, self.rng.below(self.items));
+                let user = self.rng.below(self.keyspace).to_string();
+                self.orders += 1;
+                let order = self.orders.to_string();
+                encode(
+                    out,
+                    &[
+                        b"EVALSHA",
+                        &self.sha,
+                        b"0",
+                        voucher.as_bytes(),
+                        user.as_bytes(),
+                        order.as_bytes(),
+                    ],
+                );
+            }
             Script::Incr => {
                 let mut key = Vec::with_capacity(40);
                 // Writing to a Vec cannot fail.
@@ -176,10 +249,12 @@ impl Client {
     }
 
     /// A reply the script can give: any integer for INCR, 1, 0 or -1 for
-    /// the sale.
+    /// the sale, 0, 1 or 2 for the tutorial's.
     fn check(&self, reply: &Reply) -> Result<(), String> {
         match (self.script, reply) {
-            (Script::Incr, Reply::Int(_)) | (Script::FlashSale, Reply::Int(-1..=1)) => Ok(()),
+            (Script::Incr, Reply::Int(_))
+            | (Script::FlashSale, Reply::Int(-1..=1))
+            | (Script::Seckill, Reply::Int(0..=2)) => Ok(()),
             _ => Err(format!("EVALSHA: {}", reply.describe())),
         }
     }

@@ -98,6 +98,8 @@ pub struct Core {
     pub slowlog: RefCell<crate::cmd::slowlog::SlowLog>,
     /// How this core's clients' scripts have run (where the next run goes).
     pub script_profiles: RefCell<crate::route::script::Profiles>,
+    /// Scripts of this core's clients waiting to run with every shard.
+    pub node_runs: RefCell<crate::route::script::NodeRuns>,
 }
 
 impl Core {
@@ -706,6 +708,7 @@ async fn core_main(
         io_backend: Cell::new("glommio"),
         slowlog: RefCell::new(Default::default()),
         script_profiles: RefCell::new(Default::default()),
+        node_runs: RefCell::new(Default::default()),
     });
     // Load this shard's keys before serving anything.
     let mut keys = 0;

@@ -53,8 +53,9 @@ pub struct CallCtx<'a, 'n> {
     pub keyspace: &'a mut Keyspace,
     pub state: &'a mut ShardState,
     pub reach: Reach<'a, 'n>,
-    /// The script's frozen "now" (Redis freezes the clock for a script).
-    pub now_ms: u64,
+    /// The script's frozen "now" (Redis freezes the clock for a script),
+    /// and the time its commands take.
+    pub clock: Clock,
     pub client: ClientInfo,
     pub keys: &'a [Bytes],
     pub read_only: bool,
@@ -128,14 +129,8 @@ impl CallFns {
     }
 }
 
-/// Lua numbers become arguments as Redis formats them (`%.17g`).
-fn number_arg(n: f64) -> Bytes {
-    let mut out = Vec::with_capacity(24);
-    ringdb_protocol::reply::format_double(&mut out, n);
-    Bytes::from(out)
-}
-
-/// The implementation behind `redis.call` and `redis.pcall`: returns the
+/// The implementation behind `redis.call` and `redis.pcall` (Lua numbers
+/// become arguments as Redis formats them, `%.17g`): returns the
 /// reply as a Lua value and whether it is an error (then the value is an
 /// error table, which `redis.call` raises).
 pub fn command(
@@ -149,15 +144,29 @@ pub fn command(
     if args.is_empty() {
         return fail("Please specify at least one argument for this redis lib call");
     }
-    let mut argv = Vec::with_capacity(args.len());
+    // The arguments in one buffer: one allocation per call, not per
+    // argument.
+    let mut buf = Vec::new();
+    let mut ends = Vec::with_capacity(args.len());
     for v in args.iter() {
         match v {
-            Value::String(s) => argv.push(Bytes::copy_from_slice(&s.as_bytes())),
-            Value::Integer(i) => argv.push(number_arg(*i as f64)),
-            Value::Number(n) => argv.push(number_arg(*n)),
+            Value::String(s) => buf.extend_from_slice(&s.as_bytes()),
+            Value::Integer(i) => ringdb_protocol::reply::format_double(&mut buf, *i as f64),
+            Value::Number(n) => ringdb_protocol::reply::format_double(&mut buf, *n),
             _ => return fail("Lua redis lib command arguments must be strings or integers"),
         }
+        ends.push(buf.len());
     }
+    let buf = Bytes::from(buf);
+    let mut start = 0;
+    let argv: Vec<Bytes> = ends
+        .into_iter()
+        .map(|end| {
+            let arg = buf.slice(start..end);
+            start = end;
+            arg
+        })
+        .collect();
     let Ok(mut c) = ctx.try_borrow_mut() else {
         return fail(
             "luaRedisGenericCommand() recursive call detected. Are you doing funny stuff with Lua debug hooks?",
@@ -256,10 +265,10 @@ impl CallCtx<'_, '_> {
             self.state.monitor_out.push(crate::monitor::line(client.db, "lua", &argv));
         }
         let cmd = ShardCommand { id: reg.id, spec, args: argv, client };
-        let clock = &mut Clock::at(self.now_ms);
+        let clock = &mut self.clock;
         match &mut self.reach {
             Reach::Held(journal) => {
-                journal.before(self.keyspace, self.state, &cmd, self.now_ms);
+                journal.before(self.keyspace, self.state, &cmd, clock.now_ms);
                 execute_timed(self.keyspace, self.state, &cmd, &mut self.reply, clock);
             }
             Reach::Node(lent) => {
@@ -273,33 +282,57 @@ impl CallCtx<'_, '_> {
     /// names a key beyond its keyspace starts again with every shard (or,
     /// when it cannot be undone, the command fails).
     fn check_keys(&mut self, spec: &CommandSpec, argv: &[Bytes]) -> Result<(), String> {
-        let mut positions = Vec::new();
-        spec.for_each_key(argv, |i| positions.push(i));
-        let mut beyond = None;
-        for i in positions {
+        // On the only shard of a node every key is held.
+        let held = matches!(self.reach, Reach::Held(_));
+        let everything =
+            held && !self.state.funnel.is_recording() && self.keyspace.owns_every_slot();
+        if everything && self.allow_undeclared {
+            return Ok(());
+        }
+        let check_held = held && !everything;
+        let (mut refused, mut beyond, mut undeclared) = (None, None, false);
+        spec.for_each_key(argv, |i| {
             let key = &argv[i];
+            if refused.is_some() || beyond.is_some() {
+                return;
+            }
             let declared = self.keys.iter().any(|k| k == key);
+            undeclared |= !declared;
             if !declared && !self.allow_undeclared {
-                return Err(format!(
-                    "script tried accessing undeclared key: {}",
-                    String::from_utf8_lossy(key)
-                ));
+                refused = Some(key.clone());
+            } else if check_held && !self.holds(key, declared) {
+                beyond = Some(key.clone());
             }
-            let held = self.holds(key, declared);
-            match &mut self.reach {
-                Reach::Node(lent) if !declared => lent.touched_undeclared(key),
-                Reach::Held(_) if !held => {
-                    beyond.get_or_insert_with(|| key.clone());
+        });
+        if let Some(key) = refused {
+            return Err(format!(
+                "script tried accessing undeclared key: {}",
+                String::from_utf8_lossy(&key)
+            ));
+        }
+        match &mut self.reach {
+            // Every key is reached; what the server learns is where the
+            // undeclared ones were.
+            Reach::Node(lent) => {
+                if undeclared {
+                    let keys = &self.keys;
+                    spec.for_each_key(argv, |i| {
+                        if !keys.iter().any(|k| *k == argv[i]) {
+                            lent.touched_undeclared(&argv[i]);
+                        }
+                    });
                 }
-                _ => {}
+                return Ok(());
             }
+            Reach::Held(_) if everything => return Ok(()),
+            Reach::Held(_) => {}
         }
         // Keys it would form from data (SORT … GET) must be held too.
-        if let (Reach::Held(_), None, Some(formed)) = (&self.reach, &beyond, spec.formed_keys) {
+        if let (None, Some(formed)) = (&beyond, spec.formed_keys) {
             let scratch = self.state.funnel.is_recording();
             let keyspace = &*self.keyspace;
             let here = |k: &[u8]| !scratch && keyspace.owns_key(k);
-            if !keyspace.owns_every_slot() && (formed.forms_elsewhere)(argv, &here) {
+            if (formed.forms_elsewhere)(argv, &here) {
                 beyond = argv.get(1).cloned();
             }
         }
@@ -380,6 +413,9 @@ impl CallCtx<'_, '_> {
                 if let Err(e) = crate::families::debug::protocol(&mut out, &argv[2]) {
                     out.error(e.text());
                 }
+            }
+            Exec::Node(N::ClusterDisabled) => {
+                out.error("ERR This instance has cluster support disabled")
             }
             Exec::Node(N::Debug) if argv.len() == 3 && is(&argv[1], "sleep") => {
                 std::thread::sleep(crate::families::debug::sleep_time(&argv[2]));

@@ -39,8 +39,6 @@ pub struct RunState {
     pub restart: Cell<bool>,
     /// The run met a key it does not hold: the script needs every shard.
     pub needs_node: Cell<bool>,
-    /// The run holds every shard: if it becomes busy, every shard is.
-    pub node_wide: Cell<bool>,
     /// The protocol `redis.call` replies are converted from (`redis.setresp`).
     pub resp: Cell<Resp>,
     pub eval_mode: Cell<bool>,
@@ -76,7 +74,6 @@ impl RunState {
             wrote: Cell::new(false),
             restart: Cell::new(false),
             needs_node: Cell::new(false),
-            node_wide: Cell::new(false),
             resp: Cell::new(Resp::V2),
             eval_mode: Cell::new(true),
             libraries: Cell::new((0, 0)),
@@ -121,7 +118,7 @@ impl RunState {
                 if self.eval_mode.get() { "SCRIPT KILL" } else { "FUNCTION KILL" },
                 self.name.borrow()
             );
-            if let Some((monitor, shard)) = self.monitor.borrow().as_ref() {
+            if let Some((monitor, _)) = self.monitor.borrow().as_ref() {
                 let script = RunningScript {
                     name: self.name.borrow().clone(),
                     command: self.command.borrow().clone(),
@@ -129,9 +126,9 @@ impl RunState {
                     eval: self.eval_mode.get(),
                     libraries: self.libraries.get(),
                 };
-                let shards = if self.node_wide.get() { monitor.shard_count() } else { 0 };
-                let busy = if shards > 0 { 0..shards } else { *shard..*shard + 1 };
-                for shard in busy {
+                // Every shard is busy, as all of Redis is while a script
+                // runs past the threshold.
+                for shard in 0..monitor.shard_count() {
                     monitor.set_busy(shard, self.run_id.get(), self.wrote.get(), script.clone());
                 }
             }
@@ -166,25 +163,13 @@ impl RunState {
         }
     }
 
-    /// The shards a busy run is published on: its own, or every shard for
-    /// a run that holds them all.
+    /// The shards a busy run is published on: every one.
     fn published_shards(&self) -> std::ops::Range<usize> {
-        match self.monitor.borrow().as_ref() {
-            Some((monitor, _)) if self.node_wide.get() => 0..monitor.shard_count(),
-            Some((_, shard)) => *shard..*shard + 1,
-            None => 0..0,
-        }
+        self.monitor.borrow().as_ref().map_or(0..0, |(monitor, _)| 0..monitor.shard_count())
     }
 
-    /// Prepares a run (`node_wide`: it holds every shard).
-    pub fn begin(
-        &self,
-        name: String,
-        command: &[Bytes],
-        eval: bool,
-        busy_after_ms: u64,
-        node_wide: bool,
-    ) {
+    /// Prepares a run.
+    pub fn begin(&self, name: String, command: &[Bytes], eval: bool, busy_after_ms: u64) {
         let run_id = match self.monitor.borrow().as_ref() {
             Some((m, _)) => m.new_run_id(),
             None => self.run_id.get() + 1,
@@ -198,7 +183,6 @@ impl RunState {
         self.wrote.set(false);
         self.restart.set(false);
         self.needs_node.set(false);
-        self.node_wide.set(node_wide);
         self.resp.set(Resp::V2);
         self.eval_mode.set(eval);
         *self.name.borrow_mut() = name;

@@ -4,14 +4,15 @@
 //! core runs meanwhile. Once it has run past `busy-reply-threshold`, its
 //! hook calls [`answer`] (through the network driver) for every connection
 //! of the core that is waiting for input, as Redis's
-//! `processEventsWhileBlocked` does for its clients: commands that need the
-//! busy shard get the BUSY error, SCRIPT KILL and FUNCTION KILL ask the
-//! script to stop, FUNCTION STATS describes it, SHUTDOWN NOSAVE stops the
-//! process. A connection in MULTI keeps its transaction going: commands
-//! for other shards are queued, one refused with BUSY fails the EXEC, and
-//! EXEC itself is refused with EXECABORT (Redis's `rejectCommand`). Clients
-//! on other cores get the same answers from the router
-//! ([`super::busy_error`]).
+//! `processEventsWhileBlocked` does for its clients: commands get the BUSY
+//! error (a busy script makes the whole server busy, as in Redis), SCRIPT
+//! KILL and FUNCTION KILL ask the script to stop, FUNCTION STATS describes
+//! it, SHUTDOWN NOSAVE stops the process. A connection in MULTI keeps its
+//! transaction going: MULTI and DISCARD are answered, a command refused
+//! with BUSY fails the EXEC, and EXEC itself is refused with EXECABORT
+//! (Redis's `rejectCommand`). Clients on other cores get the same answers
+//! from the router ([`super::busy_error`]), or, on a core whose shard is
+//! lent to the busy script, from this module too.
 
 use super::{busy_error, controls_transaction};
 use crate::cmd::admin::ShutdownFlags;
@@ -91,7 +92,7 @@ fn answer_one(core: &Core, idle: &mut Idle, args: Vec<Bytes>, out: &mut ReplyWri
     };
     let scripts = &core.shared.scripts;
     if !reg.spec.has(flags::ALLOW_BUSY) {
-        if let Some(busy) = busy_error(core, reg.spec, &args) {
+        if let Some(busy) = busy_error(core) {
             if matches!(reg.spec.exec, Exec::Node(NodeCommand::Exec)) {
                 idle.multi = None;
                 idle.discarded = true;
@@ -114,7 +115,7 @@ fn answer_one(core: &Core, idle: &mut Idle, args: Vec<Bytes>, out: &mut ReplyWri
         }
     }
     if !reg.spec.has(flags::ALLOW_BUSY) {
-        // Only other shards are needed: it runs after the script.
+        // The script is no longer busy: it runs after it.
         return false;
     }
     match reg.full_name.as_str() {

@@ -160,10 +160,9 @@ pub(crate) async fn acquire_in_order<T: Send + 'static>(
     conn: &Connection,
     steps: Vec<AcquireStep<T>>,
 ) -> Result<Vec<T>, CmdError> {
-    debug_assert!(steps.windows(2).all(|w| w[0].0 < w[1].0), "steps must be in shard order");
-    let mut results = Vec::with_capacity(steps.len());
     if conn.state.in_exec {
         // Inside EXEC the locks are held already: just run the steps.
+        let mut results = Vec::with_capacity(steps.len());
         for (shard, _, then) in steps {
             results.push(
                 conn.core.invoke_on(shard, move |core| then(&mut core.shard.borrow_mut())).await?,
@@ -171,9 +170,18 @@ pub(crate) async fn acquire_in_order<T: Send + 'static>(
         }
         return Ok(results);
     }
+    take_in_order(&conn.core, steps).await
+}
+
+/// [`acquire_in_order`] for `core` itself (not a client inside EXEC).
+pub(crate) async fn take_in_order<T: Send + 'static>(
+    core: &std::rc::Rc<crate::node::Core>,
+    steps: Vec<AcquireStep<T>>,
+) -> Result<Vec<T>, CmdError> {
+    debug_assert!(steps.windows(2).all(|w| w[0].0 < w[1].0), "steps must be in shard order");
+    let mut results = Vec::with_capacity(steps.len());
     for (shard, locks, then) in steps {
-        let result = conn
-            .core
+        let result = core
             .invoke_deferred(shard, move |core, reply| {
                 core.shard
                     .borrow_mut()

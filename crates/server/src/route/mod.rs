@@ -80,7 +80,7 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
             continue;
         }
         if conn.core.shared.scripts.any_busy() && !spec.has(flags::ALLOW_BUSY) {
-            if let Some(busy) = busy_error(&conn.core, spec, &args) {
+            if let Some(busy) = busy_error(&conn.core) {
                 reject(conn, &mut segment, Some(reg), &CmdError::new(busy), skip).await;
                 continue;
             }
@@ -224,38 +224,12 @@ fn read_from_copy(
     true
 }
 
-/// Redis's BUSY reply when a script has been running past the busy
-/// threshold on a shard this command needs: a shard command's key owners
-/// (this core's shard for a keyless one), or any shard for a server command
-/// (they may visit every shard). Only checked while some script is busy
-/// (one atomic load otherwise).
-pub(crate) fn busy_error(
-    core: &crate::node::Core,
-    spec: &ringdb_engine::command::CommandSpec,
-    args: &[Bytes],
-) -> Option<&'static str> {
-    let scripts = &core.shared.scripts;
-    match spec.exec {
-        // A script may need any shard.
-        Exec::Shard(_) if spec.has(flags::RUNS_SCRIPT) => scripts.any_busy_error(),
-        Exec::Shard(_) | Exec::Split { .. } => {
-            let slot_map = core.shared.slot_map;
-            let mut busy = None;
-            let mut keyed = false;
-            spec.for_each_key(args, |i| {
-                keyed = true;
-                if busy.is_none() {
-                    busy = scripts.busy_error(slot_map.shard_of_key(&args[i]).index());
-                }
-            });
-            if keyed {
-                busy
-            } else {
-                scripts.busy_error(core.id.index())
-            }
-        }
-        _ => scripts.any_busy_error(),
-    }
+/// Redis's BUSY reply while a script has been running past the busy
+/// threshold: a busy script makes the whole server busy, as in Redis, on
+/// every core (only checked while some script is busy: one atomic load
+/// otherwise).
+pub(crate) fn busy_error(core: &crate::node::Core) -> Option<&'static str> {
+    core.shared.scripts.any_busy_error()
 }
 
 /// A command refused before it runs (Redis's `rejectCommand`): a rejected

@@ -24,11 +24,12 @@
 //!
 //! Which way a script goes is what this core learned from its earlier runs
 //! ([`Profiles`]): a script it has not seen runs on the node, and one whose
-//! run touched no undeclared key beyond its held shard runs held from then
-//! on, until a held run meets another shard's key. With one shard there is
-//! no choice to make: scripts run as any command (see `route::execute`).
+//! first run touched no undeclared key beyond its held shard runs held from
+//! then on, until a held run meets another shard's key; from then on it
+//! runs on the node. With one shard there is no choice to make: scripts
+//! run as any command (see `route::execute`).
 
-use super::cross::{acquire_in_order, transaction_id, AcquireStep};
+use super::cross::{take_in_order, AcquireStep};
 use super::Target;
 use crate::mesh::NO_ANSWER;
 use crate::net::connection::Connection;
@@ -125,8 +126,13 @@ pub async fn run(conn: &mut Connection, command: ShardCommand) -> Result<(), Cmd
     }
     let report = run_on_node(conn, &command).await?;
     count(&conn.core, |s| &mut s.node);
-    let learned = learn(conn, &command, &report);
-    conn.core.script_profiles.borrow_mut().set(key, learned);
+    // Learned from a script's first run only: one that once left its
+    // shard runs on the node from then on (a script whose keys come from
+    // its arguments would otherwise go back and forth).
+    if profile.is_none() {
+        let learned = learn(conn, &command, &report);
+        conn.core.script_profiles.borrow_mut().set(key, learned);
+    }
     Ok(())
 }
 
@@ -216,49 +222,207 @@ async fn run_held(
 
 /// Runs a script with every shard of the node lent to this core (see the
 /// module doc); its reply goes to `conn.out` once every shard's log has
-/// the run's changes. Inside EXEC the locks are the transaction's.
+/// the run's changes. Outside EXEC the run waits in this core's
+/// [`NodeRuns`] for the next hold of every shard (this core's, or another
+/// core's that takes it along). Inside EXEC the locks are the
+/// transaction's.
 async fn run_on_node(conn: &mut Connection, command: &ShardCommand) -> Result<RunReport, CmdError> {
-    let in_exec = conn.state.in_exec;
-    let whole: LockSet = vec![(WHOLE_SHARD, LockMode::Exclusive)];
-    if !in_exec {
-        let steps: Vec<AcquireStep<()>> = (0..conn.core.shared.shards())
-            .map(|i| (ShardId(i as u16), whole.clone(), Box::new(|_: &mut Shard| ()) as _))
-            .collect();
-        acquire_in_order(conn, steps).await?;
-    }
-    let log = if in_exec {
-        NodeLog::Exec(conn.state.exec_id)
+    let (out, report) = if conn.state.in_exec {
+        let log = NodeLog::Exec(conn.state.exec_id);
+        let mut loans: Vec<Loan> =
+            borrow_shards(&conn.core, Lend::InExec).await?.into_iter().flatten().collect();
+        let mut done = run_lent(&conn.core, &mut loans, std::iter::once((command, log)));
+        wait_published(give_back(&conn.core, loans)).await;
+        done.pop().ok_or(NO_ANSWER)?
     } else {
-        NodeLog::Own(transaction_id(conn))
-    };
-    let mut loans = match borrow_shards(&conn.core, !in_exec).await {
-        Ok(loans) => loans,
-        Err(e) => {
-            if !in_exec {
-                conn.core.shard.borrow_mut().tx_release(&whole);
-            }
-            return Err(e);
+        let (tx, rx) = flume::bounded(1);
+        conn.core.node_runs.borrow_mut().waiting.push((command.clone(), tx));
+        if conn.core.id == HOLDER {
+            want_hold(&conn.core);
+        } else if !std::mem::replace(&mut conn.core.node_runs.borrow_mut().signaled, true) {
+            conn.core.queue_job(HOLDER, Box::new(want_hold));
         }
+        rx.recv_async().await.map_err(|_| NO_ANSWER)??
     };
-    let mut out = Vec::new();
-    let report = {
-        let mut home = conn.core.shard.borrow_mut();
-        let home = &mut *home;
-        let mut lent =
-            Lent::new(home.id, conn.core.shared.slot_map, loans.iter_mut().map(Loan::shard));
-        home.execute_on_node(&mut lent, command, &mut out, log);
-        home.state.scripting.take_report()
+    conn.out.extend_from_slice(&out);
+    Ok(report)
+}
+
+/// What a node-wide run gives its client: its reply and its report.
+type NodeResult = Result<(Vec<u8>, RunReport), CmdError>;
+
+/// A script waiting to run with every shard, and where its result goes.
+type NodeRun = (ShardCommand, flume::Sender<NodeResult>);
+
+/// The core that holds every shard for node-wide runs: the scripts of the
+/// other cores wait there until it borrows their shards, and go with the
+/// loans. One core holding for all means the holds never compete for the
+/// shards' locks (two cores taking turns would each wait for the other).
+const HOLDER: ShardId = ShardId(0);
+
+/// The node-wide runs this core's clients are waiting for; on the
+/// [`HOLDER`], whether it holds (or is taking) every shard now and whether
+/// another core has runs waiting; elsewhere, whether the holder was told.
+#[derive(Default)]
+pub struct NodeRuns {
+    waiting: Vec<NodeRun>,
+    holding: bool,
+    wanted: bool,
+    signaled: bool,
+}
+
+/// On the [`HOLDER`]: runs wait on some core; a hold starts unless one runs.
+fn want_hold(core: &Rc<Core>) {
+    let start = {
+        let mut runs = core.node_runs.borrow_mut();
+        runs.wanted = true;
+        !std::mem::replace(&mut runs.holding, true)
     };
-    let published: Vec<_> = loans.into_iter().map(Loan::give_back).collect();
-    conn.core.publish_changes();
-    if !in_exec {
-        conn.core.shard.borrow_mut().tx_release(&whole);
+    if start {
+        glommio::spawn_local(hold_for_runs(core.clone())).detach();
     }
+}
+
+/// On the [`HOLDER`], while scripts wait anywhere: takes every shard (see
+/// [`hold_every_shard`]), runs every script waiting by then, here and on
+/// the cores that lent their shards (they hand theirs over with the loan),
+/// and gives the shards back. The replies leave once every shard has
+/// published the changes, without holding up the next round.
+async fn hold_for_runs(core: Rc<Core>) {
+    // Whatever happens, the next run starts a hold of its own.
+    struct Done(Rc<Core>);
+    impl Drop for Done {
+        fn drop(&mut self) {
+            let mut runs = self.0.node_runs.borrow_mut();
+            runs.holding = false;
+            for (_, reply) in runs.waiting.drain(..) {
+                let _ = reply.send(Err(NO_ANSWER));
+            }
+        }
+    }
+    let _done = Done(core.clone());
+    let whole: LockSet = vec![(WHOLE_SHARD, LockMode::Exclusive)];
+    loop {
+        {
+            let mut runs = core.node_runs.borrow_mut();
+            if runs.waiting.is_empty() && !std::mem::take(&mut runs.wanted) {
+                return;
+            }
+        }
+        // (A failure is a job that panicked: the scripts waiting fail.)
+        let Ok(mut loans) = hold_every_shard(&core).await else { return };
+        let mut runs = std::mem::take(&mut core.node_runs.borrow_mut().waiting);
+        for loan in &mut loans {
+            runs.append(&mut loan.runs);
+        }
+        let logs: Vec<NodeLog> =
+            runs.iter().map(|_| NodeLog::Own(core.shard.borrow_mut().state.random())).collect();
+        let results =
+            run_lent(&core, &mut loans, runs.iter().map(|(command, _)| command).zip(logs));
+        let published = give_back(&core, loans);
+        core.shard.borrow_mut().tx_release(&whole);
+        let reply = move || {
+            for ((_, reply), result) in runs.into_iter().zip(results) {
+                let _ = reply.send(Ok(result));
+            }
+        };
+        // The lenders publish as soon as they have their shards back: their
+        // word is usually there by now.
+        if published_now(&published) {
+            reply();
+        } else {
+            glommio::spawn_local(async move {
+                wait_published(published).await;
+                reply();
+            })
+            .detach();
+        }
+    }
+}
+
+/// Takes every shard's whole-shard lock and borrows the other shards.
+///
+/// First at once: this shard's lock if it is free, and a lend from every
+/// other core that gets its lock at once (it takes it and blocks), all in
+/// one round trip. Nothing waits while holding anything, so this cannot
+/// deadlock; if a lock is taken, whatever was got is given back and the
+/// locks are taken in shard order, waiting in each shard's queue as any
+/// cross-shard transaction does, then the shards are borrowed.
+async fn hold_every_shard(core: &Rc<Core>) -> Result<Vec<Loan>, CmdError> {
+    let whole: LockSet = vec![(WHOLE_SHARD, LockMode::Exclusive)];
+    if core.shard.borrow_mut().locks.try_acquire(&whole) {
+        let tries = borrow_shards(core, Lend::TryLock).await?;
+        if tries.iter().all(Option::is_some) {
+            return Ok(tries.into_iter().flatten().collect());
+        }
+        // Given back (each lender lets go of its lock), this one too; the
+        // scripts they handed over wait here.
+        let mut got: Vec<Loan> = tries.into_iter().flatten().collect();
+        for loan in &mut got {
+            core.node_runs.borrow_mut().waiting.append(&mut loan.runs);
+        }
+        wait_published(give_back(core, got)).await;
+        core.shard.borrow_mut().tx_release(&whole);
+    }
+    let steps: Vec<AcquireStep<()>> = (0..core.shared.shards())
+        .map(|i| (ShardId(i as u16), whole.clone(), Box::new(|_: &mut Shard| ()) as _))
+        .collect();
+    take_in_order(core, steps).await?;
+    match borrow_shards(core, Lend::Release).await {
+        Ok(loans) => Ok(loans.into_iter().flatten().collect()),
+        Err(e) => {
+            core.shard.borrow_mut().tx_release(&whole);
+            Err(e)
+        }
+    }
+}
+
+/// Runs `commands` one after the other on this core with the other shards
+/// `loans` lent: each reply and report.
+fn run_lent<'c>(
+    core: &Core,
+    loans: &mut [Loan],
+    commands: impl Iterator<Item = (&'c ShardCommand, NodeLog)>,
+) -> Vec<(Vec<u8>, RunReport)> {
+    let mut home = core.shard.borrow_mut();
+    let home = &mut *home;
+    let mut lent = Lent::new(home.id, core.shared.slot_map, loans.iter_mut().map(Loan::shard));
+    commands
+        .map(|(command, log)| {
+            let mut out = Vec::new();
+            home.execute_on_node(&mut lent, command, &mut out, log);
+            (out, home.state.scripting.take_report())
+        })
+        .collect()
+}
+
+/// Gives the loans back and publishes this shard's changes; the receivers
+/// say when each lender has published its own.
+fn give_back(core: &Rc<Core>, loans: Vec<Loan>) -> Vec<flume::Receiver<()>> {
+    let published = loans.into_iter().map(Loan::give_back).collect();
+    core.publish_changes();
+    published
+}
+
+/// Whether every lender says it published, waiting [`ANSWER_SPIN`] at
+/// most.
+fn published_now(published: &[flume::Receiver<()>]) -> bool {
+    let start = Instant::now();
+    loop {
+        if published.iter().all(|done| !done.is_empty() || done.is_disconnected()) {
+            return true;
+        }
+        if start.elapsed() >= ANSWER_SPIN {
+            return false;
+        }
+        std::hint::spin_loop();
+    }
+}
+
+async fn wait_published(published: Vec<flume::Receiver<()>>) {
     for done in published {
         let _ = done.recv_async().await;
     }
-    conn.out.extend_from_slice(&out);
-    Ok(report)
 }
 
 /// Another core's shard, lent to this one: that core waits, blocked in
@@ -269,6 +433,9 @@ struct Loan {
     back: Option<flume::Sender<()>>,
     /// Says when the lender has published what the run changed there.
     published: flume::Receiver<()>,
+    /// The lender's own clients' scripts that were waiting to run with
+    /// every shard: they run under this hold too.
+    runs: Vec<NodeRun>,
 }
 
 // SAFETY: the shard is touched by one thread at a time. Its core lends it
@@ -302,10 +469,22 @@ impl Drop for Loan {
     }
 }
 
-/// Borrows every other core's shard, in shard order. `release`: each
-/// lender lets go of its whole-shard lock once the loan ends (outside
-/// EXEC, whose release step does it).
-async fn borrow_shards(core: &Rc<Core>, release: bool) -> Result<Vec<Loan>, CmdError> {
+/// Why a core lends its shard.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Lend {
+    /// To a hold of every shard that took the locks: the lender lets go of
+    /// its whole-shard lock once the loan ends, and hands over its clients'
+    /// waiting scripts.
+    Release,
+    /// The same, taking the lock first if it is free, else lending nothing.
+    TryLock,
+    /// To an EXEC, whose release step lets go of the locks.
+    InExec,
+}
+
+/// Asks every other core for its shard, in shard order: a loan each
+/// (`None` where a [`Lend::TryLock`] found the lock taken).
+async fn borrow_shards(core: &Rc<Core>, why: Lend) -> Result<Vec<Option<Loan>>, CmdError> {
     let mut waiting = Vec::new();
     for i in 0..core.shared.shards() {
         let shard = ShardId(i as u16);
@@ -313,39 +492,72 @@ async fn borrow_shards(core: &Rc<Core>, release: bool) -> Result<Vec<Loan>, CmdE
             continue;
         }
         let (tx, rx) = flume::bounded(1);
-        core.send_job(shard, Box::new(move |core| lend(core, tx, release))).await;
+        core.send_job(shard, Box::new(move |core| lend(core, tx, why))).await;
         waiting.push(rx);
     }
     let mut loans = Vec::with_capacity(waiting.len());
     for rx in waiting {
-        loans.push(rx.recv_async().await.map_err(|_| NO_ANSWER)?);
+        loans.push(answer(&rx).await.map_err(|_| NO_ANSWER)?);
     }
     Ok(loans)
 }
 
+/// How long a core spins for a lender's answer before it waits in its
+/// reactor: a core that is not busy answers within microseconds, and the
+/// lender is blocked (idle) from the moment it sent its loan.
+const ANSWER_SPIN: Duration = Duration::from_micros(20);
+
+async fn answer<T>(rx: &flume::Receiver<T>) -> Result<T, flume::RecvError> {
+    let start = Instant::now();
+    while start.elapsed() < ANSWER_SPIN {
+        match rx.try_recv() {
+            Ok(value) => return Ok(value),
+            Err(flume::TryRecvError::Disconnected) => return Err(flume::RecvError::Disconnected),
+            Err(flume::TryRecvError::Empty) => std::hint::spin_loop(),
+        }
+    }
+    rx.recv_async().await
+}
+
 /// How long a lender spins before it sleeps while its shard is lent: a
 /// short script gives it back within microseconds.
-const LEND_SPIN: Duration = Duration::from_micros(50);
+const LEND_SPIN: Duration = Duration::from_micros(0);
 
 /// The job that lends this core's shard to a run on another core: sends
 /// the loan, waits (blocked: nothing of this core runs meanwhile) until it
 /// is given back, then publishes what the run changed here.
-fn lend(core: &Rc<Core>, to: flume::Sender<Loan>, release: bool) {
+fn lend(core: &Rc<Core>, to: flume::Sender<Option<Loan>>, why: Lend) {
+    let whole = vec![(WHOLE_SHARD, LockMode::Exclusive)];
+    if why == Lend::TryLock && !core.shard.borrow_mut().locks.try_acquire(&whole) {
+        let _ = to.send(None);
+        return;
+    }
+    let release = why != Lend::InExec;
     let serve_busy = core.shard.borrow().state.scripting.while_busy();
     let (back_tx, back_rx) = flume::bounded::<()>(1);
     let (published_tx, published_rx) = flume::bounded::<()>(1);
+    let runs = if release {
+        let mut runs = core.node_runs.borrow_mut();
+        runs.signaled = false;
+        std::mem::take(&mut runs.waiting)
+    } else {
+        Vec::new()
+    };
     {
         let mut shard = core.shard.borrow_mut();
         let loan = Loan {
             shard: NonNull::from(&mut *shard),
             back: Some(back_tx),
             published: published_rx,
+            runs,
         };
-        if to.send(loan).is_err() {
-            // The run is gone (a lend to it failed): nothing was lent.
+        if let Err(flume::SendError(Some(loan))) = to.send(Some(loan)) {
+            // The hold is gone (a lend to it failed): nothing was lent, and
+            // the scripts wait here again.
             drop(shard);
+            core.node_runs.borrow_mut().waiting.extend(std::mem::take(&mut { loan }.runs));
             if release {
-                core.shard.borrow_mut().tx_release(&vec![(WHOLE_SHARD, LockMode::Exclusive)]);
+                core.shard.borrow_mut().tx_release(&whole);
             }
             return;
         }
@@ -356,7 +568,7 @@ fn lend(core: &Rc<Core>, to: flume::Sender<Loan>, release: bool) {
     }
     core.publish_changes();
     if release {
-        core.shard.borrow_mut().tx_release(&vec![(WHOLE_SHARD, LockMode::Exclusive)]);
+        core.shard.borrow_mut().tx_release(&whole);
     }
     let _ = published_tx.send(());
 }
