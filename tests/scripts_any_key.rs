@@ -358,3 +358,59 @@ fn a_crash_never_leaves_half_a_script() {
     let v: Vec<i64> = q(&mut c, &["MGET", &a, &b]).unwrap();
     assert_eq!(v.iter().sum::<i64>(), 1000, "half a script survived: {v:?}");
 }
+
+/// A script's PUBLISH reaches the subscribers of every core, once, and
+/// replies how many it reached: on one shard and on two, held runs that
+/// are undone by it included.
+#[test]
+fn publish_from_scripts_reaches_every_core_once() {
+    for shards in [1, 2] {
+        let server = Server::start(shards);
+        let mut admin = server.client();
+        let mut keep = Vec::new();
+        let mut subscribers: Vec<common::Raw> =
+            (0..shards).map(|s| common::raw_on_shard(&server, &mut admin, s, &mut keep)).collect();
+        for s in &mut subscribers {
+            assert!(s.call(&["SUBSCRIBE", "news"]).starts_with("*3"));
+        }
+        let mut p = server.raw();
+        assert!(p.call(&["PSUBSCRIBE", "ne*"]).starts_with("*3"));
+        let (a, _) = keys_on_two_shards();
+        // Learns that the script stays on a's shard, then publishes: held
+        // (one shard) or undone and run again on the node (two).
+        let script = "redis.call('incr', KEYS[1]) \
+                      if ARGV[1] == 'say' then return redis.call('publish', 'news', 'hi') end return 0";
+        assert_eq!(q::<i64>(&mut admin, &["EVAL", script, "1", &a, "no"]).unwrap(), 0);
+        let receivers = shards as i64 + 1;
+        assert_eq!(q::<i64>(&mut admin, &["EVAL", script, "1", &a, "say"]).unwrap(), receivers);
+        let fcall = "#!lua name=pub\nredis.register_function('pub', function(k, a) return redis.call('spublish', a[1], a[2]) end)";
+        q::<String>(&mut admin, &["FUNCTION", "LOAD", fcall]).unwrap();
+        for s in &mut subscribers {
+            let msg = String::from_utf8_lossy(&s.read_frame()).into_owned();
+            assert_eq!(msg, "*3\r\n$7\r\nmessage\r\n$4\r\nnews\r\n$2\r\nhi\r\n", "{shards} shards");
+        }
+        let msg = String::from_utf8_lossy(&p.read_frame()).into_owned();
+        assert!(msg.starts_with("*4\r\n$8\r\npmessage\r\n$3\r\nne*\r\n"), "{msg}");
+        // Nothing twice: the next frames are the marker's.
+        q::<i64>(&mut admin, &["PUBLISH", "news", "marker"]).unwrap();
+        for s in &mut subscribers {
+            let msg = String::from_utf8_lossy(&s.read_frame()).into_owned();
+            assert!(msg.ends_with("$6\r\nmarker\r\n"), "{msg}");
+        }
+        let v: i64 = q(&mut admin, &["GET", &a]).unwrap();
+        assert_eq!(v, 2);
+        let restarted = info_field(&mut admin, "stats", "script_runs_restarted");
+        assert_eq!(restarted, if shards == 2 { "1" } else { "0" });
+        // Read-only scripts may not publish, as in Redis.
+        let ro =
+            q::<i64>(&mut admin, &["EVAL_RO", "return redis.call('publish', 'news', 'x')", "0"])
+                .unwrap_err();
+        assert!(
+            ro.to_string().contains("Write commands are not allowed from read-only scripts"),
+            "{ro}"
+        );
+        // SPUBLISH from a function.
+        let n: i64 = q(&mut admin, &["FCALL", "pub", "0", "s-chan", "x"]).unwrap();
+        assert_eq!(n, 0);
+    }
+}

@@ -30,6 +30,8 @@ pub struct Lent<'a> {
     /// Shards on which the run touched a key it did not declare, in shard
     /// order: what the server learns of the script from this run.
     pub undeclared: Vec<ShardId>,
+    /// The subscribers of every core, for the script's PUBLISH.
+    pub receivers: Option<&'a crate::shard::Receivers<'a>>,
 }
 
 /// How a node-wide run's changes reach the append-only logs.
@@ -55,7 +57,7 @@ impl<'a> Lent<'a> {
                 shards[i] = Some(shard);
             }
         }
-        Lent { shards, slot_map, home, undeclared: Vec::new() }
+        Lent { shards, slot_map, home, undeclared: Vec::new(), receivers: None }
     }
 
     pub fn slot_map(&self) -> &SlotMap {

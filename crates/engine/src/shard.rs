@@ -361,8 +361,23 @@ pub struct ShardState {
     /// written as lines to `monitor_out` for the server to deliver.
     pub monitored: bool,
     pub monitor_out: Vec<Bytes>,
+    /// Messages scripts PUBLISHed here, in order, for the server to deliver
+    /// once the run is over (see [`crate::scripting::call`]).
+    pub publishes: Vec<Publish>,
     rng: u64,
 }
+
+/// A message a script PUBLISHed (SPUBLISH: on a shard channel).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Publish {
+    pub shard_channel: bool,
+    pub channel: Bytes,
+    pub message: Bytes,
+}
+
+/// How many clients a message on a channel reaches right now (the
+/// server's Pub/Sub subscribers; `true`: a shard channel).
+pub type Receivers<'a> = dyn Fn(bool, &[u8]) -> i64 + 'a;
 
 /// Redis's initial LFU counter for new keys.
 const LFU_INIT_VAL: u32 = 5;
@@ -399,6 +414,7 @@ impl ShardState {
             slowlog_ids: Default::default(),
             monitored: false,
             monitor_out: Vec::new(),
+            publishes: Vec::new(),
             rng: seed | 1,
         }
     }

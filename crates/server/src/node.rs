@@ -266,6 +266,12 @@ impl Core {
         if !shard.state.monitor_out.is_empty() {
             crate::cmd::monitor::send(self, std::mem::take(&mut shard.state.monitor_out));
         }
+        if !shard.state.publishes.is_empty() {
+            crate::cmd::pubsub::publish_from_scripts(
+                self,
+                std::mem::take(&mut shard.state.publishes),
+            );
+        }
         if std::mem::take(&mut shard.state.evict_elsewhere) {
             self.ask_to_evict(shard);
         }
@@ -710,6 +716,20 @@ async fn core_main(
         script_profiles: RefCell::new(Default::default()),
         node_runs: RefCell::new(Default::default()),
     });
+    // A script's PUBLISH on a one-shard node counts this core's subscribers
+    // (on a node of several, the run holds every core's: route::script).
+    let weak = Rc::downgrade(&core);
+    core.shard.borrow_mut().state.scripting.receivers =
+        Some(Rc::new(move |shard_channel: bool, channel: &[u8]| {
+            let kind = if shard_channel {
+                crate::push::Kind::ShardChannel
+            } else {
+                crate::push::Kind::Channel
+            };
+            weak.upgrade()
+                .and_then(|c| c.push.try_borrow().ok().map(|h| h.receivers(kind, channel)))
+                .unwrap_or(0)
+        }));
     // Load this shard's keys before serving anything.
     let mut keys = 0;
     if let Some(data) = rdb.as_ref() {

@@ -234,6 +234,9 @@ impl CallCtx<'_, '_> {
         if spec.has(flags::NOSCRIPT) && !self.deny_disabled() {
             return Err("This Redis command is not allowed from script".into());
         }
+        if self.read_only && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
+            return Err("Write commands are not allowed from read-only scripts.".into());
+        }
         if let Exec::Node(_) | Exec::Container = spec.exec {
             self.node_command(&argv, spec.exec, &reg.full_name)?;
             // Counted as the shard counts the commands it runs.
@@ -246,9 +249,6 @@ impl CallCtx<'_, '_> {
             stat.calls += 1;
             stat.failed_calls += failed as u64;
             return Ok(());
-        }
-        if self.read_only && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
-            return Err("Write commands are not allowed from read-only scripts.".into());
         }
         // Before the keys, as Redis's `scriptVerifyOOM` comes before its
         // cluster checks; once the script has written, it cannot be stopped
@@ -338,7 +338,10 @@ impl CallCtx<'_, '_> {
         }
         match beyond {
             None => Ok(()),
-            Some(key) => Err(self.beyond(&key)),
+            Some(key) => {
+                let what = format!("key '{}' of another shard", String::from_utf8_lossy(&key));
+                Err(self.beyond(&what))
+            }
         }
     }
 
@@ -352,9 +355,10 @@ impl CallCtx<'_, '_> {
         }
     }
 
-    /// A held run named `key`, which it does not hold: it starts again
-    /// with every shard if what it changed can be undone.
-    fn beyond(&mut self, key: &[u8]) -> String {
+    /// A held run reached `what`, which it does not hold (a key of another
+    /// shard, the other cores' subscribers): it starts again with every
+    /// shard if what it changed can be undone.
+    fn beyond(&mut self, what: &str) -> String {
         let undoable = match &self.reach {
             Reach::Held(journal) => journal.can_undo(),
             Reach::Node(_) => true,
@@ -365,9 +369,8 @@ impl CallCtx<'_, '_> {
             return RESTART.into();
         }
         format!(
-            "script tried accessing key '{}' of another shard after changing a value too large to \
-             undo; ringdb runs this script with every shard from its next call",
-            String::from_utf8_lossy(key)
+            "script reached {what} after changing a value too large to undo; ringdb runs \
+             this script with every shard from its next call"
         )
     }
 
@@ -416,6 +419,30 @@ impl CallCtx<'_, '_> {
             }
             Exec::Node(N::ClusterDisabled) => {
                 out.error("ERR This instance has cluster support disabled")
+            }
+            Exec::Node(cmd @ (N::Publish | N::SPublish)) => {
+                let shard_channel = cmd == N::SPublish;
+                // The subscribers of every core: those of the node when it
+                // is lent to the run, or of the only shard's core.
+                let only_core =
+                    self.keyspace.owns_every_slot() && !self.state.funnel.is_recording();
+                let count = match &self.reach {
+                    Reach::Node(lent) => lent.receivers.map(|r| r(shard_channel, &argv[1])),
+                    Reach::Held(_) if only_core => {
+                        self.state.scripting.receivers.as_ref().map(|r| r(shard_channel, &argv[1]))
+                    }
+                    Reach::Held(_) => None,
+                };
+                let Some(count) = count else {
+                    drop(out);
+                    return Err(self.beyond("the subscribers of other cores (PUBLISH)"));
+                };
+                self.state.publishes.push(crate::shard::Publish {
+                    shard_channel,
+                    channel: argv[1].clone(),
+                    message: argv[2].clone(),
+                });
+                out.int(count);
             }
             Exec::Node(N::Debug) if argv.len() == 3 && is(&argv[1], "sleep") => {
                 std::thread::sleep(crate::families::debug::sleep_time(&argv[2]));

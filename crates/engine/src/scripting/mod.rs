@@ -189,6 +189,9 @@ pub struct Scripting {
     engine: Option<Box<LuaEngine>>,
     monitor: Option<(Arc<ScriptMonitor>, usize)>,
     while_busy: Option<Rc<dyn Fn()>>,
+    /// The subscribers of this core, for a PUBLISH of a script that holds
+    /// the only shard of the node.
+    pub receivers: Option<Rc<crate::shard::Receivers<'static>>>,
     report: RunReport,
 }
 

@@ -211,7 +211,7 @@ fn a_held_run_that_changed_a_large_value_cannot_be_undone() {
     let script = "redis.call('rpush', KEYS[1], 'last') return redis.call('get', ARGV[1])";
     let reply = run_on(&mut shard, &["EVAL", script, "1", &here, &there]);
     assert!(
-        reply.starts_with(&format!("-ERR script tried accessing key '{there}' of another shard after changing a value too large to undo")),
+        reply.starts_with(&format!("-ERR script reached key '{there}' of another shard after changing a value too large to undo")),
         "{reply}"
     );
     let report = shard.state.scripting.take_report();

@@ -160,6 +160,26 @@ pub async fn sunsubscribe(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// The messages scripts PUBLISHed on this core's shard, in order: queued
+/// to every core with a subscriber (what one core queues on another
+/// arrives in order), after the run that published them.
+pub fn publish_from_scripts(core: &Rc<Core>, publishes: Vec<ringdb_engine::shard::Publish>) {
+    for publish in publishes {
+        let kind = if publish.shard_channel { Kind::ShardChannel } else { Kind::Channel };
+        let targets = core.push.borrow().targets(kind, &publish.channel, core.id.0);
+        for target in targets {
+            let (channel, message) = (publish.channel.clone(), publish.message.clone());
+            core.queue_job(
+                ShardId(target),
+                Box::new(move |c| {
+                    let limit = c.config.borrow().pubsub_buffer_limit();
+                    c.push.borrow_mut().deliver(kind, &channel, &message, limit);
+                }),
+            );
+        }
+    }
+}
+
 /// Publishes a message on every core that has a subscriber; returns how
 /// many clients received it. Also used for keyspace notifications.
 pub async fn publish_message(core: &Rc<Core>, kind: Kind, channel: Bytes, payload: Bytes) -> i64 {

@@ -248,6 +248,22 @@ impl PushHub {
         count
     }
 
+    /// How many of this core's clients a message on `channel` would reach
+    /// ([`deliver`](Self::deliver)'s count, sending nothing): a script's
+    /// PUBLISH replies this before the message goes out.
+    pub fn receivers(&self, kind: Kind, channel: &[u8]) -> i64 {
+        let key = (kind, Bytes::copy_from_slice(channel));
+        let mut count = self.local.get(&key).map_or(0, Vec::len);
+        if kind == Kind::Channel {
+            for ((k, pattern), subscribers) in &self.local {
+                if *k == Kind::Pattern && ringdb_types::glob::glob_match(pattern, channel, false) {
+                    count += subscribers.len();
+                }
+            }
+        }
+        count as i64
+    }
+
     /// Delivers a reactive query's new result to this core's watchers.
     pub fn deliver_watch(
         &mut self,

@@ -34,6 +34,7 @@ use super::Target;
 use crate::mesh::NO_ANSWER;
 use crate::net::connection::Connection;
 use crate::node::Core;
+use crate::push::{Kind, PushHub};
 use bytes::Bytes;
 use ringdb_engine::command::CmdError;
 use ringdb_engine::lent::{Lent, NodeLog};
@@ -384,9 +385,21 @@ fn run_lent<'c>(
     loans: &mut [Loan],
     commands: impl Iterator<Item = (&'c ShardCommand, NodeLog)>,
 ) -> Vec<(Vec<u8>, RunReport)> {
+    // A PUBLISH counts the subscribers of every core (the lenders' hubs are
+    // lent with their shards, read only).
+    let hubs: Vec<NonNull<PushHub>> = loans.iter().map(|l| l.hub).collect();
+    let own_hub = core.push.borrow();
+    let receivers = |shard_channel: bool, channel: &[u8]| -> i64 {
+        let kind = if shard_channel { Kind::ShardChannel } else { Kind::Channel };
+        // SAFETY: as for the shards (`impl Send for Loan`): each lender is
+        // blocked, touching nothing, until its loan ends, after this run.
+        let lent: i64 = hubs.iter().map(|h| unsafe { h.as_ref() }.receivers(kind, channel)).sum();
+        own_hub.receivers(kind, channel) + lent
+    };
     let mut home = core.shard.borrow_mut();
     let home = &mut *home;
     let mut lent = Lent::new(home.id, core.shared.slot_map, loans.iter_mut().map(Loan::shard));
+    lent.receivers = Some(&receivers);
     commands
         .map(|(command, log)| {
             let mut out = Vec::new();
@@ -429,6 +442,9 @@ async fn wait_published(published: Vec<flume::Receiver<()>>) {
 /// the job that lent it ([`lend`]), until the loan is given back.
 struct Loan {
     shard: NonNull<Shard>,
+    /// The lender's Pub/Sub subscribers, read (never changed) by the run's
+    /// PUBLISH.
+    hub: NonNull<PushHub>,
     /// Dropping it gives the shard back.
     back: Option<flume::Sender<()>>,
     /// Says when the lender has published what the run changed there.
@@ -438,10 +454,10 @@ struct Loan {
     runs: Vec<NodeRun>,
 }
 
-// SAFETY: the shard is touched by one thread at a time. Its core lends it
-// from inside a job and then blocks, touching nothing, until `back` is
-// dropped or given back; the borrower reaches the shard only through
-// `&mut self` of the loan, so only while the loan lives. Sending and
+// SAFETY: the shard (and the hub, only read) is touched by one thread at a
+// time. Its core lends it from inside a job and then blocks, touching
+// nothing, until `back` is dropped or given back; the borrower reaches the
+// shard only through `&mut self` of the loan, so only while the loan lives. Sending and
 // receiving on the channels orders the two threads' accesses. Nothing the
 // borrower runs on the shard keeps a reference into it (commands run to
 // their end; a script's Lua state is the borrower's own).
@@ -545,8 +561,10 @@ fn lend(core: &Rc<Core>, to: flume::Sender<Option<Loan>>, why: Lend) {
     };
     {
         let mut shard = core.shard.borrow_mut();
+        let hub = core.push.borrow();
         let loan = Loan {
             shard: NonNull::from(&mut *shard),
+            hub: NonNull::from(&*hub),
             back: Some(back_tx),
             published: published_rx,
             runs,
@@ -554,7 +572,7 @@ fn lend(core: &Rc<Core>, to: flume::Sender<Option<Loan>>, why: Lend) {
         if let Err(flume::SendError(Some(loan))) = to.send(Some(loan)) {
             // The hold is gone (a lend to it failed): nothing was lent, and
             // the scripts wait here again.
-            drop(shard);
+            drop((shard, hub));
             core.node_runs.borrow_mut().waiting.extend(std::mem::take(&mut { loan }.runs));
             if release {
                 core.shard.borrow_mut().tx_release(&whole);
