@@ -414,3 +414,25 @@ fn publish_from_scripts_reaches_every_core_once() {
         assert_eq!(n, 0);
     }
 }
+
+/// KEYS and DBSIZE from a script see every shard (a held run undone by
+/// them runs again on the node), as the common "delete what matches"
+/// script needs.
+#[test]
+fn keys_and_dbsize_from_scripts_see_every_shard() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let (a, b) = keys_on_two_shards();
+    q::<()>(&mut c, &["MSET", &format!("tmp:{a}"), "1", &format!("tmp:{b}"), "2", "kept", "3"])
+        .unwrap();
+    let purge = "local n = 0 for _, k in ipairs(redis.call('keys', ARGV[1])) do \
+                 n = n + redis.call('del', k) end return {n, redis.call('dbsize')}";
+    let v: Vec<i64> = q(&mut c, &["EVAL", purge, "0", "tmp:*"]).unwrap();
+    assert_eq!(v, vec![2, 1]);
+    // Held first (it learns that it stays on a's shard), then undone by KEYS.
+    let held = "redis.call('set', KEYS[1], 1) \
+                if ARGV[1] == 'all' then return redis.call('dbsize') end return 0";
+    assert_eq!(q::<i64>(&mut c, &["EVAL", held, "1", &a, "no"]).unwrap(), 0);
+    assert_eq!(q::<i64>(&mut c, &["EVAL", held, "1", &a, "all"]).unwrap(), 2);
+    assert_eq!(info_field(&mut c, "stats", "script_runs_restarted"), "1");
+}

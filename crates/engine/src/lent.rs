@@ -242,6 +242,11 @@ impl<'a> Lent<'a> {
         }
     }
 
+    /// The keyspaces of the lent shards (not the running one's).
+    pub fn keyspaces(&self) -> impl Iterator<Item = &Keyspace> + use<'_, 'a> {
+        self.shards.iter().filter_map(|s| s.as_deref()).map(|s| &s.keyspace)
+    }
+
     /// The lent shards (not the running one), in shard order.
     pub fn others(&mut self) -> impl Iterator<Item = &mut Shard> + use<'_, 'a> {
         self.shards.iter_mut().filter_map(|s| s.as_deref_mut())

@@ -17,7 +17,7 @@ use crate::command::spec::{
 };
 use crate::command::{Ctx, KeyspaceView};
 use crate::funnel::NotifyClass;
-use crate::keyspace::{Db, Entry, StrValue, Value};
+use crate::keyspace::{Db, Entry, Keyspace, StrValue, Value};
 use crate::shard::Shard;
 use bytes::Bytes;
 use ringdb_types::glob::glob_match;
@@ -627,9 +627,14 @@ fn persist(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 
 /// KEYS on one shard: the live keys of `db` matching the glob `pattern`.
 pub fn op_keys(shard: &Shard, db: usize, pattern: &[u8], now_ms: u64) -> Vec<Bytes> {
+    keys_matching(&shard.keyspace, db, pattern, now_ms)
+}
+
+/// [`op_keys`] of one keyspace (a script's KEYS visits each shard's).
+pub fn keys_matching(keyspace: &Keyspace, db: usize, pattern: &[u8], now_ms: u64) -> Vec<Bytes> {
     let all = pattern == b"*";
     let mut keys = Vec::new();
-    for (_, table) in shard.keyspace.db(db).slots() {
+    for (_, table) in keyspace.db(db).slots() {
         for e in table.iter() {
             if (all || glob_match(pattern, e.key(), false)) && !e.is_expired(now_ms) {
                 keys.push(Bytes::copy_from_slice(e.key()));

@@ -420,6 +420,31 @@ impl CallCtx<'_, '_> {
             Exec::Node(N::ClusterDisabled) => {
                 out.error("ERR This instance has cluster support disabled")
             }
+            // Commands over every key: the shards the run reaches must be
+            // every shard.
+            Exec::Node(cmd @ (N::DbSize | N::Keys)) => {
+                let only_core =
+                    self.keyspace.owns_every_slot() && !self.state.funnel.is_recording();
+                let others: Vec<&Keyspace> = match &self.reach {
+                    Reach::Node(lent) => lent.keyspaces().collect(),
+                    Reach::Held(_) if only_core => Vec::new(),
+                    Reach::Held(_) => {
+                        drop(out);
+                        return Err(self.beyond("the keys of other shards"));
+                    }
+                };
+                let (db, now) = (self.client.db, self.clock.now_ms);
+                let keyspaces = std::iter::once(&*self.keyspace).chain(others);
+                if cmd == N::DbSize {
+                    out.int(keyspaces.map(|ks| ks.db(db).len()).sum::<usize>() as i64);
+                } else {
+                    let keys: Vec<Bytes> = keyspaces
+                        .flat_map(|ks| crate::families::keys::keys_matching(ks, db, &argv[1], now))
+                        .collect();
+                    out.array(keys.len());
+                    keys.iter().for_each(|k| out.bulk(k));
+                }
+            }
             Exec::Node(cmd @ (N::Publish | N::SPublish)) => {
                 let shard_channel = cmd == N::SPublish;
                 // The subscribers of every core: those of the node when it
