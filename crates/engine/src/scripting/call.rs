@@ -428,10 +428,7 @@ impl CallCtx<'_, '_> {
                 let others: Vec<&Keyspace> = match &self.reach {
                     Reach::Node(lent) => lent.keyspaces().collect(),
                     Reach::Held(_) if only_core => Vec::new(),
-                    Reach::Held(_) => {
-                        drop(out);
-                        return Err(self.beyond("the keys of other shards"));
-                    }
+                    Reach::Held(_) => return Err(self.beyond("the keys of other shards")),
                 };
                 let (db, now) = (self.client.db, self.clock.now_ms);
                 let keyspaces = std::iter::once(&*self.keyspace).chain(others);
@@ -459,7 +456,6 @@ impl CallCtx<'_, '_> {
                     Reach::Held(_) => None,
                 };
                 let Some(count) = count else {
-                    drop(out);
                     return Err(self.beyond("the subscribers of other cores (PUBLISH)"));
                 };
                 self.state.publishes.push(crate::shard::Publish {
