@@ -113,18 +113,19 @@ impl Value {
 
     /// Whether a copy costs about as little as the command that changes the
     /// value (a script's journal copies a value before its run changes it):
-    /// strings and Bloom filters up to 4 KiB, collections up to 128
-    /// elements. O(1).
+    /// strings, and collections in their compact encodings (one buffer),
+    /// up to 512 bytes. O(1).
     pub fn cheap_to_copy(&self) -> bool {
-        const BYTES: usize = 4096;
-        const ELEMENTS: usize = 128;
+        const BYTES: usize = 512;
         match self {
             Value::Str(StrValue::Int(_) | StrValue::Emb(_)) => true,
             Value::Str(StrValue::Raw(v)) => v.len() <= BYTES,
             Value::Str(StrValue::Shared(b)) => b.len() <= BYTES,
-            Value::Bloom(b) => b.heap_size() <= BYTES,
-            Value::Stream(s) => s.len() <= ELEMENTS as u64 && s.node_count() <= 1,
-            other => other.len() <= ELEMENTS,
+            Value::List(List::Pack(p)) => p.byte_len() <= BYTES,
+            Value::Hash(Hash::Pack(p)) => p.byte_len() <= BYTES,
+            Value::ZSet(ZSet::Pack(p)) => p.byte_len() <= BYTES,
+            Value::Set(Set::Small(b)) => b.len() <= BYTES,
+            _ => false,
         }
     }
 

@@ -345,14 +345,11 @@ impl CallCtx<'_, '_> {
         }
     }
 
-    /// Whether a held run holds `key`: a shard holds its own keys; a
-    /// scratch copy holds the declared keys it was given.
+    /// Whether a held run holds `key`: its declared keys (the router put
+    /// it where they are, or gathered them), and on a shard every key of
+    /// that shard.
     fn holds(&self, key: &[u8], declared: bool) -> bool {
-        if self.state.funnel.is_recording() {
-            declared
-        } else {
-            self.keyspace.owns_key(key)
-        }
+        declared || (!self.state.funnel.is_recording() && self.keyspace.owns_key(key))
     }
 
     /// A held run reached `what`, which it does not hold (a key of another

@@ -90,6 +90,10 @@ impl Journal {
         for i in keys {
             let Some(key) = cmd.args.get(i) else { continue };
             for db in dbs.clone() {
+                // A read changes nothing where no key has a TTL.
+                if !write && keyspace.db(db).volatile() == 0 {
+                    continue;
+                }
                 let entry = keyspace.db(db).get(key);
                 let expired = entry.is_some_and(|e| e.is_expired(now));
                 if write || expired {

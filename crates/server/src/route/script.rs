@@ -105,9 +105,13 @@ pub async fn run(conn: &mut Connection, command: ShardCommand) -> Result<(), Cmd
     let key = profile_key(&command);
     let profile = conn.core.script_profiles.borrow().get(&key);
     if let Some(Profile::Held { shard }) = profile {
+        // Where its declared keys are; a call without any where the
+        // script's keys were (the same script may be called with keys).
+        let mut declares = false;
+        command.spec.for_each_key(&command.args, |_| declares = true);
         let target = match shard {
-            Some(shard) => Target::One(shard),
-            None => super::target(conn, &command),
+            Some(shard) if !declares => Target::One(shard),
+            _ => super::target(conn, &command),
         };
         let report = match target {
             Target::One(shard) => run_held(conn, shard, &command).await?,
