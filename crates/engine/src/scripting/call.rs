@@ -27,11 +27,12 @@ use crate::command::{table, Registered};
 use crate::keyspace::Keyspace;
 use crate::lent::Lent;
 use crate::shard::{execute_timed, Clock, ShardCommand, ShardState};
-use bytes::Bytes;
-use mlua::{Function, Lua, MultiValue, Value};
+use bytes::{Bytes, BytesMut};
+use mlua::{ffi, Function, Lua};
 use ringdb_protocol::ReplyWriter;
 use std::cell::{Cell, RefCell};
-use std::rc::Rc;
+use std::ffi::{c_int, c_void};
+use std::panic::{catch_unwind, AssertUnwindSafe};
 
 /// Where a run's commands may go.
 pub enum Reach<'a, 'n> {
@@ -69,14 +70,16 @@ pub struct CallCtx<'a, 'n> {
 }
 
 /// `redis.call` and `redis.pcall`, made once per Lua state. A run hands
-/// them its [`CallCtx`] through [`CallFns::enter`]: making a fresh pair of
-/// scoped functions for every run cost more than many scripts' own work.
+/// them its [`CallCtx`] through [`CallFns::enter`]. They are C functions
+/// reading their arguments off the Lua stack and pushing the reply onto it:
+/// mlua's callbacks (a fresh pair per run, or the arguments and reply
+/// converted to mlua values) cost more than many scripts' own work.
 pub struct CallFns {
     pub call: Function,
     pub pcall: Function,
     /// The running script's `RefCell<CallCtx>`, erased to a pointer (null
-    /// between runs).
-    current: Rc<Cell<*const ()>>,
+    /// between runs). Boxed: the functions hold its address.
+    current: Box<Cell<*const ()>>,
 }
 
 /// The context of the run in progress, for as long as this guard lives.
@@ -92,34 +95,23 @@ impl Drop for Entered<'_> {
 }
 
 impl CallFns {
-    pub fn new(lua: &Lua, run: &Rc<RunState>) -> mlua::Result<CallFns> {
-        let current: Rc<Cell<*const ()>> = Rc::new(Cell::new(std::ptr::null()));
-        let make = |raise: bool| {
-            let (current, run) = (current.clone(), run.clone());
-            lua.create_function(move |lua, args: MultiValue| {
-                let ptr = current.get();
-                if ptr.is_null() {
-                    return Err(mlua::Error::runtime(
-                        "redis.call/pcall can only be called inside a script invocation",
-                    ));
-                }
-                // SAFETY: `ptr` was set by `enter` from a live
-                // `&RefCell<CallCtx>`, and its guard resets it before that
-                // borrow ends (also when unwinding); only the lifetime
-                // parameter differs, which does not change the layout.
-                let ctx = unsafe { &*(ptr as *const RefCell<CallCtx<'static, 'static>>) };
-                let (value, failed) = command(lua, ctx, args)?;
-                match value {
-                    Value::Table(t) if failed && raise => {
-                        let text = super::error_field(&t);
-                        *run.pending_error.borrow_mut() = Some(t);
-                        Err(mlua::Error::runtime(text))
-                    }
-                    value => Ok(value),
-                }
-            })
+    pub fn new(lua: &Lua) -> mlua::Result<CallFns> {
+        let current: Box<Cell<*const ()>> = Box::new(Cell::new(std::ptr::null()));
+        let at = &*current as *const Cell<*const ()> as *mut c_void;
+        let make = |f: ffi::lua_CFunction| {
+            // SAFETY: Lua API calls inside mlua's protected call, owning
+            // nothing; they leave the closure on the stack. Its upvalues:
+            // the context's cell (alive as long as the functions: both are
+            // this `CallFns`'s) and the reply pusher.
+            unsafe {
+                lua.exec_raw::<Function>((), |state| {
+                    ffi::lua_pushlightuserdata(state, at);
+                    ffi::lua_pushcfunction(state, push_reply);
+                    ffi::lua_pushcclosure(state, f, 2);
+                })
+            }
         };
-        Ok(CallFns { call: make(true)?, pcall: make(false)?, current })
+        Ok(CallFns { call: make(redis_call)?, pcall: make(redis_pcall)?, current })
     }
 
     /// Makes `ctx` the context of the functions until the guard drops.
@@ -129,66 +121,158 @@ impl CallFns {
     }
 }
 
-/// The implementation behind `redis.call` and `redis.pcall` (Lua numbers
-/// become arguments as Redis formats them, `%.17g`): returns the
-/// reply as a Lua value and whether it is an error (then the value is an
-/// error table, which `redis.call` raises).
-pub fn command(
-    lua: &Lua,
-    ctx: &RefCell<CallCtx<'_, '_>>,
-    args: MultiValue,
-) -> mlua::Result<(Value, bool)> {
-    let fail = |text: &str| -> mlua::Result<(Value, bool)> {
-        Ok((Value::Table(convert::error_table(lua, text.as_bytes())?), true))
-    };
-    if args.is_empty() {
-        return fail("Please specify at least one argument for this redis lib call");
+unsafe extern "C-unwind" fn redis_call(state: *mut ffi::lua_State) -> c_int {
+    from_lua(state, true)
+}
+
+unsafe extern "C-unwind" fn redis_pcall(state: *mut ffi::lua_State) -> c_int {
+    from_lua(state, false)
+}
+
+/// What [`call_and_push`] left on top of the Lua stack.
+enum Pushed {
+    /// The command's reply, or its error table.
+    Reply { failed: bool },
+    /// An error to raise, even from `redis.pcall`.
+    Raise,
+}
+
+/// `redis.call` (`raise`) and `redis.pcall`: runs the command its
+/// arguments name and returns its reply (Lua numbers become arguments as
+/// Redis formats them, `%.17g`); a failed command's reply is an error
+/// table, which `redis.call` raises.
+///
+/// # Safety
+/// Called by Lua with the upvalues [`CallFns::new`] gives. A Lua error is
+/// a longjmp over this frame: raised only here, where nothing is owned.
+unsafe fn from_lua(state: *mut ffi::lua_State, raise: bool) -> c_int {
+    match call_and_push(state) {
+        Pushed::Reply { failed } if !(failed && raise) => 1,
+        _ => ffi::lua_error(state),
     }
-    // The arguments in one buffer: one allocation per call, not per
-    // argument.
-    let mut buf = Vec::new();
-    let mut ends = Vec::with_capacity(args.len());
-    for v in args.iter() {
-        match v {
-            Value::String(s) => buf.extend_from_slice(&s.as_bytes()),
-            Value::Integer(i) => ringdb_protocol::reply::format_double(&mut buf, *i as f64),
-            Value::Number(n) => ringdb_protocol::reply::format_double(&mut buf, *n),
-            _ => return fail("Lua redis lib command arguments must be strings or integers"),
+}
+
+/// A reply for [`push_reply`] to push, and whether its error was counted
+/// in INFO errorstats already (a refusal, or a command's error reply): the
+/// script's reply, if this error becomes it, is not counted again (Redis's
+/// `ignore_error_stats_update`).
+struct ReplyToPush {
+    reply: *const u8,
+    len: usize,
+    counted: bool,
+}
+
+/// The work of [`from_lua`]: everything that owns something ends here.
+unsafe fn call_and_push(state: *mut ffi::lua_State) -> Pushed {
+    let pushed = |reply: &[u8], counted: bool| {
+        let job = ReplyToPush { reply: reply.as_ptr(), len: reply.len(), counted };
+        // In a protected call: a memory error is the error to raise, not
+        // a longjmp over the frames that own the context's borrow.
+        ffi::lua_pushvalue(state, ffi::lua_upvalueindex(2));
+        ffi::lua_pushlightuserdata(state, &job as *const ReplyToPush as *mut c_void);
+        match ffi::lua_pcall(state, 1, 1, 0) {
+            0 => Pushed::Reply { failed: reply.first() == Some(&b'-') },
+            _ => Pushed::Raise,
         }
-        ends.push(buf.len());
+    };
+    let current =
+        &*(ffi::lua_touserdata(state, ffi::lua_upvalueindex(1)) as *const Cell<*const ()>);
+    let ptr = current.get();
+    if ptr.is_null() {
+        return match pushed(
+            b"-ERR redis.call/pcall can only be called inside a script invocation\r\n",
+            false,
+        ) {
+            Pushed::Reply { .. } => Pushed::Raise,
+            raise => raise,
+        };
     }
-    let buf = Bytes::from(buf);
-    let mut start = 0;
-    let argv: Vec<Bytes> = ends
-        .into_iter()
-        .map(|end| {
-            let arg = buf.slice(start..end);
-            start = end;
-            arg
-        })
-        .collect();
+    let argv = match argv_on_stack(state) {
+        Ok(argv) => argv,
+        Err(text) => return pushed(text, false),
+    };
+    // SAFETY: `ptr` was set by `enter` from a live `&RefCell<CallCtx>`, and
+    // its guard resets it before that borrow ends (also when unwinding);
+    // only the lifetime parameter differs, which does not change the layout.
+    let ctx = &*(ptr as *const RefCell<CallCtx<'static, 'static>>);
     let Ok(mut c) = ctx.try_borrow_mut() else {
-        return fail(
-            "luaRedisGenericCommand() recursive call detected. Are you doing funny stuff with Lua debug hooks?",
+        return pushed(
+            b"-ERR luaRedisGenericCommand() recursive call detected. Are you doing funny stuff with Lua debug hooks?\r\n",
+            false,
         );
     };
-    // Counted already (a refusal by `run`, an error reply by the command's
-    // own statistics): the script's reply, if this error becomes it, is
-    // not counted again (Redis's `ignore_error_stats_update`).
-    let counted = |t: &mlua::Table| t.raw_set(convert::COUNTED, true);
-    if let Err(text) = c.run(argv) {
-        let result = fail(&text)?;
-        if let (Value::Table(t), _) = &result {
-            counted(t)?;
+    // A panic must not unwind through Lua's C frames: the run ends, and
+    // the panic goes on once Lua has returned (`RunState::panicked`).
+    match catch_unwind(AssertUnwindSafe(|| c.run(argv))) {
+        Ok(Ok(())) => {}
+        Ok(Err(text)) => convert::error_reply(&mut c.reply, text.as_bytes()),
+        Err(panic) => {
+            *c.run.panicked.borrow_mut() = Some(panic);
+            c.reply.clear();
+            c.reply.extend_from_slice(b"-ERR internal error: a command panicked\r\n");
+            let _ = pushed(&c.reply, true);
+            return Pushed::Raise;
         }
-        return Ok(result);
     }
-    let (value, _) = convert::resp_to_lua(lua, &c.reply)?;
-    let failed = c.reply.first() == Some(&b'-');
-    if let (Value::Table(t), true) = (&value, failed) {
-        counted(t)?;
+    pushed(&c.reply, true)
+}
+
+/// The arguments of a `redis.call`, in one buffer (one allocation per
+/// call, not per argument); a refusal's error reply.
+unsafe fn argv_on_stack(state: *mut ffi::lua_State) -> Result<Vec<Bytes>, &'static [u8]> {
+    let argc = ffi::lua_gettop(state);
+    if argc == 0 {
+        return Err(b"-ERR Please specify at least one argument for this redis lib call\r\n");
     }
-    Ok((value, failed))
+    let string = |i: c_int| {
+        let mut len = 0;
+        let at = ffi::lua_tolstring(state, i, &mut len);
+        std::slice::from_raw_parts(at.cast::<u8>(), len)
+    };
+    let mut size = 0;
+    for i in 1..=argc {
+        size += match ffi::lua_type(state, i) {
+            ffi::LUA_TSTRING => string(i).len(),
+            ffi::LUA_TNUMBER => 24,
+            _ => {
+                return Err(b"-ERR Lua redis lib command arguments must be strings or integers\r\n")
+            }
+        };
+    }
+    let mut buf = BytesMut::with_capacity(size);
+    let mut argv = Vec::with_capacity(argc as usize);
+    let mut number = Vec::new();
+    for i in 1..=argc {
+        if ffi::lua_type(state, i) == ffi::LUA_TSTRING {
+            buf.extend_from_slice(string(i));
+        } else {
+            number.clear();
+            ringdb_protocol::reply::format_double(&mut number, ffi::lua_tonumber(state, i));
+            buf.extend_from_slice(&number);
+        }
+        argv.push(buf.split().freeze());
+    }
+    Ok(argv)
+}
+
+/// Pushes the [`ReplyToPush`] at stack index 1 as a Lua value (run in a
+/// protected call by [`call_and_push`]).
+unsafe extern "C-unwind" fn push_reply(state: *mut ffi::lua_State) -> c_int {
+    let job = &*(ffi::lua_touserdata(state, 1) as *const ReplyToPush);
+    let reply = std::slice::from_raw_parts(job.reply, job.len);
+    match convert::push_reply(state, reply) {
+        Ok(_) => {
+            if job.counted && reply.first() == Some(&b'-') {
+                ffi::lua_pushboolean(state, 1);
+                ffi::lua_setfield(state, -2, convert::COUNTED.as_ptr());
+            }
+            1
+        }
+        Err(text) => {
+            ffi::lua_pushlstring(state, text.as_ptr().cast(), text.len());
+            ffi::lua_error(state)
+        }
+    }
 }
 
 impl CallCtx<'_, '_> {

@@ -12,8 +12,9 @@
 //! `{verbatim_string=…}`, `{map=…}`, `{set=…}`, else an array up to the
 //! first `nil`; anything else → null.
 
-use mlua::{Lua, Table, Value};
+use mlua::{ffi, Lua, Table, Value};
 use ringdb_protocol::{ReplyWriter, Resp};
+use std::ffi::{c_int, CStr};
 
 /// Deepest nesting of tables a script's result may have (a table that
 /// contains itself would otherwise recurse for ever).
@@ -22,6 +23,12 @@ pub const MAX_DEPTH: usize = 128;
 /// Redis's `luaPushErrorBuff` text: `-CODE message` keeps its code,
 /// anything else gets `ERR`; CR/LF are trimmed from both ends.
 pub fn error_text(raw: &[u8]) -> Vec<u8> {
+    let (code, msg) = error_parts(raw);
+    [code, b" ", msg].concat()
+}
+
+/// The code and the message of [`error_text`].
+fn error_parts(raw: &[u8]) -> (&[u8], &[u8]) {
     let (code, msg): (&[u8], &[u8]) = match raw.strip_prefix(b"-") {
         Some(rest) => match rest.iter().position(|&c| c == b' ') {
             Some(sp) => (&rest[..sp], &rest[sp + 1..]),
@@ -32,17 +39,13 @@ pub fn error_text(raw: &[u8]) -> Vec<u8> {
     let is_crlf = |c: &u8| *c == b'\r' || *c == b'\n';
     let start = msg.iter().position(|c| !is_crlf(c)).unwrap_or(msg.len());
     let end = msg.iter().rposition(|c| !is_crlf(c)).map_or(start, |e| e + 1);
-    let mut out = Vec::with_capacity(code.len() + 1 + end - start);
-    out.extend_from_slice(code);
-    out.push(b' ');
-    out.extend_from_slice(&msg[start..end.max(start)]);
-    out
+    (code, &msg[start..end.max(start)])
 }
 
 /// The field of an error table whose error INFO errorstats has counted
 /// already (an error of a command the script called): the script's reply
 /// does not count it again.
-pub const COUNTED: &str = "ignore_error_stats_update";
+pub const COUNTED: &CStr = c"ignore_error_stats_update";
 
 /// An error table `{err = <error_text(raw)>}`.
 pub fn error_table(lua: &Lua, raw: &[u8]) -> mlua::Result<Table> {
@@ -51,112 +54,145 @@ pub fn error_table(lua: &Lua, raw: &[u8]) -> mlua::Result<Table> {
     Ok(t)
 }
 
-/// A table with one field.
-fn single(lua: &Lua, field: &str, value: impl mlua::IntoLua) -> mlua::Result<Value> {
-    let t = lua.create_table_with_capacity(0, 1)?;
-    t.raw_set(field, value)?;
-    Ok(Value::Table(t))
+/// An error reply line for `text` as [`error_text`] words it (`-CODE
+/// message\r\n`, any CR or LF inside made a space).
+pub fn error_reply(out: &mut Vec<u8>, text: &[u8]) {
+    let (code, msg) = error_parts(text);
+    out.push(b'-');
+    out.extend_from_slice(code);
+    out.push(b' ');
+    out.extend(msg.iter().map(|&c| if c == b'\r' || c == b'\n' { b' ' } else { c }));
+    out.extend_from_slice(b"\r\n");
 }
 
-/// Parses the reply at the start of `buf` into a Lua value. Returns the
-/// value and the bytes it used. The reply was produced by ringdb itself, but
-/// a malformed one still yields an error rather than a panic.
-pub fn resp_to_lua(lua: &Lua, buf: &[u8]) -> mlua::Result<(Value, usize)> {
-    let bad = || mlua::Error::runtime("malformed reply");
-    let line_end = buf.windows(2).position(|w| w == b"\r\n").ok_or_else(bad)?;
-    let line = &buf[1..line_end];
+/// Pushes the reply at the start of `buf` onto the Lua stack, as a script
+/// sees it (the rules above); returns the bytes it used. The reply was
+/// produced by ringdb itself, but a malformed one is still an error, never
+/// a panic.
+///
+/// # Safety
+/// `state` is a Lua state inside a protected call: the Lua API raises its
+/// memory errors with a longjmp, and nothing here owns anything that
+/// would need dropping.
+pub unsafe fn push_reply(state: *mut ffi::lua_State, buf: &[u8]) -> Result<usize, &'static str> {
+    const BAD: &str = "malformed reply";
+    // Room for a table, a key and a value at each level of nesting.
+    if ffi::lua_checkstack(state, 3) == 0 {
+        return Err("reply nested too deep");
+    }
+    let line_end = buf.windows(2).position(|w| w == b"\r\n").ok_or(BAD)?;
+    let line = buf.get(1..line_end).ok_or(BAD)?;
     let after = line_end + 2;
-    let number = || -> mlua::Result<i64> {
-        std::str::from_utf8(line).ok().and_then(|s| s.parse().ok()).ok_or_else(bad)
+    let number = || -> Result<i64, &'static str> {
+        std::str::from_utf8(line).ok().and_then(|s| s.parse().ok()).ok_or(BAD)
     };
-    let blob = |len: i64| -> mlua::Result<&[u8]> {
-        let len = usize::try_from(len).map_err(|_| bad())?;
-        buf.get(after..after + len).ok_or_else(bad)
+    let blob = |len: i64| -> Result<&[u8], &'static str> {
+        let len = usize::try_from(len).map_err(|_| BAD)?;
+        buf.get(after..after.checked_add(len).ok_or(BAD)?).ok_or(BAD)
     };
-    match buf.first().copied().ok_or_else(bad)? {
-        b'+' => Ok((single(lua, "ok", lua.create_string(line)?)?, after)),
-        b'-' => {
-            let mut raw = Vec::with_capacity(line.len() + 1);
-            raw.push(b'-');
-            raw.extend_from_slice(line);
-            Ok((Value::Table(error_table(lua, &raw)?), after))
-        }
-        b':' => Ok((Value::Number(number()? as f64), after)),
+    let push = |s: &[u8]| {
+        ffi::lua_pushlstring(state, s.as_ptr().cast(), s.len());
+    };
+    // `{field = <what push_value pushes>}`.
+    let single = |field: &CStr, push_value: &dyn Fn()| {
+        ffi::lua_createtable(state, 0, 1);
+        push_value();
+        ffi::lua_setfield(state, -2, field.as_ptr());
+    };
+    let nested =
+        |at: usize| -> Result<usize, &'static str> { push_reply(state, buf.get(at..).ok_or(BAD)?) };
+    match buf[0] {
+        b'+' => single(c"ok", &|| push(line)),
+        b'-' => single(c"err", &|| {
+            let (code, msg) = error_parts(&buf[..line_end]);
+            push(code);
+            push(b" ");
+            push(msg);
+            ffi::lua_concat(state, 3);
+        }),
+        b':' => ffi::lua_pushnumber(state, number()? as f64),
         b'$' => {
             let len = number()?;
             if len < 0 {
-                return Ok((Value::Boolean(false), after));
+                ffi::lua_pushboolean(state, 0);
+                return Ok(after);
             }
             let data = blob(len)?;
-            Ok((Value::String(lua.create_string(data)?), after + data.len() + 2))
+            push(data);
+            return Ok(after + data.len() + 2);
         }
         b'*' | b'>' => {
             let n = number()?;
             if n < 0 {
-                return Ok((Value::Boolean(false), after));
+                ffi::lua_pushboolean(state, 0);
+                return Ok(after);
             }
-            let t = lua.create_table_with_capacity(n.min(1 << 16) as usize, 0)?;
+            ffi::lua_createtable(state, n.clamp(0, 1 << 16) as c_int, 0);
             let mut at = after;
-            for i in 1..=n {
-                let (v, used) = resp_to_lua(lua, buf.get(at..).ok_or_else(bad)?)?;
-                t.raw_set(i, v)?;
-                at += used;
+            for i in 1..=n.min(c_int::MAX as i64) as c_int {
+                at += nested(at)?;
+                ffi::lua_rawseti_(state, -2, i);
             }
-            Ok((Value::Table(t), at))
+            return Ok(at);
         }
         b'%' | b'~' => {
             let is_map = buf[0] == b'%';
-            let n = number()?;
-            let inner = lua.create_table()?;
+            ffi::lua_createtable(state, 0, 1);
+            ffi::lua_createtable(state, 0, 0);
             let mut at = after;
-            for _ in 0..n.max(0) {
-                let (k, used) = resp_to_lua(lua, buf.get(at..).ok_or_else(bad)?)?;
-                at += used;
-                let v = if is_map {
-                    let (v, used) = resp_to_lua(lua, buf.get(at..).ok_or_else(bad)?)?;
-                    at += used;
-                    v
+            for _ in 0..number()?.max(0) {
+                at += nested(at)?;
+                if is_map {
+                    at += nested(at)?;
                 } else {
-                    Value::Boolean(true)
-                };
-                if !k.is_nil() {
-                    inner.raw_set(k, v)?;
+                    ffi::lua_pushboolean(state, 1);
+                }
+                if ffi::lua_type(state, -2) == ffi::LUA_TNIL {
+                    ffi::lua_settop(state, -3);
+                } else {
+                    ffi::lua_rawset(state, -3);
                 }
             }
-            Ok((single(lua, if is_map { "map" } else { "set" }, inner)?, at))
+            let field = if is_map { c"map" } else { c"set" };
+            ffi::lua_setfield(state, -2, field.as_ptr());
+            return Ok(at);
         }
         b'|' => {
             // Attributes are not shown to scripts: skip them, then the reply.
-            let n = number()?;
             let mut at = after;
-            for _ in 0..n.max(0) * 2 {
-                at += resp_to_lua(lua, buf.get(at..).ok_or_else(bad)?)?.1;
+            for _ in 0..number()?.max(0) * 2 {
+                at += nested(at)?;
+                ffi::lua_settop(state, -2);
             }
-            let (v, used) = resp_to_lua(lua, buf.get(at..).ok_or_else(bad)?)?;
-            Ok((v, at + used))
+            return Ok(at + nested(at)?);
         }
-        b'_' => Ok((Value::Nil, after)),
-        b'#' => Ok((Value::Boolean(line == b"t"), after)),
+        b'_' => ffi::lua_pushnil(state),
+        b'#' => ffi::lua_pushboolean(state, (line == b"t") as c_int),
         b',' => {
             let d = match line {
                 b"inf" => f64::INFINITY,
                 b"-inf" => f64::NEG_INFINITY,
                 _ => ringdb_types::number::parse_f64(line).unwrap_or(f64::NAN),
             };
-            Ok((single(lua, "double", d)?, after))
+            single(c"double", &|| ffi::lua_pushnumber(state, d));
         }
-        b'(' => Ok((single(lua, "big_number", lua.create_string(line)?)?, after)),
+        b'(' => single(c"big_number", &|| push(line)),
         b'=' => {
             let data = blob(number()?)?;
             let (format, text) =
                 if data.len() >= 4 { (&data[..3], &data[4..]) } else { (data, &[][..]) };
-            let inner = lua.create_table_with_capacity(0, 2)?;
-            inner.raw_set("format", lua.create_string(format)?)?;
-            inner.raw_set("string", lua.create_string(text)?)?;
-            Ok((single(lua, "verbatim_string", inner)?, after + data.len() + 2))
+            single(c"verbatim_string", &|| {
+                ffi::lua_createtable(state, 0, 2);
+                push(format);
+                ffi::lua_setfield(state, -2, c"format".as_ptr());
+                push(text);
+                ffi::lua_setfield(state, -2, c"string".as_ptr());
+            });
+            return Ok(after + data.len() + 2);
         }
-        _ => Err(bad()),
+        _ => return Err(BAD),
     }
+    Ok(after)
 }
 
 /// Writes a script's result `value` as a reply. `script_resp` is the
@@ -271,9 +307,34 @@ mod tests {
         assert_eq!(error_text(b"plain message"), b"ERR plain message");
     }
 
+    /// `reply` as a script sees it.
+    fn pushed(lua: &Lua, reply: &[u8]) -> Result<(Value, usize), &'static str> {
+        let used = std::cell::Cell::new(Err("not run"));
+        // SAFETY: the pusher runs inside mlua's protected call and leaves
+        // one value on the stack (or nil after an error).
+        let value = unsafe {
+            lua.exec_raw::<Value>((), |state| {
+                used.set(push_reply(state, reply));
+                if used.get().is_err() {
+                    ffi::lua_pushnil(state);
+                }
+            })
+        }
+        .unwrap();
+        used.get().map(|used| (value, used))
+    }
+
+    #[test]
+    fn malformed_replies_are_errors() {
+        let lua = Lua::new();
+        for bad in [&b""[..], b"\r\n", b"$5\r\nab\r\n", b"*2\r\n:1\r\n", b":x\r\n", b"?\r\n"] {
+            assert!(pushed(&lua, bad).is_err(), "{bad:?}");
+        }
+    }
+
     fn roundtrip(reply: &[u8], script_resp: Resp, client: Resp) -> Vec<u8> {
         let lua = Lua::new();
-        let (v, used) = resp_to_lua(&lua, reply).unwrap();
+        let (v, used) = pushed(&lua, reply).unwrap();
         assert_eq!(used, reply.len());
         let mut buf = Vec::new();
         lua_to_resp(&v, script_resp, &mut ReplyWriter::new(&mut buf, client));

@@ -238,7 +238,7 @@ impl Scripting {
             let (lua, sandbox, run) = sandbox::new_state().map_err(lua_error)?;
             *run.monitor.borrow_mut() = self.monitor.clone();
             *run.while_busy.borrow_mut() = self.while_busy.clone();
-            let calls = call::CallFns::new(&lua, &run).map_err(lua_error)?;
+            let calls = call::CallFns::new(&lua).map_err(lua_error)?;
             // Set once: outside a run they refuse by themselves.
             sandbox.redis.raw_set("call", calls.call.clone()).map_err(lua_error)?;
             sandbox.redis.raw_set("pcall", calls.pcall.clone()).map_err(lua_error)?;
@@ -590,6 +590,9 @@ impl LuaEngine {
             }
         };
         drop(entered);
+        if let Some(panic) = self.run.panicked.take() {
+            std::panic::resume_unwind(panic);
+        }
         let (journal, undeclared) = match call_ctx.into_inner().reach {
             call::Reach::Held(journal) => (Some(journal), Vec::new()),
             call::Reach::Node(lent) => (None, std::mem::take(&mut lent.undeclared)),
@@ -725,7 +728,7 @@ fn error_field(t: &Table) -> String {
 
 /// Whether an error table's error was counted where it happened.
 fn counted(t: &Table) -> bool {
-    t.raw_get::<bool>(convert::COUNTED).unwrap_or(false)
+    t.raw_get::<bool>(convert::COUNTED.to_str().unwrap_or_default()).unwrap_or(false)
 }
 
 /// The reply for a script that failed, as Redis writes it:

@@ -18,7 +18,7 @@ local type, error, tostring, rawget, rawset, setmetatable, getmetatable, next, p
       xpcall, select, getfenv, setfenv, loadstring, unpack, ipairs
 local string_sub, string_byte, table_concat = string.sub, string.byte, table.concat
 local dbg = debug
-local killed, errtext, error_table, take_pending = R.killed, R.errtext, R.error_table, R.take_pending
+local killed, errtext, error_table = R.killed, R.errtext, R.error_table
 
 local READONLY = 'Attempt to modify a readonly table'
 local real_of = setmetatable({}, {__mode = 'k'})
@@ -109,8 +109,7 @@ local function pcall_result(ok, ...)
     local m = rawget(e, 'err')
     if type(m) == 'string' or type(m) == 'number' then e = m end
   elseif type(e) == 'userdata' then
-    local pending = take_pending()
-    if pending then e = rawget(pending, 'err') else e = errtext(e) end
+    e = errtext(e)
   end
   return false, e
 end
@@ -206,8 +205,8 @@ local function err_handler(err)
   if killed() then
     err = {err = 'ERR Script killed by user with SCRIPT KILL...'}
   elseif type(err) == 'userdata' then
-    -- Raised from Rust: redis.call leaves its error table aside.
-    err = take_pending() or {err = 'ERR ' .. errtext(err)}
+    -- Raised from Rust (redis.call raises its error table itself).
+    err = {err = 'ERR ' .. errtext(err)}
   elseif type(err) ~= 'table' or real_of[err] then
     err = {err = 'ERR ' .. tostring(err)}
   end

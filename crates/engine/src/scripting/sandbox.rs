@@ -56,10 +56,9 @@ pub struct RunState {
     pub rand: Cell<Lrand48>,
     /// Set while FUNCTION LOAD runs a library's code.
     pub loading: RefCell<Option<PendingLibrary>>,
-    /// The error table of the `redis.call` that just failed: Rust can only
-    /// raise its own error values, so the table waits here for the error
-    /// handler or `pcall` to pick it up.
-    pub pending_error: RefCell<Option<Table>>,
+    /// A command the script called panicked: the run ends (no `pcall`
+    /// catches it) and the panic goes on once Lua has returned.
+    pub panicked: RefCell<Option<Box<dyn std::any::Any + Send>>>,
 }
 
 impl RunState {
@@ -83,7 +82,7 @@ impl RunState {
             while_busy: RefCell::new(None),
             rand: Cell::new(Lrand48::default()),
             loading: RefCell::new(None),
-            pending_error: RefCell::new(None),
+            panicked: RefCell::new(None),
         }
     }
 
@@ -203,7 +202,6 @@ impl RunState {
             }
         }
         self.command.borrow_mut().clear();
-        self.pending_error.borrow_mut().take();
     }
 }
 
@@ -268,12 +266,13 @@ fn error_message(e: &mlua::Error) -> String {
 fn helpers(lua: &Lua, run: &Rc<RunState>) -> mlua::Result<Table> {
     let r = lua.create_table()?;
     let state = run.clone();
+    // The run must end: killed, or a command it called panicked.
     r.raw_set(
-        "take_pending",
-        lua.create_function(move |_, ()| Ok(state.pending_error.borrow_mut().take()))?,
+        "killed",
+        lua.create_function(move |_, ()| {
+            Ok(state.killed.get() || state.panicked.borrow().is_some())
+        })?,
     )?;
-    let state = run.clone();
-    r.raw_set("killed", lua.create_function(move |_, ()| Ok(state.killed.get()))?)?;
     r.raw_set(
         "errtext",
         lua.create_function(|_, v: Value| {

@@ -89,6 +89,41 @@ fn errors_follow_redis() {
 }
 
 #[test]
+fn redis_call_arguments_and_replies() {
+    let mut f = Fixture::new();
+    // Numbers are formatted as Redis does (%.17g); other types are refused.
+    assert_eq!(
+        f.eval("redis.call('set', 'n', 3.5) return redis.call('get', 'n')", &[], &[]),
+        "$3\r\n3.5\r\n"
+    );
+    assert_eq!(
+        f.eval("redis.call('set', 'n', 10) return redis.call('get', 'n')", &[], &[]),
+        "$2\r\n10\r\n"
+    );
+    assert_eq!(
+        f.eval("redis.call('set', 'e', '') return redis.call('strlen', 'e')", &[], &[]),
+        ":0\r\n"
+    );
+    let r = f.eval("return redis.pcall('set', 'k', {})", &[], &[]);
+    assert_eq!(r, "-ERR Lua redis lib command arguments must be strings or integers\r\n");
+    let r = f.eval("return redis.pcall()", &[], &[]);
+    assert_eq!(r, "-ERR Please specify at least one argument for this redis lib call\r\n");
+    let r = f.eval("redis.call()", &[], &[]);
+    assert!(r.starts_with("-ERR Please specify at least one argument"), "{r}");
+    // redis.call raises the error table; pcall catches its message.
+    let r =
+        f.eval("local ok, e = pcall(redis.call, 'incr', 'e') return {tostring(ok), e}", &[], &[]);
+    assert_eq!(r, "*2\r\n$5\r\nfalse\r\n$43\r\nERR value is not an integer or out of range\r\n");
+    let r = f.eval("local t = redis.pcall('incr', 'e') return t.err", &[], &[]);
+    assert_eq!(r, "$43\r\nERR value is not an integer or out of range\r\n");
+    // Status, null and nested replies.
+    assert_eq!(f.eval("return redis.call('ping').ok", &[], &[]), "$4\r\nPONG\r\n");
+    assert_eq!(f.eval("return {redis.call('get', 'none')}", &[], &[]), "*1\r\n$-1\r\n");
+    f.eval("redis.call('rpush', 'l', 'a', 'b')", &[], &[]);
+    assert_eq!(f.eval("return #redis.call('lrange', 'l', 0, -1)", &[], &[]), ":2\r\n");
+}
+
+#[test]
 fn read_only_scripts_refuse_writes() {
     let mut f = Fixture::new();
     let r = f.run(&["EVAL_RO", "return redis.call('set', KEYS[1], 1)", "1", "k"]);
