@@ -11,8 +11,8 @@
 use crate::command::spec::FindKeys;
 use crate::command::{ClientInfo, Merge};
 use crate::funnel::{KeyEvent, NotifyClass};
-use crate::keyspace::Entry;
-use crate::shard::{now_ms, Shard, ShardCommand, ShardId, SlotMap};
+use crate::keyspace::{Entry, Keyspace};
+use crate::shard::{ShardCommand, ShardId, ShardState, SlotMap};
 use bytes::Bytes;
 use ringdb_protocol::{frame, ReplyWriter, Resp};
 use std::collections::BTreeMap;
@@ -94,16 +94,13 @@ pub fn merge_replies(
 /// Copies of keys with the database each came from.
 pub type Copies = Vec<(usize, Box<Entry>)>;
 
-/// Copies of `keys` (in every database, skipping expired ones).
-pub fn copy_keys(shard: &Shard, keys: &[Bytes]) -> Copies {
-    let now = now_ms();
+/// Copies of `keys` (in every database, skipping those expired at `now`).
+pub fn copy_keys(keyspace: &Keyspace, keys: &[Bytes], now: u64) -> Copies {
     let mut copies = Vec::new();
     for key in keys {
-        for db in 0..shard.keyspace.db_count() {
-            if let Some(e) = shard.keyspace.db(db).get(key) {
-                if !e.is_expired(now) {
-                    copies.push((db, Box::new(e.clone())));
-                }
+        for db in 0..keyspace.db_count() {
+            if let Some(e) = keyspace.db(db).get(key).filter(|e| !e.is_expired(now)) {
+                copies.push((db, Box::new(e.clone())));
             }
         }
     }
@@ -123,7 +120,7 @@ pub struct Change {
 pub fn changes_by_owner(
     slot_map: &SlotMap,
     events: Vec<KeyEvent>,
-    scratch: &mut crate::keyspace::Keyspace,
+    scratch: &mut Keyspace,
 ) -> BTreeMap<ShardId, Vec<Change>> {
     let mut changes: BTreeMap<ShardId, Vec<Change>> = BTreeMap::new();
     for KeyEvent { db, key, class, event } in events {
@@ -141,10 +138,11 @@ pub fn changes_by_owner(
     changes
 }
 
-/// Applies a gathered command's changes on their owner, through its funnel.
-pub fn apply_changes(shard: &mut Shard, changes: Vec<Change>) {
+/// Applies a gathered command's changes on their owner (its keyspace and
+/// state), through its funnel.
+pub fn apply_changes(keyspace: &mut Keyspace, state: &mut ShardState, changes: Vec<Change>) {
     for change in changes {
-        let db = shard.keyspace.db_mut(change.db);
+        let db = keyspace.db_mut(change.db);
         match change.entry {
             Some(entry) => {
                 db.insert(entry);
@@ -154,7 +152,7 @@ pub fn apply_changes(shard: &mut Shard, changes: Vec<Change>) {
             }
         }
         for (class, event) in change.events {
-            shard.state.funnel.key_changed(change.db, &change.key, class, event);
+            state.funnel.key_changed(change.db, &change.key, class, event);
         }
     }
 }

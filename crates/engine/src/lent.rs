@@ -202,11 +202,8 @@ impl<'a> Lent<'a> {
         let mut scratch = Keyspace::scratch(databases);
         for key in &keys {
             let owner = self.slot_map.shard_of_key(key);
-            let copies = match self.shards.get(owner.index()).and_then(|s| s.as_deref()) {
-                Some(shard) => cross::copy_keys(shard, std::slice::from_ref(key)),
-                None => copy_from(own_keyspace, key, clock.now_ms),
-            };
-            for (db, entry) in copies {
+            let (keyspace, _) = self.parts(owner, (&mut *own_keyspace, &mut *own_state));
+            for (db, entry) in cross::copy_keys(keyspace, std::slice::from_ref(key), clock.now_ms) {
                 scratch.db_mut(db).insert(entry);
             }
         }
@@ -235,10 +232,8 @@ impl<'a> Lent<'a> {
         }
         let events = state.funnel.take_events();
         for (owner, changes) in cross::changes_by_owner(&self.slot_map, events, &mut scratch) {
-            match self.shards.get_mut(owner.index()).and_then(|s| s.as_deref_mut()) {
-                Some(shard) => cross::apply_changes(shard, changes),
-                None => apply_own(own_keyspace, own_state, changes),
-            }
+            let (keyspace, state) = self.parts(owner, (&mut *own_keyspace, &mut *own_state));
+            cross::apply_changes(keyspace, state, changes);
         }
     }
 
@@ -250,34 +245,6 @@ impl<'a> Lent<'a> {
     /// The lent shards (not the running one), in shard order.
     pub fn others(&mut self) -> impl Iterator<Item = &mut Shard> + use<'_, 'a> {
         self.shards.iter_mut().filter_map(|s| s.as_deref_mut())
-    }
-}
-
-/// [`cross::copy_keys`] from the running shard's own keyspace.
-fn copy_from(keyspace: &Keyspace, key: &[u8], now: u64) -> cross::Copies {
-    (0..keyspace.db_count())
-        .filter_map(|db| {
-            let e = keyspace.db(db).get(key).filter(|e| !e.is_expired(now))?;
-            Some((db, Box::new(e.clone())))
-        })
-        .collect()
-}
-
-/// [`cross::apply_changes`] on the running shard's own keyspace and state.
-fn apply_own(keyspace: &mut Keyspace, state: &mut ShardState, changes: Vec<cross::Change>) {
-    for change in changes {
-        let db = keyspace.db_mut(change.db);
-        match change.entry {
-            Some(entry) => {
-                db.insert(entry);
-            }
-            None => {
-                db.remove(&change.key);
-            }
-        }
-        for (class, event) in change.events {
-            state.funnel.key_changed(change.db, &change.key, class, event);
-        }
     }
 }
 

@@ -309,7 +309,7 @@ async fn gather_keys(
         .map(|(shard, locks)| {
             let keys = keys_by_shard.get(shard).cloned().unwrap_or_default();
             let copy: Box<dyn FnOnce(&mut ringdb_engine::Shard) -> _ + Send> =
-                Box::new(move |shard| copy_keys(shard, &keys));
+                Box::new(move |shard| copy_keys(&shard.keyspace, &keys, now_ms()));
             (*shard, locks.clone(), copy)
         })
         .collect();
@@ -418,7 +418,9 @@ async fn gather_keys(
                     };
                     // The changes are this client's (NOLOOP).
                     let before = shard.state.funnel.tracking.changes_by(writer);
-                    log_part(&mut shard, how, |shard| apply_changes(shard, list));
+                    log_part(&mut shard, how, |shard| {
+                        apply_changes(&mut shard.keyspace, &mut shard.state, list)
+                    });
                     shard.state.funnel.tracking.changes_by(before);
                     if !held {
                         shard.tx_release(&locks);

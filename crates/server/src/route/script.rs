@@ -13,14 +13,18 @@
 //!   touch. Meeting a key of another shard ends the run: the shard undoes
 //!   it (`ringdb_engine::scripting::journal`) and the script runs again,
 //!   the other way.
-//! - **on the node**: every shard held (the whole-shard lock, taken in
-//!   shard order as any cross-shard transaction's), then lent to this core:
-//!   each other core waits, blocked in the job that lent its shard, until
-//!   the run gives it back, and the run calls each command on the shard
-//!   that owns its keys ([`ringdb_engine::lent`]). Nothing waits in the
-//!   middle of a run, so no run waits for another in a cycle. Its changes
-//!   reach the append-only logs as one cross-shard transaction, and its
-//!   reply leaves once every lender has published them.
+//! - **on the node**: every shard held and lent to one core, the
+//!   [`HOLDER`]: each other core waits, blocked in the job that lent its
+//!   shard, until the holder gives it back, and the run calls each command
+//!   on the shard that owns its keys ([`ringdb_engine::lent`]). The scripts
+//!   of every core that wait at that moment run under the same hold (the
+//!   lenders hand theirs over with their shards). The holder first tries
+//!   every whole-shard lock at once; if one is taken it lets go of all and
+//!   takes them in shard order, as any cross-shard transaction does.
+//!   Nothing waits in the middle of a run, so no run waits for another in
+//!   a cycle. A run's changes reach the append-only logs as one cross-shard
+//!   transaction, and its reply leaves once every lender has published
+//!   them.
 //!
 //! Which way a script goes is what this core learned from its earlier runs
 //! ([`Profiles`]): a script it has not seen runs on the node, and one whose
