@@ -401,6 +401,10 @@ fn publish_from_scripts_reaches_every_core_once() {
         assert_eq!(v, 2);
         let restarted = info_field(&mut admin, "stats", "script_runs_restarted");
         assert_eq!(restarted, if shards == 2 { "1" } else { "0" });
+        // One shard holds every key: each run is held there.
+        let runs = ["script_runs_held", "script_runs_on_node"]
+            .map(|field| info_field(&mut admin, "stats", field));
+        assert_eq!(runs, if shards == 2 { ["0", "2"] } else { ["2", "0"] });
         // Read-only scripts may not publish, as in Redis.
         let ro =
             q::<i64>(&mut admin, &["EVAL_RO", "return redis.call('publish', 'news', 'x')", "0"])

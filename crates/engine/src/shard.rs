@@ -75,14 +75,22 @@ pub struct CommandStats {
     pub failed_calls: u64,
 }
 
-/// How scripts ran on a node of several shards (INFO stats): held where
-/// their declared keys are, undone there and run again with every shard,
-/// or run with every shard.
+/// How scripts ran (INFO stats): held where their declared keys are
+/// (every run on a node of one shard), undone there to run again with
+/// every shard, or run with every shard.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct ScriptRuns {
     pub held: u64,
     pub restarted: u64,
     pub node: u64,
+}
+
+impl ScriptRuns {
+    pub fn add(&mut self, other: &ScriptRuns) {
+        self.held += other.held;
+        self.restarted += other.restarted;
+        self.node += other.node;
+    }
 }
 
 /// How many samples an instantaneous rate averages (Redis's
@@ -253,9 +261,7 @@ impl ShardStats {
         self.net_output_bytes += other.net_output_bytes;
         self.reads_processed += other.reads_processed;
         self.writes_processed += other.writes_processed;
-        self.script_runs.held += other.script_runs.held;
-        self.script_runs.restarted += other.script_runs.restarted;
-        self.script_runs.node += other.script_runs.node;
+        self.script_runs.add(&other.script_runs);
     }
 }
 

@@ -601,6 +601,12 @@ impl LuaEngine {
         let script_resp = self.run.resp.get();
         let restart = self.run.restart.get();
         let report = RunReport { restart, needs_node: self.run.needs_node.get(), undeclared };
+        let runs = &mut ctx.ks.state.stats.script_runs;
+        *match (&journal, restart) {
+            (None, _) => &mut runs.node,
+            (Some(_), true) => &mut runs.restarted,
+            (Some(_), false) => &mut runs.held,
+        } += 1;
         // An undone run leaves nothing: the server runs it again.
         if let (true, Some(journal)) = (restart, journal) {
             journal.undo(ctx.ks.keyspace, ctx.ks.state);

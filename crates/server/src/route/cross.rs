@@ -366,6 +366,7 @@ async fn gather_keys(
         stat.usec += usec;
         stat.failed_calls += failed;
         stats.commands_processed += calls;
+        stats.script_runs.add(&state.stats.script_runs);
         for (code, n) in state.stats.errors.drain() {
             *stats.errors.entry(code).or_default() += n;
         }

@@ -122,19 +122,15 @@ pub async fn run(conn: &mut Connection, command: ShardCommand) -> Result<(), Cmd
             Target::Many => super::cross::run(conn, command.clone()).await?,
         };
         if !report.needs_node {
-            count(&conn.core, |s| &mut s.held);
             return Ok(());
         }
         conn.core.script_profiles.borrow_mut().set(key.clone(), Profile::Node);
         if !report.restart {
             // It failed where it could not be undone: its error is the reply.
-            count(&conn.core, |s| &mut s.held);
             return Ok(());
         }
-        count(&conn.core, |s| &mut s.restarted);
     }
     let report = run_on_node(conn, &command).await?;
-    count(&conn.core, |s| &mut s.node);
     // Learned from a script's first run only: one that once left its
     // shard runs on the node from then on (a script whose keys come from
     // its arguments would otherwise go back and forth).
@@ -149,7 +145,6 @@ pub async fn run(conn: &mut Connection, command: ShardCommand) -> Result<(), Cmd
 /// (`route::multi`): on the node, without taking any lock.
 pub async fn run_in_exec(conn: &mut Connection, command: ShardCommand) -> Result<(), CmdError> {
     run_on_node(conn, &command).await?;
-    count(&conn.core, |s| &mut s.node);
     Ok(())
 }
 
@@ -176,11 +171,6 @@ fn learn(conn: &Connection, command: &ShardCommand, report: &RunReport) -> Profi
         _ if touched.is_empty() => Profile::Held { shard: None },
         _ => Profile::Node,
     }
-}
-
-/// INFO's counts of how scripts ran (`ringdb_engine::shard::ScriptRuns`).
-fn count(core: &Core, which: impl Fn(&mut ringdb_engine::shard::ScriptRuns) -> &mut u64) {
-    *which(&mut core.shard.borrow_mut().state.stats.script_runs) += 1;
 }
 
 /// Runs a script held on `shard`: at once when it is this core's and no
