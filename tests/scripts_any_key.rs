@@ -15,23 +15,7 @@ use std::time::Duration;
 
 /// The purchase script of the flash-sale tutorial (`shared/seeds/004_…`),
 /// verbatim but for its comments: called with no key, it builds them.
-const SECKILL: &str = r#"
-local voucherId = ARGV[1]
-local userId = ARGV[2]
-local orderId = ARGV[3]
-local stockKey = 'seckill:stock:' .. voucherId
-local orderKey = 'seckill:order:' .. voucherId
-if (tonumber(redis.call('get', stockKey)) <= 0) then
-    return 1
-end
-if (redis.call('sismember', orderKey, userId) == 1) then
-    return 2
-end
-redis.call('incrby', stockKey, -1)
-redis.call('sadd', orderKey, userId)
-redis.call('xadd', 'stream.orders', '*', 'userId', userId, 'voucherId', voucherId, 'id', orderId)
-return 0
-"#;
+const SECKILL: &str = include_str!("../benches/loadgen/seckill.lua");
 
 /// Three vouchers whose stock keys are not all on one shard.
 fn vouchers() -> Vec<String> {
@@ -243,22 +227,19 @@ fn scripts_moving_a_value_between_shards_are_atomic() {
     assert!(restarted > 0, "no run was undone and run again");
 }
 
+/// Two shards logging every write to `dir`, synced before each reply.
+fn durable(dir: &std::path::Path, extra: &[&str]) -> Server {
+    let dir = dir.display().to_string();
+    let mut args =
+        vec!["--shards", "2", "--dir", &dir, "--appendonly", "yes", "--appendfsync", "always"];
+    args.extend_from_slice(extra);
+    Server::start_with(&args)
+}
+
 #[test]
 fn an_undone_run_leaves_no_trace() {
     let dir = common::temp_dir("undone");
-    let dir_arg = dir.display().to_string();
-    let server = Server::start_with(&[
-        "--shards",
-        "2",
-        "--dir",
-        &dir_arg,
-        "--appendonly",
-        "yes",
-        "--appendfsync",
-        "always",
-        "--notify-keyspace-events",
-        "KEA",
-    ]);
+    let server = durable(&dir, &["--notify-keyspace-events", "KEA"]);
     let (a, b) = keys_on_two_shards();
     let near = format!("{{{a}}}:near");
     let mut c = server.client();
@@ -306,7 +287,7 @@ fn an_undone_run_leaves_no_trace() {
     assert_eq!(log0.matches("TXBEGIN").count(), 2, "{log0}");
     assert_eq!(log1.matches("TXBEGIN").count(), 1, "{log1}");
     assert!(log1.contains("TXBEGIN\r\n") && log1.contains("\r\n$1\r\n2\r\n"), "{log1}");
-    let server = Server::start_with(&["--shards", "2", "--dir", &dir_arg, "--appendonly", "yes"]);
+    let server = durable(&dir, &[]);
     let mut c = server.client();
     let v: Vec<i64> = q(&mut c, &["MGET", &a, &b, &near]).unwrap();
     assert_eq!(v, vec![7, 3, 0]);
@@ -315,19 +296,7 @@ fn an_undone_run_leaves_no_trace() {
 #[test]
 fn a_crash_never_leaves_half_a_script() {
     let dir = common::temp_dir("scriptcrash");
-    let dir_arg = dir.display().to_string();
-    let start = || {
-        Server::start_with(&[
-            "--shards",
-            "2",
-            "--dir",
-            &dir_arg,
-            "--appendonly",
-            "yes",
-            "--appendfsync",
-            "always",
-        ])
-    };
+    let start = || durable(&dir, &[]);
     let (a, b) = keys_on_two_shards();
     {
         let server = start();
