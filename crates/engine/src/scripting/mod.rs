@@ -7,6 +7,7 @@
 //! - [`call`]: `redis.call` / `redis.pcall` running commands of the table;
 //! - [`convert`]: RESP ↔ Lua with Redis's rules;
 //! - [`functions`]: libraries, `redis.register_function`, DUMP payloads;
+//! - [`journal`]: undoing a held run that is to run again with every shard;
 //! - [`libs`]: `bit`, `struct`, `cjson`, `cmsgpack`;
 //! - [`monitor`]: what other cores see of a running script (BUSY, KILL);
 //! - [`rand`]: Redis's `math.random` generator.
