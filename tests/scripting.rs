@@ -261,7 +261,7 @@ fn sandbox_matches_redis() {
         r.call(&["EVAL", "return redis.sha1hex('Pizza & Mandolino')", "0"]),
         "$40\r\n74822d82031af7493c20eefa13bd07ec4fada82f\r\n"
     );
-    assert_eq!(r.call(&["EVAL", "return redis.REDIS_VERSION", "0"]), "$5\r\n7.2.4\r\n");
+    assert_eq!(r.call(&["EVAL", "return redis.REDIS_VERSION", "0"]), "$6\r\n7.0.15\r\n");
     assert_eq!(r.call(&["EVAL", "return redis.LOG_WARNING", "0"]), ":3\r\n");
     assert_eq!(
         r.call(&["EVAL", "redis.log(redis.LOG_WARNING, 'from a test') return 1", "0"]),

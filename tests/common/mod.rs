@@ -85,6 +85,16 @@ impl Server {
     /// Unless they say otherwise, it never saves on its own (`save ""`) and
     /// its `dir` is a temporary directory of its own.
     pub fn start_with(args: &[&str]) -> Server {
+        Self::launch(None, args)
+    }
+
+    /// A server started as redis-server is: its configuration file first
+    /// (either format), then these options.
+    pub fn start_from(file: &std::path::Path, args: &[&str]) -> Server {
+        Self::launch(Some(file), args)
+    }
+
+    fn launch(file: Option<&std::path::Path>, args: &[&str]) -> Server {
         let own_dir = (!args.contains(&"--dir")).then(|| temp_dir("server"));
         let mut defaults: Vec<String> = Vec::new();
         if let Some(dir) = &own_dir {
@@ -102,6 +112,7 @@ impl Server {
         for _attempt in 0..20 {
             let port = free_port();
             let mut child = Command::new(env!("CARGO_BIN_EXE_ringdb"))
+                .args(file)
                 .args(["--port", &port.to_string(), "--pin-cpus", "no", "--loglevel", "warning"])
                 .args(&defaults)
                 .args(args)

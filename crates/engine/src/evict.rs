@@ -227,6 +227,10 @@ pub fn make_room(shard: &mut Shard, now_ms: u64) {
         shard.state.oom = false;
         return;
     }
+    // CLIENT PAUSE freezes the dataset: nothing is evicted meanwhile.
+    if shard.state.pause.keys_frozen(now_ms) {
+        return;
+    }
     evict_over_limit(shard, now_ms);
 }
 

@@ -26,7 +26,11 @@ pub fn active_cycle(shard: &mut Shard, budget: Duration) -> CycleStats {
     let (first, count) = shard.slot_map.slots_of(shard.id);
     let dbs = shard.keyspace.db_count();
     let mut stats = CycleStats::default();
-    if count == 0 || shard.keyspace.iter().all(|db| db.volatile() == 0) {
+    // CLIENT PAUSE freezes the dataset: no key expires meanwhile.
+    if count == 0
+        || shard.state.pause.keys_frozen(now)
+        || shard.keyspace.iter().all(|db| db.volatile() == 0)
+    {
         return stats;
     }
     let (mut db, mut slot) = shard.expire_cursor;

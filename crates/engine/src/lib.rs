@@ -42,6 +42,7 @@ pub mod latency;
 pub mod lent;
 pub mod locks;
 pub mod monitor;
+pub mod pause;
 pub mod persist;
 pub mod query_watch;
 pub mod scan;

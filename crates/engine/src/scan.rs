@@ -259,7 +259,8 @@ pub fn op_scan(
     let from =
         if (from.slot as u32) < first as u32 { ScanCursor { slot: first, pos: 0 } } else { from };
     let mut step = scan_db(shard.keyspace.db(db), from, end_slot, want, filter, now_ms);
-    for key in std::mem::take(&mut step.expired) {
+    let frozen = shard.state.pause.keys_frozen(now_ms);
+    for key in std::mem::take(&mut step.expired).into_iter().filter(|_| !frozen) {
         if shard.keyspace.db_mut(db).remove(&key).is_some() {
             shard.state.stats.expired_keys += 1;
             shard.state.funnel.key_changed(db, &key, NotifyClass::Expired, "expired");

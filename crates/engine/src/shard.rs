@@ -348,6 +348,9 @@ pub struct ShardState {
     pub latency: crate::latency::Latency,
     /// What every shard could evict (the process's one board).
     pub evict_board: std::sync::Arc<crate::evict::Board>,
+    /// The node's CLIENT PAUSE state (keys neither expire nor are evicted
+    /// while it freezes them).
+    pub pause: std::sync::Arc<crate::pause::Pause>,
     /// This shard ran out of candidates while others have some: the server
     /// asks them to evict now (see [`crate::evict`]).
     pub evict_elsewhere: bool,
@@ -413,6 +416,7 @@ impl ShardState {
             oom: false,
             evict_pool: crate::evict::Pool::default(),
             evict_board: Default::default(),
+            pause: Default::default(),
             latency: Default::default(),
             evict_elsewhere: false,
             formed_keys_gathered: false,

@@ -35,5 +35,6 @@ pub mod metrics;
 pub mod net;
 pub mod node;
 pub mod persist;
+pub mod process;
 pub mod push;
 pub mod route;

@@ -6,6 +6,7 @@
 //! slot map, the mesh senders, start time). [`Core`] is what one core owns;
 //! it is only ever touched from that core's thread.
 
+use crate::cmd::connection::REDIS_VERSION;
 use crate::config::Config;
 use crate::mesh::Job;
 use crate::net::clients::ClientRegistry;
@@ -50,6 +51,8 @@ pub struct Shared {
     /// `ringdb_engine::evict`; read and written only while over the limit
     /// and on the timer).
     pub evict_board: Arc<ringdb_engine::evict::Board>,
+    /// CLIENT PAUSE, for every core.
+    pub pause: Arc<ringdb_engine::pause::Pause>,
     /// Connected clients over all cores, for `maxclients` (connect and
     /// disconnect only).
     pub connected_clients: AtomicUsize,
@@ -489,6 +492,13 @@ pub fn run(config: Config) -> Result<(), String> {
     let shards = if config.shards() == 0 { cpus.len() } else { config.shards() };
     let slot_map = SlotMap::new(shards);
     let (port, listeners) = listener::bind_all(&bind, config.port(), shards, config.tcp_backlog())?;
+    // SAFETY: isatty only reads the descriptor's state.
+    if config.always_show_logo() || unsafe { libc::isatty(1) } == 1 {
+        info!("{}", crate::logging::banner(env!("CARGO_PKG_VERSION"), REDIS_VERSION, port, shards));
+    } else {
+        info!("Running mode=standalone, port={port}.");
+    }
+    info!("Server initialized");
 
     let mut senders = Vec::with_capacity(shards);
     let mut receivers = Vec::with_capacity(shards);
@@ -514,6 +524,7 @@ pub fn run(config: Config) -> Result<(), String> {
         next_client_id: AtomicU64::new(1),
         next_slowlog_id: Arc::new(AtomicU64::new(0)),
         evict_board: Arc::new(ringdb_engine::evict::Board::new(shards)),
+        pause: Default::default(),
         connected_clients: AtomicUsize::new(0),
         scripts: Arc::new(ringdb_engine::scripting::monitor::ScriptMonitor::new(shards)),
         persist: crate::persist::Persistence::default(),
@@ -603,11 +614,10 @@ pub fn run(config: Config) -> Result<(), String> {
         })
         .collect();
     info!(
-        version = env!("CARGO_PKG_VERSION"),
         address = %bind.iter().map(|a| format!("{a}:{port}")).collect::<Vec<_>>().join(" "),
         shards,
         pinning = %placement.join(" "),
-        "ringdb ready to accept connections"
+        "Ready to accept connections"
     );
 
     wait_for_signal(&shared);
@@ -694,6 +704,7 @@ async fn core_main(
     shard.state.funnel.notify_flags = config.notify_flags();
     shard.state.slowlog_ids = shared.next_slowlog_id.clone();
     shard.state.evict_board = shared.evict_board.clone();
+    shard.state.pause = shared.pause.clone();
     let max_keys = config.tracking_table_max_keys();
     shard.state.funnel.tracking.set_limit(max_keys, id.index(), shared.shards());
     shard.state.scripting.attach(shared.scripts.clone(), id.index());

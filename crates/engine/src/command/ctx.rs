@@ -65,13 +65,18 @@ impl<'a> KeyspaceView<'a> {
     }
 
     /// Deletes `key` if it has expired, firing the funnel. Returns whether it
-    /// did. Free when the database has no keys with a TTL.
-    fn expire_if_needed(&mut self, key: &[u8]) -> bool {
+    /// has expired. Free when the database has no keys with a TTL. While
+    /// CLIENT PAUSE freezes keys, a read leaves the expired key in place
+    /// (it still reads as missing), as Redis does.
+    fn expire_if_needed(&mut self, key: &[u8], for_read: bool) -> bool {
         let db = self.keyspace.db_mut(self.db);
         if db.volatile() == 0 {
             return false;
         }
         let expired = db.get(key).is_some_and(|e| e.is_expired(self.now_ms));
+        if expired && for_read && self.state.pause.keys_frozen(self.now_ms) {
+            return true;
+        }
         if expired {
             db.remove(key);
             self.state.stats.expired_keys += 1;
@@ -83,9 +88,9 @@ impl<'a> KeyspaceView<'a> {
     /// Looks `key` up for reading (Redis's `lookupKeyRead`): expires it if
     /// due, counts a hit or a miss, and updates its access time.
     pub fn read(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        self.expire_if_needed(key);
+        let expired = self.expire_if_needed(key, true);
         let touch = !self.no_touch;
-        let found = self.keyspace.db_mut(self.db).get_mut(key);
+        let found = if expired { None } else { self.keyspace.db_mut(self.db).get_mut(key) };
         match found {
             Some(e) => {
                 self.state.stats.keyspace_hits += 1;
@@ -105,7 +110,7 @@ impl<'a> KeyspaceView<'a> {
     /// Looks `key` up for writing (Redis's `lookupKeyWrite`): expires it if
     /// due and updates its access time; no hit/miss statistics.
     pub fn write(&mut self, key: &[u8]) -> Option<&mut Entry> {
-        self.expire_if_needed(key);
+        self.expire_if_needed(key, false);
         let e = self.keyspace.db_mut(self.db).get_mut(key)?;
         if !self.no_touch {
             self.state.touch(e, self.now_ms);
@@ -121,8 +126,7 @@ impl<'a> KeyspaceView<'a> {
 
     /// Whether `key` exists (expiring it if due).
     pub fn exists(&mut self, key: &[u8]) -> bool {
-        self.expire_if_needed(key);
-        self.keyspace.db(self.db).get(key).is_some()
+        !self.expire_if_needed(key, true) && self.keyspace.db(self.db).get(key).is_some()
     }
 
     /// Stores `value` under `key`, replacing any previous value; the TTL is

@@ -373,6 +373,8 @@ pub enum NodeCommand {
     ClientTrackingInfo,
     ClientHelp,
     ClientUnblock,
+    ClientPause,
+    ClientUnpause,
     Command,
     CommandCount,
     CommandInfo,
@@ -498,7 +500,15 @@ pub struct CommandSpec {
     /// found by parsing the arguments (Redis's `getkeys_proc`).
     pub get_keys: Option<GetKeys>,
     pub formed_keys: Option<FormedKeys>,
+    /// For rows that run a script: the flags the script of these arguments
+    /// declared (its shebang or its function's), when this core knows it;
+    /// the router derives the request's real flags from them (Redis's
+    /// `evalGetCommandFlags`), as CLIENT PAUSE WRITE needs.
+    pub script_flags: Option<ScriptFlagsOf>,
 }
+
+/// See [`CommandSpec::script_flags`].
+pub type ScriptFlagsOf = fn(&crate::scripting::Scripting, &[Bytes]) -> Option<u32>;
 
 impl CommandSpec {
     pub const fn new(name: &'static str, arity: i32, flags: u32, exec: Exec) -> Self {
@@ -523,6 +533,7 @@ impl CommandSpec {
             variable_key_flags: None,
             get_keys: None,
             formed_keys: None,
+            script_flags: None,
         }
     }
 
@@ -584,6 +595,21 @@ impl CommandSpec {
     pub const fn formed_keys(mut self, formed: FormedKeys) -> Self {
         self.formed_keys = Some(formed);
         self
+    }
+
+    pub const fn script_flags(mut self, of: ScriptFlagsOf) -> Self {
+        self.script_flags = Some(of);
+        self
+    }
+
+    /// The flags this request runs with: the row's, or for a script whose
+    /// flags are known, the row's with the script's declared behaviour
+    /// (Redis's `scriptFlagsToCmdFlags`).
+    pub fn request_flags(&self, scripting: &crate::scripting::Scripting, args: &[Bytes]) -> u32 {
+        match self.script_flags.and_then(|of| of(scripting, args)) {
+            Some(script) => crate::scripting::command_flags(self.flags, script),
+            None => self.flags,
+        }
     }
 
     pub const fn get_keys(mut self, find: GetKeys) -> Self {

@@ -49,6 +49,38 @@ pub fn table() -> &'static CommandTable {
     TABLE.get_or_init(|| CommandTable::build(crate::families::ALL))
 }
 
+/// Builds the process-wide table with `rename-command` applied, in order,
+/// with Redis's errors. Called once at start-up, before the first lookup.
+pub fn init(renames: &[(String, String)]) -> Result<(), String> {
+    let mut built = CommandTable::build(crate::families::ALL);
+    for (from, to) in renames {
+        built.rename(from, to)?;
+    }
+    TABLE.set(built).map_err(|_| "the command table is already in use".to_string())
+}
+
+impl CommandTable {
+    /// `rename-command from to`: `to` empty removes the command.
+    pub fn rename(&mut self, from: &str, to: &str) -> Result<(), String> {
+        let key = self
+            .by_name
+            .keys()
+            .copied()
+            .find(|k| k.eq_ignore_ascii_case(from))
+            .ok_or("No such command in rename-command")?;
+        let to = to.to_ascii_lowercase();
+        if !to.is_empty() && self.by_name.contains_key(to.as_str()) {
+            return Err("Target command name already exists".into());
+        }
+        let row = self.by_name.remove(key).expect("the key was just found");
+        if !to.is_empty() {
+            // The table lives as long as the process.
+            self.by_name.insert(Box::leak(to.into_boxed_str()), row);
+        }
+        Ok(())
+    }
+}
+
 impl CommandTable {
     /// Builds the table from families of rows. Panics on a duplicate name:
     /// that is a programming error caught by the first test run.
@@ -256,4 +288,22 @@ pub fn unknown_command(args: &[Bytes]) -> CmdError {
         shown.push_str("' ");
     }
     CmdError::owned(format!("ERR unknown command '{name}', with args beginning with: {shown}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rename_command_as_redis() {
+        let mut t = CommandTable::build(crate::families::ALL);
+        t.rename("FLUSHALL", "").unwrap();
+        assert!(t.get(b"flushall").is_none());
+        t.rename("config", "MyConfig").unwrap();
+        assert!(t.get(b"config").is_none());
+        let sub = t.lookup(&[Bytes::from("myconfig"), Bytes::from("get")]).unwrap();
+        assert_eq!(sub.full_name, "config|get");
+        assert_eq!(t.rename("nosuch", "x").unwrap_err(), "No such command in rename-command");
+        assert_eq!(t.rename("get", "set").unwrap_err(), "Target command name already exists");
+    }
 }

@@ -67,6 +67,16 @@ static CLIENT: &[CommandSpec] = &[
         "O(1)",
         "<ON | OFF>",
     ),
+    client("pause", -3, ADMIN | NOSCRIPT | LOADING | STALE, N::ClientPause)
+        .doc("connection", "3.0.0", "Suspends commands processing.", "O(1)", "timeout [WRITE | ALL]")
+        .history(&[("6.2.0", "`CLIENT PAUSE WRITE` mode added along with the `mode` option.")]),
+    client("unpause", 2, ADMIN | NOSCRIPT | LOADING | STALE, N::ClientUnpause).doc(
+        "connection",
+        "6.2.0",
+        "Resumes processing of clients that were paused.",
+        "O(N) Where N is the number of paused clients",
+        "",
+    ),
     client("unblock", -3, ADMIN | CLIENT_FLAGS, N::ClientUnblock).doc(
         "connection",
         "5.0.0",

@@ -660,6 +660,9 @@ const RANDOM_KEY_TRIES: usize = 100;
 
 /// Deletes `key` of `db` as expired, through the funnel.
 fn reclaim_expired(shard: &mut Shard, db: usize, key: &[u8]) {
+    if shard.state.pause.keys_frozen(crate::shard::now_ms()) {
+        return;
+    }
     if shard.keyspace.db_mut(db).remove(key).is_some() {
         shard.state.stats.expired_keys += 1;
         shard.state.funnel.key_changed(db, key, NotifyClass::Expired, "expired");
@@ -686,7 +689,7 @@ pub fn op_random_key(shard: &mut Shard, db: usize, now_ms: u64) -> Option<Bytes>
     }
     let volatile: Vec<u16> =
         shard.keyspace.db(db).slots().filter(|(_, t)| t.volatile() > 0).map(|(s, _)| s).collect();
-    for slot in volatile {
+    for slot in volatile.into_iter().filter(|_| !shard.state.pause.keys_frozen(now_ms)) {
         for entry in shard.keyspace.db_mut(db).drain_expired(slot, now_ms) {
             shard.state.stats.expired_keys += 1;
             shard.state.funnel.key_changed(db, entry.key(), NotifyClass::Expired, "expired");

@@ -122,6 +122,7 @@ static FUNCTION: &[CommandSpec] = &[
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("eval", -3, RUN, Exec::Shard(eval))
+        .script_flags(crate::scripting::flags_of_body)
         .keys(&[KeySpec::keynum(2, kf::RW | kf::ACCESS | kf::UPDATE).notes(WORST)])
         .acl(acl::SCRIPTING)
         .doc(
@@ -132,6 +133,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "script numkeys [key [key ...]] [arg [arg ...]]",
         ),
     CommandSpec::new("evalsha", -3, RUN, Exec::Shard(evalsha))
+        .script_flags(crate::scripting::flags_of_sha)
         .keys(&[KeySpec::keynum(2, kf::RW | kf::ACCESS | kf::UPDATE)])
         .acl(acl::SCRIPTING)
         .doc(
@@ -162,6 +164,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "sha1 numkeys [key [key ...]] [arg [arg ...]]",
         ),
     CommandSpec::new("fcall", -3, RUN, Exec::Shard(fcall))
+        .script_flags(crate::scripting::flags_of_function)
         .keys(&[KeySpec::keynum(2, kf::RW | kf::ACCESS | kf::UPDATE).notes(WORST)])
         .acl(acl::SCRIPTING)
         .doc(

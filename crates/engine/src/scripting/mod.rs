@@ -47,8 +47,8 @@ use std::sync::Arc;
 use std::time::Instant;
 
 /// The Redis version scripts see (`redis.REDIS_VERSION`), as INFO reports.
-pub const REDIS_VERSION: &str = "7.2.4";
-pub const REDIS_VERSION_NUM: f64 = 0x0007_0204 as f64;
+pub const REDIS_VERSION: &str = "7.0.15";
+pub const REDIS_VERSION_NUM: f64 = 0x0007_000f as f64;
 
 /// Runs between garbage collection steps, and the step's size in KB
 /// (Redis's `LUA_GC_CYCLE_PERIOD`).
@@ -128,6 +128,48 @@ pub fn shebang(body: &[u8]) -> Result<(ScriptFlags, usize), String> {
             .map_err(|name| format!("Unexpected flag in script shebang: {name}"))?;
     }
     Ok((flags, end))
+}
+
+/// Redis's `scriptFlagsToCmdFlags`: a script that declared flags (a
+/// shebang, a function) runs with the command's flags but for what it
+/// declared: WRITE and DENYOOM unless `no-writes`, never MAY_REPLICATE.
+/// A script without a shebang keeps the command's flags.
+pub fn command_flags(cmd_flags: u32, script: ScriptFlags) -> u32 {
+    use crate::command::spec::flags as f;
+    if script & flag::EVAL_COMPAT != 0 {
+        return cmd_flags;
+    }
+    let mut out = cmd_flags & !(f::STALE | f::DENYOOM | f::WRITE | f::MAY_REPLICATE);
+    if script & (flag::ALLOW_OOM | flag::NO_WRITES) == 0 {
+        out |= f::DENYOOM;
+    }
+    if script & flag::NO_WRITES == 0 {
+        out |= f::WRITE;
+    }
+    if script & flag::ALLOW_STALE != 0 {
+        out |= f::STALE;
+    }
+    out
+}
+
+/// EVAL's script flags: from its body's shebang.
+pub fn flags_of_body(_: &Scripting, args: &[Bytes]) -> Option<ScriptFlags> {
+    shebang(args.get(1)?).ok().map(|(flags, _)| flags)
+}
+
+/// EVALSHA's: of the cached script, compiled here or known to the node.
+pub fn flags_of_sha(scripting: &Scripting, args: &[Bytes]) -> Option<ScriptFlags> {
+    let sha = std::str::from_utf8(args.get(1)?).ok()?.to_ascii_lowercase();
+    if let Some(s) = scripting.engine.as_ref().and_then(|e| e.scripts.get(sha.as_str())) {
+        return Some(s.flags);
+    }
+    let body = scripting.monitor.as_ref()?.0.body(&sha)?;
+    shebang(&body).ok().map(|(flags, _)| flags)
+}
+
+/// FCALL's: of the function, as registered.
+pub fn flags_of_function(scripting: &Scripting, args: &[Bytes]) -> Option<ScriptFlags> {
+    scripting.libraries()?.function(args.get(1)?).map(|f| f.flags)
 }
 
 /// The settings scripts run with (part of the shard's settings).

@@ -319,6 +319,34 @@ pub async fn no_evict(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// CLIENT PAUSE timeout [WRITE|ALL]: every core's clients wait (see
+/// `ringdb_engine::pause` and `crate::route::pause`).
+pub async fn pause(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    use ringdb_engine::pause::PauseKind;
+    let timeout = ringdb_engine::command::args::int(&args[2])
+        .map_err(|_| CmdError::new("ERR timeout is not an integer or out of range"))?;
+    if timeout < 0 {
+        return Err(CmdError::new("ERR timeout is negative"));
+    }
+    let kind = match args.get(3) {
+        None => PauseKind::All,
+        Some(a) if a.eq_ignore_ascii_case(b"write") && args.len() == 4 => PauseKind::Write,
+        Some(a) if a.eq_ignore_ascii_case(b"all") && args.len() == 4 => PauseKind::All,
+        Some(_) => return Err(SYNTAX),
+    };
+    let now = ringdb_engine::shard::now_ms();
+    conn.core.shared.pause.pause(kind, now.saturating_add(timeout as u64));
+    conn.reply().ok();
+    Ok(())
+}
+
+/// CLIENT UNPAUSE: the paused clients go on.
+pub async fn unpause(conn: &mut Connection) -> CmdResult {
+    conn.core.shared.pause.unpause();
+    conn.reply().ok();
+    Ok(())
+}
+
 /// CLIENT NO-TOUCH ON|OFF: this client's reads stop updating the keys'
 /// LRU/LFU data (the shard honours `ClientInfo::no_touch`).
 pub async fn no_touch(conn: &mut Connection, args: &[Bytes]) -> CmdResult {

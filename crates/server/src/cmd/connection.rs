@@ -9,7 +9,8 @@ use ringdb_protocol::Resp;
 
 /// The Redis version ringdb answers as (HELLO, INFO): the command set it
 /// implements.
-pub const REDIS_VERSION: &str = "7.2.4";
+/// One version everywhere: the engine's (what scripts see).
+pub const REDIS_VERSION: &str = ringdb_engine::scripting::REDIS_VERSION;
 
 const WRONGPASS: CmdError =
     CmdError::new("WRONGPASS invalid username-password pair or user is disabled.");

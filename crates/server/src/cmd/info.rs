@@ -231,7 +231,8 @@ impl Report<'_> {
         let uptime = shared.started.elapsed().as_secs();
         let _ = write!(
             out,
-            "# Server\r\nredis_version:{REDIS_VERSION}\r\nringdb_version:{}\r\nredis_mode:standalone\r\n\
+            "# Server\r\nredis_version:{REDIS_VERSION}\r\nredis_git_sha1:00000000\r\nredis_git_dirty:0\r\n\
+             redis_build_id:0\r\nringdb_version:{}\r\nredis_mode:standalone\r\n\
              os:{}\r\narch_bits:{}\r\nmultiplexing_api:io_uring\r\nprocess_id:{}\r\nprocess_supervised:no\r\n\
              run_id:{}\r\ntcp_port:{}\r\nserver_time_usec:{}\r\nuptime_in_seconds:{uptime}\r\n\
              uptime_in_days:{}\r\nhz:{}\r\nconfigured_hz:{}\r\nlru_clock:{}\r\nexecutable:{}\r\n\
@@ -261,7 +262,9 @@ impl Report<'_> {
     fn clients(&self, out: &mut String) {
         let connected: usize = self.reports.iter().map(|r| r.clients).sum();
         let max_in = self.reports.iter().map(|r| r.max_input_buffer).max().unwrap_or(0);
-        let blocked: usize = self.reports.iter().map(|r| r.blocked).sum();
+        // Clients held by CLIENT PAUSE are counted once, node-wide.
+        let paused = self.core.shared.pause.waiting.load(std::sync::atomic::Ordering::Relaxed);
+        let blocked: usize = self.reports.iter().map(|r| r.blocked).sum::<usize>() + paused;
         let _ = write!(
             out,
             "# Clients\r\nconnected_clients:{connected}\r\ncluster_connections:0\r\nmaxclients:{}\r\n\

@@ -132,6 +132,8 @@ async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> Cm
         N::ClientTrackingInfo => client::trackinginfo(conn, args).await,
         N::ClientHelp => client::help(conn, args).await,
         N::ClientUnblock => blocking::client_unblock(conn, args).await,
+        N::ClientPause => client::pause(conn, args).await,
+        N::ClientUnpause => client::unpause(conn).await,
         N::Command => command::command(conn, args).await,
         N::CommandCount => command::count(conn, args).await,
         N::CommandInfo => command::info(conn, args).await,

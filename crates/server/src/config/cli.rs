@@ -1,68 +1,105 @@
-//! Command-line flags, as `redis-server` takes them: an optional config file
-//! path first, then `--<setting> <value>` for any setting in the table
-//! (`ringdb --port 7000 --shards 2 --requirepass s3cret`). A value may span
-//! several words (`--save 3600 1 300 100`) and may be empty (`--logfile ""`).
+//! The command line, read as `redis-server` reads it: an optional
+//! configuration file first (`-` for standard input), then options
+//! `--<directive> <value ...>` appended to it, with the same directives as
+//! the file (`ringdb redis.conf --port 7000 --save ""`). A value may span
+//! several words (`--save 3600 1 300 100`) and may be empty.
 
-use super::settings::SETTINGS;
-use clap::{Arg, ArgAction, Command};
+use super::redis_conf::{self, Directive};
+use super::Format;
 use std::path::PathBuf;
 
 /// What the command line asked for.
-pub struct Cli {
-    pub config_file: Option<PathBuf>,
-    pub overrides: Vec<(String, String)>,
-    /// `--print-config`: print the default configuration file and exit.
-    pub print_config: bool,
+#[derive(Debug, PartialEq)]
+pub enum Action {
+    Serve,
+    /// `--print-config [toml|redis]`: print every setting with its default.
+    PrintConfig(Format),
+    Version,
+    Help,
+    /// A request ringdb refuses, with the reason.
+    Refuse(String),
 }
 
-fn command() -> Command {
-    let mut cmd = Command::new("ringdb")
-        .version(env!("CARGO_PKG_VERSION"))
-        .about("A Redis-compatible in-memory data server, thread-per-core on glommio (io_uring)")
-        .arg(Arg::new("config").value_name("CONFIG_FILE").help("Path to a ringdb.toml file"))
-        .arg(
-            Arg::new("print-config")
-                .long("print-config")
-                .action(ArgAction::SetTrue)
-                .help("Print the configuration file with every default and exit"),
-        );
-    for s in SETTINGS {
-        cmd = cmd.arg(
-            Arg::new(s.name)
-                .long(s.name)
-                .value_name("VALUE")
-                .num_args(0..)
-                .allow_negative_numbers(true)
-                .action(ArgAction::Append)
-                .help(s.help),
-        );
-    }
-    cmd
+#[derive(Debug)]
+pub struct Cli {
+    pub config_file: Option<PathBuf>,
+    /// `-`: read (more) configuration from standard input.
+    pub config_from_stdin: bool,
+    pub options: Vec<Directive>,
+    pub action: Action,
 }
+
+pub const USAGE: &str = "\
+Usage: ringdb [/path/to/redis.conf | /path/to/ringdb.toml] [options] [-]
+       ringdb - (read config from stdin)
+       ringdb --print-config [toml|redis]
+       ringdb -v or --version
+       ringdb -h or --help
+       ringdb check-aof [--fix] [--yes] <file|dir>
+
+Options are configuration directives of either file format, as redis-server
+takes them: ringdb --port 7777 --shards 2 --save \"\" --loglevel verbose.
+The file's format is chosen by its name (.toml, .conf) or its content.
+";
 
 impl Cli {
     pub fn parse() -> Cli {
-        Self::from_args(std::env::args_os())
+        Self::from_args(std::env::args().skip(1).collect())
     }
 
-    pub fn from_args<I, T>(args: I) -> Cli
-    where
-        I: IntoIterator<Item = T>,
-        T: Into<std::ffi::OsString> + Clone,
-    {
-        let matches = command().get_matches_from(args);
-        let mut overrides = Vec::new();
-        for s in SETTINGS {
-            if let Some(values) = matches.get_many::<String>(s.name) {
-                let words: Vec<&str> = values.map(String::as_str).collect();
-                overrides.push((s.name.to_string(), words.join(" ")));
+    /// From the arguments after the program name.
+    pub fn from_args(args: Vec<String>) -> Cli {
+        let mut cli = Cli {
+            config_file: None,
+            config_from_stdin: false,
+            options: Vec::new(),
+            action: Action::Serve,
+        };
+        match args.first().map(String::as_str) {
+            Some("-v" | "--version") => cli.action = Action::Version,
+            Some("-h" | "--help") => cli.action = Action::Help,
+            Some("--test-memory") => {
+                cli.action = Action::Refuse(
+                    "ringdb does not test memory (redis-server --test-memory): use memtester or memtest86+"
+                        .into(),
+                )
             }
+            Some("--print-config") => {
+                cli.action = match args.get(1).map(String::as_str) {
+                    None | Some("toml") => Action::PrintConfig(Format::Toml),
+                    Some("redis") => Action::PrintConfig(Format::Redis),
+                    Some(other) => Action::Refuse(format!(
+                        "--print-config takes 'toml' or 'redis', not '{other}'"
+                    )),
+                }
+            }
+            _ => {}
         }
-        Cli {
-            config_file: matches.get_one::<String>("config").map(PathBuf::from),
-            overrides,
-            print_config: matches.get_flag("print-config"),
+        if cli.action != Action::Serve {
+            return cli;
         }
+        let mut rest = &args[..];
+        if let Some(first) = args.first().filter(|a| !a.starts_with('-')) {
+            cli.config_file = Some(PathBuf::from(first));
+            rest = &args[1..];
+        }
+        // `-` as the first or the last argument: read standard input too.
+        if rest.first().map(String::as_str) == Some("-") {
+            cli.config_from_stdin = true;
+            rest = &rest[1..];
+        } else if rest.last().map(String::as_str) == Some("-") {
+            cli.config_from_stdin = true;
+            rest = &rest[..rest.len() - 1];
+        }
+        if let Some(stray) = rest.first().filter(|a| !a.starts_with("--")) {
+            cli.action = Action::Refuse(format!("unexpected argument '{stray}'\n\n{USAGE}"));
+            return cli;
+        }
+        cli.options = redis_conf::command_line(rest);
+        if cli.options.iter().any(|d| d.name == "sentinel") {
+            cli.action = Action::Refuse("ringdb cannot run as redis-sentinel".into());
+        }
+        cli
     }
 }
 
@@ -70,21 +107,31 @@ impl Cli {
 mod tests {
     use super::*;
 
+    fn cli(args: &[&str]) -> Cli {
+        Cli::from_args(args.iter().map(|a| a.to_string()).collect())
+    }
+
     #[test]
-    fn redis_style_flags() {
-        let cli = Cli::from_args([
-            "ringdb",
-            "my.toml",
-            "--port",
-            "7000",
-            "--requirepass",
-            "s3cret",
-            "--logfile",
-            "",
-        ]);
-        assert_eq!(cli.config_file, Some(PathBuf::from("my.toml")));
-        assert!(cli.overrides.contains(&("port".into(), "7000".into())));
-        assert!(cli.overrides.contains(&("requirepass".into(), "s3cret".into())));
-        assert!(cli.overrides.contains(&("logfile".into(), "".into())));
+    fn redis_style_arguments() {
+        let c = cli(&["my.conf", "--port", "7000", "--requirepass", "s3cret", "--logfile", ""]);
+        assert_eq!(c.config_file, Some(PathBuf::from("my.conf")));
+        let got: Vec<(&str, Vec<String>)> =
+            c.options.iter().map(|d| (d.name.as_str(), d.args.clone())).collect();
+        assert_eq!(
+            got,
+            vec![
+                ("port", vec!["7000".to_string()]),
+                ("requirepass", vec!["s3cret".to_string()]),
+                ("logfile", vec![String::new()])
+            ]
+        );
+        assert_eq!(c.action, Action::Serve);
+        let c = cli(&["--port", "7000", "-"]);
+        assert!(c.config_from_stdin && c.config_file.is_none());
+        assert_eq!(cli(&["--version"]).action, Action::Version);
+        assert_eq!(cli(&["--print-config", "redis"]).action, Action::PrintConfig(Format::Redis));
+        assert!(matches!(cli(&["--test-memory", "100"]).action, Action::Refuse(_)));
+        assert!(matches!(cli(&["a.conf", "stray"]).action, Action::Refuse(_)));
+        assert!(matches!(cli(&["--sentinel"]).action, Action::Refuse(_)));
     }
 }

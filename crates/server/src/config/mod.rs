@@ -1,14 +1,39 @@
-//! Configuration: embedded defaults, `config/ringdb.toml`, command-line flags
-//! and CONFIG GET/SET/REWRITE, all driven by one table ([`settings`]).
+//! Configuration: embedded defaults, a configuration file in ringdb's TOML
+//! (`config/ringdb.toml`) or in Redis's `redis.conf` format, command-line
+//! options and CONFIG GET/SET/REWRITE, all driven by one table
+//! ([`settings`]).
 //!
-//! Precedence is Redis's: defaults, then the file, then flags. Every value is
-//! validated when it is read, wherever it comes from, with the same errors.
+//! Precedence is Redis's: defaults, then the file, then options. Every value
+//! is validated when it is read, wherever it comes from, with the same
+//! errors.
 
 pub mod cli;
+pub mod redis_conf;
 pub mod settings;
 
+use redis_conf::{Directive, FatalError};
 use settings::{find, normalize, Kind, Setting, SETTINGS};
 use std::path::{Path, PathBuf};
+
+/// The format of a configuration file, chosen by its name or its text;
+/// CONFIG REWRITE writes back the format it read.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Toml,
+    Redis,
+}
+
+impl Format {
+    /// `.toml` and `.conf` by name, otherwise by what the text looks like.
+    pub fn of(path: &Path, text: &str) -> Format {
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("toml") => Format::Toml,
+            Some("conf") => Format::Redis,
+            _ if redis_conf::looks_like_toml(text) => Format::Toml,
+            _ => Format::Redis,
+        }
+    }
+}
 
 /// A complete, validated configuration. Each core keeps its own copy;
 /// CONFIG SET changes every copy.
@@ -18,6 +43,12 @@ pub struct Config {
     values: Vec<String>,
     /// The file it was loaded from (CONFIG REWRITE writes there).
     pub file: Option<PathBuf>,
+    pub format: Format,
+    /// `rename-command` directives, in order (applied to the command table
+    /// before it is first used).
+    pub renames: Vec<(String, String)>,
+    /// Directives Redis has and ringdb ignores, to be logged at start-up.
+    pub warnings: Vec<String>,
     /// What every connection reads on every request, parsed once per change.
     pub conn: ConnSettings,
 }
@@ -42,6 +73,9 @@ pub enum ConfigError {
     Parse { path: String, message: String },
     #[error("bad directive or wrong value for '{name}': {message}")]
     Value { name: String, message: String },
+    /// Redis's format: printed exactly as redis-server prints it.
+    #[error("{0}")]
+    Fatal(FatalError),
 }
 
 impl Default for Config {
@@ -49,6 +83,9 @@ impl Default for Config {
         let mut config = Config {
             values: SETTINGS.iter().map(|s| s.default.to_string()).collect(),
             file: None,
+            format: Format::Toml,
+            renames: Vec::new(),
+            warnings: Vec::new(),
             conn: ConnSettings::default(),
         };
         config.refresh_conn();
@@ -56,25 +93,105 @@ impl Default for Config {
     }
 }
 
+/// Settings that take several arguments on one line in Redis's format
+/// (`save 900 1`, `bind a b`); every other takes exactly one.
+fn multi_arg(setting: &Setting) -> bool {
+    matches!(setting.kind, Kind::SavePoints | Kind::BufferLimits | Kind::Percentiles)
+        || setting.name == "bind"
+}
+
 impl Config {
-    /// Defaults, then `file` if given, then `overrides` (flag name, value).
-    pub fn load(file: Option<&Path>, overrides: &[(String, String)]) -> Result<Self, ConfigError> {
+    /// Defaults, then `file` if given (either format), then `stdin`'s text
+    /// (Redis's format, `ringdb -`), then the command-line `options`.
+    pub fn load(
+        file: Option<&Path>,
+        stdin: Option<&str>,
+        options: &[Directive],
+    ) -> Result<Self, ConfigError> {
         let mut config = Config::default();
+        let mut directives = Vec::new();
         if let Some(path) = file {
             let text = std::fs::read_to_string(path)
                 .map_err(|source| ConfigError::Read { path: path.display().to_string(), source })?;
-            config.apply_toml(&text).map_err(|message| ConfigError::Parse {
-                path: path.display().to_string(),
-                message,
-            })?;
+            config.format = Format::of(path, &text);
+            match config.format {
+                Format::Toml => config.apply_toml(&text).map_err(|message| ConfigError::Parse {
+                    path: path.display().to_string(),
+                    message,
+                })?,
+                Format::Redis => {
+                    directives = redis_conf::read_file(path).map_err(ConfigError::Fatal)?
+                }
+            }
             config.file = Some(std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()));
         }
-        for (name, value) in overrides {
+        if let Some(text) = stdin {
+            directives.extend(redis_conf::parse_text(text, None).map_err(ConfigError::Fatal)?);
+        }
+        directives.extend_from_slice(options);
+        // As Redis: the first `save` read replaces the defaults, later ones
+        // add to it.
+        let mut save_read = false;
+        for d in &directives {
             config
-                .set_any(name, value)
-                .map_err(|message| ConfigError::Value { name: name.clone(), message })?;
+                .apply(d, &mut save_read)
+                .map_err(|m| ConfigError::Fatal(FatalError::at(d, m)))?;
         }
         Ok(config)
+    }
+
+    /// One directive of Redis's format (or a command-line option).
+    fn apply(&mut self, d: &Directive, save_read: &mut bool) -> Result<(), String> {
+        const BAD: &str = "Bad directive or wrong number of arguments";
+        if let Some(setting) = find(&d.name) {
+            let value = if multi_arg(setting) {
+                d.args.join(" ")
+            } else if d.args.len() == 1 {
+                d.args[0].clone()
+            } else {
+                return Err("wrong number of arguments".into());
+            };
+            if setting.name == "save" && !value.is_empty() {
+                let value = if std::mem::replace(save_read, true) {
+                    format!("{} {value}", self.get("save").unwrap_or(""))
+                } else {
+                    value
+                };
+                return self.set_any("save", &value);
+            }
+            return self.set_any(setting.name, &value);
+        }
+        let name = d.name.as_str();
+        match name {
+            "rename-command" if d.args.len() == 2 => {
+                self.renames.push((d.args[0].clone(), d.args[1].clone()));
+            }
+            "sentinel" => return Err("sentinel directive while not in sentinel mode".into()),
+            "user" | "loadmodule" if !d.args.is_empty() => self.warn(d),
+            _ if redis_conf::DEPRECATED.contains(&name) => {}
+            _ if redis_conf::REDIS_ONLY.contains(&name) || name.contains('.') => {
+                if d.args.is_empty() {
+                    return Err(BAD.into());
+                }
+                let harmless = redis_conf::BEHAVES_AS.iter().any(|(n, v)| {
+                    *n == name && d.args.len() == 1 && d.args[0].eq_ignore_ascii_case(v)
+                });
+                if !harmless {
+                    self.warn(d);
+                }
+            }
+            _ => return Err(BAD.into()),
+        }
+        Ok(())
+    }
+
+    fn warn(&mut self, d: &Directive) {
+        self.warnings.push(format!(
+            "ringdb does not honour Redis's '{}' directive ({}: '{}'): it is ignored",
+            d.name,
+            d.place(),
+            d.text
+        ));
     }
 
     fn apply_toml(&mut self, text: &str) -> Result<(), String> {
@@ -151,6 +268,24 @@ impl Config {
 
     fn flag(&self, name: &str) -> bool {
         self.get(name) == Some("yes")
+    }
+
+    pub fn daemonize(&self) -> bool {
+        self.flag("daemonize")
+    }
+
+    /// The pid file to write: `pidfile`, or Redis's default path when
+    /// daemonized without one.
+    pub fn pidfile(&self) -> Option<String> {
+        match self.get("pidfile").unwrap_or("") {
+            "" if self.daemonize() => Some(format!("/var/run/redis_{}.pid", self.port())),
+            "" => None,
+            path => Some(path.to_string()),
+        }
+    }
+
+    pub fn always_show_logo(&self) -> bool {
+        self.flag("always-show-logo")
     }
 
     pub fn port(&self) -> u16 {
@@ -411,13 +546,82 @@ impl Config {
         out
     }
 
+    /// The same in Redis's format (`ringdb --print-config redis`).
+    pub fn to_redis_conf(&self) -> String {
+        let mut out = String::from(
+            "# ringdb configuration in Redis's redis.conf format. Every setting, with its default.\n",
+        );
+        for (s, v) in SETTINGS.iter().zip(&self.values) {
+            out.push_str(&format!("\n# {}\n", s.help));
+            for line in redis_lines(s, v) {
+                out.push_str(&line);
+                out.push('\n');
+            }
+        }
+        out
+    }
+
     /// CONFIG REWRITE: writes the current values into the file the server
-    /// was started with, keeping its comments and layout.
+    /// was started with, in its format, keeping its comments and layout.
     pub fn rewrite(&self) -> Result<(), String> {
         let Some(path) = &self.file else {
             return Err("The server is running without a config file".into());
         };
         let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+        let new = match self.format {
+            Format::Toml => self.rewrite_toml(&text)?,
+            Format::Redis => self.rewrite_redis(&text),
+        };
+        let mut tmp = path.clone().into_os_string();
+        tmp.push(".tmp");
+        std::fs::write(&tmp, new).map_err(|e| e.to_string())?;
+        std::fs::rename(&tmp, path).map_err(|e| e.to_string())
+    }
+
+    /// Redis's rewrite: each setting's lines replace its old lines in place
+    /// (extra old lines go), settings not in the file and not at their
+    /// default are appended after `# Generated by CONFIG REWRITE`. Other
+    /// lines (comments, `include`, `rename-command`, Redis-only directives)
+    /// stay as they are.
+    fn rewrite_redis(&self, text: &str) -> String {
+        const MARK: &str = "# Generated by CONFIG REWRITE";
+        let mut lines: Vec<Option<String>> = text.lines().map(|l| Some(l.to_string())).collect();
+        let mut tail = Vec::new();
+        for (s, v) in SETTINGS.iter().zip(&self.values) {
+            let old: Vec<usize> = lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| {
+                    let l = l.as_deref().unwrap_or("").trim();
+                    !l.starts_with('#')
+                        && redis_conf::split_args(l)
+                            .and_then(|a| a.into_iter().next())
+                            .is_some_and(|name| s.is_named(&name))
+                })
+                .map(|(i, _)| i)
+                .collect();
+            if old.is_empty() && v == s.default {
+                continue;
+            }
+            let mut new = redis_lines(s, v).into_iter();
+            for &i in &old {
+                lines[i] = new.next();
+            }
+            tail.extend(new);
+        }
+        let mut out: Vec<String> = lines.into_iter().flatten().collect();
+        if !tail.is_empty() {
+            if !out.iter().any(|l| l == MARK) {
+                out.push(MARK.to_string());
+            }
+            out.extend(tail);
+        }
+        let mut text = out.join("\n");
+        text.push('\n');
+        text
+    }
+
+    fn rewrite_toml(&self, text: &str) -> Result<String, String> {
         let mut doc: toml_edit::DocumentMut =
             text.parse().map_err(|e: toml_edit::TomlError| e.to_string())?;
         for (s, v) in SETTINGS.iter().zip(&self.values) {
@@ -447,9 +651,37 @@ impl Config {
                 }
             }
         }
-        let tmp = path.with_extension("toml.tmp");
-        std::fs::write(&tmp, doc.to_string()).map_err(|e| e.to_string())?;
-        std::fs::rename(&tmp, path).map_err(|e| e.to_string())
+        Ok(doc.to_string())
+    }
+}
+
+/// A setting's lines in Redis's format: `save` one line per pair,
+/// `client-output-buffer-limit` one per class, strings quoted as Redis's
+/// rewrite quotes them.
+fn redis_lines(s: &Setting, v: &str) -> Vec<String> {
+    let words: Vec<&str> = v.split_whitespace().collect();
+    match s.kind {
+        Kind::SavePoints if words.is_empty() => vec![format!("{} \"\"", s.name)],
+        Kind::SavePoints => {
+            words.chunks(2).map(|p| format!("{} {}", s.name, p.join(" "))).collect()
+        }
+        Kind::BufferLimits => {
+            words.chunks(4).map(|c| format!("{} {}", s.name, c.join(" "))).collect()
+        }
+        Kind::Percentiles | Kind::Text if multi_arg(s) && !words.is_empty() => {
+            vec![format!("{} {}", s.name, words.join(" "))]
+        }
+        Kind::Percentiles => vec![format!("{} \"\"", s.name)],
+        Kind::Text | Kind::NotifyEvents | Kind::HotkeysRules => {
+            vec![format!("{} {}", s.name, redis_conf::repr(v))]
+        }
+        Kind::Bool
+        | Kind::Int { .. }
+        | Kind::Memory { .. }
+        | Kind::Float { .. }
+        | Kind::Enum(_) => {
+            vec![format!("{} {}", s.name, v)]
+        }
     }
 }
 
@@ -471,6 +703,97 @@ fn toml_value(s: &Setting, v: &str) -> String {
 mod tests {
     use super::*;
 
+    fn opts(words: &[&str]) -> Vec<Directive> {
+        let words: Vec<String> = words.iter().map(|w| w.to_string()).collect();
+        redis_conf::command_line(&words)
+    }
+
+    fn temp(tag: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("ringdb-config-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    #[test]
+    fn reads_redis_conf() {
+        let dir = temp("redis");
+        let path = dir.join("redis.conf");
+        std::fs::write(
+            &path,
+            "# a comment\nport 6599\nsave \"\"\nsave 900 1\nsave 300 10\nmaxmemory 100mb\n\
+             client-output-buffer-limit pubsub 32mb 8mb 60\nlogfile ''\nappendonly yes\n\
+             rename-command FLUSHALL \"\"\nactiverehashing yes\nrepl-timeout 60\nbind 127.0.0.1 -::1\n",
+        )
+        .unwrap();
+        let c = Config::load(Some(&path), None, &opts(&["--save", "60", "5"])).unwrap();
+        assert_eq!(c.format, Format::Redis);
+        assert_eq!(c.port(), 6599);
+        assert_eq!(c.save_points(), vec![(900, 1), (300, 10), (60, 5)]);
+        assert_eq!(c.maxmemory(), 100 * 1024 * 1024);
+        assert_eq!(c.pubsub_buffer_limit().hard, 32 * 1024 * 1024);
+        assert_eq!(c.get("appendonly"), Some("yes"));
+        assert_eq!(c.bind(), vec!["127.0.0.1", "-::1"]);
+        assert_eq!(c.renames, vec![("FLUSHALL".to_string(), String::new())]);
+        // activerehashing yes is what ringdb does; repl-timeout is not.
+        assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
+        assert!(c.warnings[0].contains("'repl-timeout'") && c.warnings[0].contains("line 12"));
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn redis_conf_errors_as_redis() {
+        let dir = temp("errors");
+        let path = dir.join("redis.conf");
+        for (text, line, message) in [
+            ("port 1\nnosuchthing yes\n", 2, "Bad directive or wrong number of arguments"),
+            ("port 1 2\n", 1, "wrong number of arguments"),
+            ("hz 10\nport abc\n", 2, "argument couldn't be parsed into an integer"),
+            ("maxmemory-policy nope\n", 1, "argument(s) must be one of the following"),
+        ] {
+            std::fs::write(&path, text).unwrap();
+            let err = Config::load(Some(&path), None, &[]).unwrap_err().to_string();
+            assert!(err.contains("*** FATAL CONFIG FILE ERROR (Redis "), "{err}");
+            assert!(err.contains(&format!("at line {line}\n")), "{err}");
+            assert!(err.contains(message), "{err}");
+        }
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn rewrites_redis_conf_in_place() {
+        let dir = temp("rewrite-redis");
+        let path = dir.join("redis.conf");
+        std::fs::write(&path, "# keep me\nhz 10\nsave 900 1\nsave 300 10\nactiverehashing yes\n")
+            .unwrap();
+        let mut c = Config::load(Some(&path), None, &[]).unwrap();
+        c.set("hz", "25").unwrap();
+        c.set("save", "100 1").unwrap();
+        c.set("maxmemory-policy", "allkeys-lfu").unwrap();
+        c.set("requirepass", "a b").unwrap();
+        c.rewrite().unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            text,
+            "# keep me\nhz 25\nsave 100 1\nactiverehashing yes\n# Generated by CONFIG REWRITE\n\
+             requirepass \"a b\"\nmaxmemory-policy allkeys-lfu\n"
+        );
+        let again = Config::load(Some(&path), None, &[]).unwrap();
+        assert_eq!((again.hz(), again.requirepass()), (25, Some("a b")));
+        assert_eq!(again.save_points(), vec![(100, 1)]);
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn printed_redis_conf_loads_back_as_the_defaults() {
+        let dir = temp("print");
+        let path = dir.join("all.conf");
+        std::fs::write(&path, Config::default().to_redis_conf()).unwrap();
+        let loaded = Config::load(Some(&path), None, &[]).unwrap();
+        assert_eq!(loaded.values, Config::default().values);
+        assert!(loaded.warnings.is_empty());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
     #[test]
     fn committed_config_file_matches_the_table() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("config/ringdb.toml");
@@ -480,19 +803,17 @@ mod tests {
             Config::default().to_toml(),
             "config/ringdb.toml is out of date: regenerate it with `ringdb --print-config > config/ringdb.toml`"
         );
-        let loaded = Config::load(Some(&path), &[]).unwrap();
+        let loaded = Config::load(Some(&path), None, &[]).unwrap();
         assert_eq!(loaded.values, Config::default().values);
     }
 
     #[test]
     fn flags_override_and_validate() {
-        let c =
-            Config::load(None, &[("port".into(), "7000".into()), ("shards".into(), "2".into())])
-                .unwrap();
+        let c = Config::load(None, None, &opts(&["--port", "7000", "--shards", "2"])).unwrap();
         assert_eq!(c.port(), 7000);
         assert_eq!(c.shards(), 2);
-        assert!(Config::load(None, &[("port".into(), "x".into())]).is_err());
-        assert!(Config::load(None, &[("nope".into(), "1".into())]).is_err());
+        assert!(Config::load(None, None, &opts(&["--port", "x"])).is_err());
+        assert!(Config::load(None, None, &opts(&["--nope", "1"])).is_err());
         let mut c = Config::default();
         assert_eq!(c.set("databases", "3").unwrap_err(), "can't set immutable config");
         assert!(c.set("hz", "20").is_ok());
@@ -505,7 +826,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("ringdb.toml");
         std::fs::write(&path, "# my comment\nhz = 10\n").unwrap();
-        let mut c = Config::load(Some(&path), &[]).unwrap();
+        let mut c = Config::load(Some(&path), None, &[]).unwrap();
         c.set("hz", "25").unwrap();
         c.set("maxmemory-policy", "allkeys-lfu").unwrap();
         c.rewrite().unwrap();
@@ -513,7 +834,7 @@ mod tests {
         assert!(text.contains("# my comment"));
         assert!(text.contains("hz = 25"));
         assert!(text.contains("maxmemory-policy = \"allkeys-lfu\""));
-        let again = Config::load(Some(&path), &[]).unwrap();
+        let again = Config::load(Some(&path), None, &[]).unwrap();
         assert_eq!(again.hz(), 25);
         std::fs::remove_dir_all(&dir).ok();
     }

@@ -54,7 +54,12 @@ pub fn bind_all(
         let probe = socket_for(addr)?;
         probe.set_reuse_address(true).map_err(|e| e.to_string())?;
         probe.bind(&addr.into()).map_err(|e| {
-            format!("could not bind {addr}: {e} (is another server running on this port?)")
+            // Redis's words: scripts (and Redis's test suite) retry another
+            // port when they read them.
+            format!(
+                "Could not create server TCP listening socket {addr}: bind: {e}. \
+                 Failed listening on port {port} (TCP), aborting."
+            )
         })?;
         if port == 0 {
             port =

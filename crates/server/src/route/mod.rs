@@ -16,6 +16,7 @@
 pub mod busy;
 pub mod cross;
 pub mod multi;
+pub mod pause;
 pub mod script;
 pub mod segment;
 
@@ -97,6 +98,10 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
         if conn.state.multi.is_some() && !controls_transaction(spec.exec) {
             queue(conn, &mut segment, reg, args, skip).await;
             continue;
+        }
+        if pause::holds(conn, reg, &args) {
+            segment.finish(conn).await;
+            pause::wait(conn, reg, &args).await;
         }
         crate::cmd::monitor::feed(conn, spec, &args);
         match spec.exec {
