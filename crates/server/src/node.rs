@@ -161,6 +161,7 @@ impl Core {
             if self.id.0 == 0 {
                 let p = &self.shared.persist;
                 p.aof_rewrite_scheduled.store(true, std::sync::atomic::Ordering::Relaxed);
+                info!("AOF was enabled: an AOF background was scheduled to start when possible.");
             }
         } else if !logging && was_logging {
             crate::aof::close(self);

@@ -103,6 +103,10 @@ pub struct Persistence {
     pub aof_rewrite_started_ms: AtomicU64,
     /// Duration of the last log rewrite, seconds (-1: none yet).
     pub aof_last_rewrite_time_s: AtomicI64,
+    /// Background saves and log rewrites started. INFO shows it as
+    /// `total_forks`: ringdb forks nothing, these jobs are what Redis forks
+    /// for.
+    pub background_jobs: AtomicU64,
 }
 
 impl Default for Persistence {
@@ -127,6 +131,7 @@ impl Default for Persistence {
             aof_cancel: AtomicBool::new(false),
             aof_rewrite_started_ms: AtomicU64::new(0),
             aof_last_rewrite_time_s: AtomicI64::new(-1),
+            background_jobs: AtomicU64::new(0),
         }
     }
 }
@@ -630,6 +635,7 @@ pub async fn bgsave(core: &Rc<Core>, in_exec: bool) -> Result<(), CmdError> {
         return Err(OTHER_SAVE_RUNNING);
     }
     p.bgsave_in_progress.store(true, Relaxed);
+    p.background_jobs.fetch_add(1, Relaxed);
     p.cancel.store(false, Relaxed);
     p.bgsave_scheduled.store(false, Relaxed);
     p.last_bgsave_try_ms.store(now_ms(), Relaxed);

@@ -92,6 +92,8 @@ pub async fn start(core: &Rc<Core>) -> Result<Outcome, CmdError> {
         return Ok(Outcome::Scheduled);
     }
     p.aof_rewrite_in_progress.store(true, Relaxed);
+    p.background_jobs.fetch_add(1, Relaxed);
+    tracing::info!("Background append only file rewriting started");
     p.aof_rewrite_scheduled.store(false, Relaxed);
     p.aof_cancel.store(false, Relaxed);
     p.aof_rewrite_started_ms.store(now_ms(), Relaxed);
