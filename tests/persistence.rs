@@ -2,13 +2,14 @@
 //! between ringdb and a real redis-server, snapshot files (SAVE, BGSAVE,
 //! the `save` schedule, SHUTDOWN, DEBUG RELOAD) that survive a restart and
 //! move between ringdb and redis-server in both directions, for every type.
-//! Tests that need redis-server say so and skip when it is not installed.
+//! Tests that need redis-server say so and skip when it is not installed
+//! (fail under CI=true; see `common::RedisServer`).
 
 mod common;
-use common::{keys_on_two_shards, q, Server};
+use common::{keys_on_two_shards, q, RedisServer, Server};
 use redis::Value;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// A directory under the system's temp dir, removed on drop.
@@ -33,57 +34,6 @@ impl TempDir {
 impl Drop for TempDir {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// A real redis-server, killed on drop.
-struct Redis {
-    child: Child,
-    port: u16,
-}
-
-impl Redis {
-    /// Starts `redis-server` with its files in `dir`; `None` (after saying
-    /// so) when it is not installed.
-    fn start(dir: &TempDir, dbfilename: &str) -> Option<Redis> {
-        let port = std::net::TcpListener::bind("127.0.0.1:0").ok()?.local_addr().ok()?.port();
-        let child = Command::new("redis-server")
-            .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
-            .args(["--dir", dir.str(), "--dbfilename", dbfilename, "--appendonly", "no"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn();
-        let Ok(child) = child else {
-            eprintln!("SKIPPED: redis-server is not installed (apt install redis-server)");
-            return None;
-        };
-        let redis = Redis { child, port };
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Ok(mut c) = redis.try_client() {
-                // Loading a file: wait until it is done.
-                if q::<String>(&mut c, &["PING"]).is_ok() {
-                    return Some(redis);
-                }
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("redis-server did not start");
-    }
-
-    fn try_client(&self) -> redis::RedisResult<redis::Connection> {
-        redis::Client::open(format!("redis://127.0.0.1:{}/", self.port))?.get_connection()
-    }
-
-    fn client(&self) -> redis::Connection {
-        self.try_client().expect("connect to redis-server")
-    }
-}
-
-impl Drop for Redis {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -247,7 +197,7 @@ fn copy_all(from: &mut redis::Connection, to: &mut redis::Connection) {
 #[test]
 fn dump_restore_between_redis_and_ringdb_for_every_type() {
     let dir = TempDir::new("dump");
-    let Some(redis) = Redis::start(&dir, "dump.rdb") else { return };
+    let Some(redis) = RedisServer::start(&dir.0, "dump.rdb") else { return };
     let server = Server::start(2);
     let (mut r, mut g) = (redis.client(), server.client());
     run_all(&mut r, &fixture_commands());
@@ -426,14 +376,14 @@ fn redis_server_and_ringdb_load_each_others_snapshots() {
         let text = String::from_utf8_lossy(&out.stdout);
         assert!(out.status.success() && text.contains("RDB looks OK"), "redis-check-rdb: {text}");
     }
-    let Some(redis) = Redis::start(&ours, "ringdb.rdb") else { return };
+    let Some(redis) = RedisServer::start(&ours.0, "ringdb.rdb") else { return };
     let mut r = redis.client();
     assert_eq!(snapshot_of(&mut r), snapshot_of(&mut g));
     assert_eq!(q::<i64>(&mut r, &["FCALL", "answer", "0"]).unwrap(), 42);
 
     // And the other way: redis-server's dump.rdb starts a ringdb.
     let theirs = TempDir::new("theirs");
-    let Some(redis) = Redis::start(&theirs, "dump.rdb") else { return };
+    let Some(redis) = RedisServer::start(&theirs.0, "dump.rdb") else { return };
     let mut r = redis.client();
     populate(&mut r);
     q::<String>(&mut r, &["FUNCTION", "LOAD", LIBRARY]).unwrap();

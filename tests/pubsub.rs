@@ -92,6 +92,9 @@ fn resp3_pushes_mix_with_replies() {
     assert_eq!(q::<i64>(&mut p, &["PUBLISH", "c", "hello"]).unwrap(), 1);
     assert_eq!(s.read_frame(), b">3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$5\r\nhello\r\n");
     assert_eq!(s.call(&["GET", "k"]), "$1\r\nv\r\n");
+    // NUMSUB and SHARDNUMSUB stay flat arrays under RESP3, as in Redis.
+    assert_eq!(s.call(&["PUBSUB", "NUMSUB", "c"]), "*2\r\n$1\r\nc\r\n:1\r\n");
+    assert_eq!(s.call(&["PUBSUB", "SHARDNUMSUB", "c"]), "*2\r\n$1\r\nc\r\n:0\r\n");
 }
 
 #[test]

@@ -478,6 +478,7 @@ fn xinfo_and_xsetid() {
         q(&mut c, &["XINFO", "CONSUMERS", &a, "g"]).unwrap();
     assert_eq!(consumers[0]["name"], Value::BulkString(b"alice".to_vec()));
     assert_eq!(consumers[0]["pending"], Value::Int(1));
+    assert!(matches!(consumers[0]["inactive"], Value::Int(n) if n >= 0), "{consumers:?}");
     assert!(err(&mut c, &["XINFO", "CONSUMERS", &a, "nog"])
         .contains("NOGROUP No such consumer group 'nog'"));
     // XSETID.

@@ -337,3 +337,114 @@ pub fn raw_on_shard(
     }
     panic!("no connection landed on shard {shard}");
 }
+
+/// A real `redis-server` child process for differential tests, killed on
+/// drop. Without redis-server installed, [`RedisServer::start`] gives `None`
+/// after saying the test is skipped, except under `CI=true`, where a missing
+/// dependency fails the test instead of passing it silently.
+pub struct RedisServer {
+    child: Child,
+    pub port: u16,
+    /// The server's `dir` when the caller gave none (removed on drop).
+    own_dir: Option<std::path::PathBuf>,
+}
+
+impl RedisServer {
+    /// A redis-server with no persistence, its `dir` a temporary directory.
+    pub fn start_default() -> Option<RedisServer> {
+        Self::start_args(&[])
+    }
+
+    /// A redis-server whose files are `dir/dbfilename` (loaded when there).
+    pub fn start(dir: &std::path::Path, dbfilename: &str) -> Option<RedisServer> {
+        let dir = dir.to_str().expect("a UTF-8 dir");
+        Self::start_args(&["--dir", dir, "--dbfilename", dbfilename])
+    }
+
+    /// A redis-server with these extra arguments; it never saves on its own
+    /// and keeps no log. `None` (after saying so) when it is not installed
+    /// and `CI` is not `true`.
+    pub fn start_args(args: &[&str]) -> Option<RedisServer> {
+        let own_dir = (!args.contains(&"--dir")).then(|| temp_dir("redis"));
+        let mut defaults: Vec<String> = Vec::new();
+        if let Some(dir) = &own_dir {
+            defaults.extend(["--dir".to_string(), dir.display().to_string()]);
+        }
+        for _attempt in 0..20 {
+            let port = free_port();
+            let spawned = Command::new("redis-server")
+                .args(["--port", &port.to_string(), "--bind", "127.0.0.1", "--save", ""])
+                .args(["--appendonly", "no"])
+                .args(&defaults)
+                .args(args)
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn();
+            let mut child = match spawned {
+                Ok(child) => child,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    if std::env::var("CI").as_deref() == Ok("true") {
+                        panic!("redis-server is not installed, and CI=true: it is required");
+                    }
+                    eprintln!("SKIPPED: redis-server is not installed (apt install redis-server)");
+                    return None;
+                }
+                Err(e) => panic!("could not start redis-server: {e}"),
+            };
+            let deadline = Instant::now() + Duration::from_secs(10);
+            let mut ours = false;
+            while Instant::now() < deadline {
+                if let Ok(Some(_)) = child.try_wait() {
+                    break; // port taken meanwhile: try another
+                }
+                if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    ours = answers_as(port, child.id());
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            if !ours {
+                let _ = child.kill();
+                let _ = child.wait();
+                continue;
+            }
+            let redis = RedisServer { child, port, own_dir };
+            // While it loads a file it answers -LOADING: wait for PONG.
+            while Instant::now() < deadline {
+                if redis.raw().call(&["PING"]).starts_with("+PONG") {
+                    return Some(redis);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            panic!("redis-server did not finish loading");
+        }
+        panic!("could not start redis-server");
+    }
+
+    /// A RESP2 connection through the `redis` crate.
+    pub fn client(&self) -> redis::Connection {
+        let url = format!("redis://127.0.0.1:{}/", self.port);
+        let con = redis::Client::open(url).and_then(|c| c.get_connection());
+        let con = con.expect("connect to redis-server");
+        con.set_read_timeout(Some(Duration::from_secs(30))).ok();
+        con
+    }
+
+    /// A raw socket.
+    pub fn raw(&self) -> Raw {
+        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect to redis-server");
+        s.set_read_timeout(Some(Duration::from_secs(10))).ok();
+        s.set_nodelay(true).ok();
+        Raw { stream: s, buf: Vec::new() }
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        if let Some(dir) = &self.own_dir {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}

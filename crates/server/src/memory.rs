@@ -143,6 +143,80 @@ pub fn human(n: u64) -> String {
     format!("{n}B")
 }
 
+/// `used_memory` once the server had started, before it held any data
+/// (MEMORY STATS `startup.allocated`, Redis's `initial_memory_usage`).
+static STARTUP: AtomicI64 = AtomicI64::new(0);
+
+/// Records the start-up baseline (see [`startup_memory`]).
+pub fn mark_startup() {
+    STARTUP.store(USED.load(Ordering::Relaxed), Ordering::Relaxed);
+}
+
+pub fn startup_memory() -> u64 {
+    STARTUP.load(Ordering::Relaxed).max(0) as u64
+}
+
+/// The allocator's name, as INFO's `mem_allocator` gives it.
+pub const ALLOCATOR: &str = "mimalloc";
+
+// mimalloc's own statistics. The library is linked through the `mimalloc`
+// crate (the global allocator); these are part of its C API, which the
+// crate's default features do not bind.
+extern "C" {
+    fn mi_process_info(
+        elapsed_msecs: *mut usize,
+        user_msecs: *mut usize,
+        system_msecs: *mut usize,
+        current_rss: *mut usize,
+        peak_rss: *mut usize,
+        current_commit: *mut usize,
+        peak_commit: *mut usize,
+        page_faults: *mut usize,
+    );
+    fn mi_stats_print_out(
+        out: Option<unsafe extern "C" fn(*const libc::c_char, *mut libc::c_void)>,
+        arg: *mut libc::c_void,
+    );
+    fn mi_collect(force: bool);
+}
+
+/// Bytes mimalloc has committed from the OS (its `current_commit`): what
+/// it holds, used or not, as jemalloc's `active`/`resident`.
+pub fn allocator_committed() -> u64 {
+    let mut v = [0usize; 8];
+    let [a, b, c, d, e, f, g, h] = &mut v;
+    // SAFETY: every pointer is to a live usize of ours; mimalloc only
+    // writes through them.
+    unsafe { mi_process_info(a, b, c, d, e, f, g, h) };
+    v[5] as u64
+}
+
+/// mimalloc's statistics report (MEMORY MALLOC-STATS), as it prints it.
+pub fn allocator_report() -> Vec<u8> {
+    unsafe extern "C" fn collect(msg: *const libc::c_char, arg: *mut libc::c_void) {
+        if msg.is_null() || arg.is_null() {
+            return;
+        }
+        // SAFETY: `arg` is the Vec passed below, alive for the call; `msg`
+        // is a NUL-terminated string mimalloc owns for this callback.
+        unsafe {
+            let out = &mut *(arg as *mut Vec<u8>);
+            out.extend_from_slice(std::ffi::CStr::from_ptr(msg).to_bytes());
+        }
+    }
+    let mut out: Vec<u8> = Vec::new();
+    // SAFETY: the callback only appends to `out`, which outlives the call.
+    unsafe { mi_stats_print_out(Some(collect), &mut out as *mut Vec<u8> as *mut libc::c_void) };
+    out
+}
+
+/// Returns this thread's free memory to the OS where it can (MEMORY PURGE,
+/// run on every core: mimalloc's heaps are per thread).
+pub fn purge_this_thread() {
+    // SAFETY: no preconditions; mimalloc frees only pages it owns.
+    unsafe { mi_collect(true) };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

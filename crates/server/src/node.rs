@@ -544,6 +544,8 @@ pub fn run(config: Config) -> Result<(), String> {
         Default::default()
     });
 
+    // The start-up baseline of MEMORY STATS: before any shard loads data.
+    crate::memory::mark_startup();
     let mut handles = Vec::new();
     let mut ready = Vec::new();
     for (i, (rx, fds)) in receivers.into_iter().zip(listeners).enumerate() {
@@ -597,6 +599,10 @@ pub fn run(config: Config) -> Result<(), String> {
         }
     }
 
+    if loaded == 0 {
+        // Nothing loaded: the shards' own structures count as start-up too.
+        crate::memory::mark_startup();
+    }
     if rdb.is_some() {
         info!(
             "DB loaded from disk: {:.3} seconds, {loaded} keys ({})",

@@ -403,6 +403,10 @@ pub enum NodeCommand {
     LatencyLatest,
     LatencyReset,
     LatencyHelp,
+    MemoryStats,
+    MemoryDoctor,
+    MemoryMallocStats,
+    MemoryPurge,
     /// `<NAME>.WATCH …`: a reactive query (rows made from each watchable
     /// row; see [`super::table`]).
     QueryWatch,

@@ -1,10 +1,12 @@
-//! MEMORY USAGE and MEMORY HELP: how much a key costs. (DOCTOR, STATS,
-//! MALLOC-STATS and PURGE are not provided; INFO memory reports the
-//! allocator's totals.)
+//! MEMORY: USAGE (how much a key costs) and HELP run on the key's shard;
+//! STATS, DOCTOR, MALLOC-STATS and PURGE look at the whole process and run
+//! on the connection's core (the server crate implements them).
 
 use crate::command::args::{self, is};
 use crate::command::error::{CmdResult, SYNTAX};
-use crate::command::spec::{flags::*, keyflags as kf, CommandSpec, Exec, KeySpec};
+use crate::command::spec::{
+    flags::*, keyflags as kf, CommandSpec, Exec, KeySpec, NodeCommand as N,
+};
 use crate::command::Ctx;
 use bytes::Bytes;
 
@@ -17,6 +19,30 @@ static SUBCOMMANDS: &[CommandSpec] = &[
             "Estimates the memory usage of a key.",
             "O(N) where N is the number of samples.",
             "key [SAMPLES count]",
+        ),
+    CommandSpec::new("stats", 2, 0, Exec::Node(N::MemoryStats))
+        .tips(&["nondeterministic_output", "request_policy:all_shards", "response_policy:special"])
+        .doc("server", "4.0.0", "Returns details about memory usage.", "O(1)", ""),
+    CommandSpec::new("doctor", 2, 0, Exec::Node(N::MemoryDoctor))
+        .tips(&["nondeterministic_output", "request_policy:all_shards", "response_policy:special"])
+        .doc("server", "4.0.0", "Outputs a memory problems report.", "O(1)", ""),
+    CommandSpec::new("malloc-stats", 2, 0, Exec::Node(N::MemoryMallocStats))
+        .tips(&["nondeterministic_output", "request_policy:all_shards", "response_policy:special"])
+        .doc(
+            "server",
+            "4.0.0",
+            "Returns the allocator statistics.",
+            "Depends on how much memory is allocated, could be slow",
+            "",
+        ),
+    CommandSpec::new("purge", 2, 0, Exec::Node(N::MemoryPurge))
+        .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
+        .doc(
+            "server",
+            "4.0.0",
+            "Asks the allocator to release memory.",
+            "Depends on how much memory is allocated, could be slow",
+            "",
         ),
     CommandSpec::new("help", 2, LOADING | STALE, Exec::Shard(help)).doc(
         "server",
@@ -63,6 +89,14 @@ fn usage(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 fn help(ctx: &mut Ctx, _args: &[Bytes]) -> CmdResult {
     let lines = [
         "MEMORY <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+        "DOCTOR",
+        "    Return memory problems reports.",
+        "MALLOC-STATS",
+        "    Return internal statistics report from the memory allocator.",
+        "PURGE",
+        "    Attempt to purge dirty pages for reclamation by the allocator.",
+        "STATS",
+        "    Return information about the memory usage of the server.",
         "USAGE <key> [SAMPLES <count>]",
         "    Return memory in bytes used by <key> and its value. Nested values are",
         "    sampled up to <count> times (default: 5, 0 means sample all).",

@@ -16,6 +16,7 @@ pub mod hll;
 pub mod hotkeys;
 pub mod keys;
 pub mod list;
+pub mod lolwut;
 pub mod memory;
 pub mod pubsub;
 pub mod replication;
@@ -50,6 +51,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     pubsub::COMMANDS,
     connection::COMMANDS,
     server::COMMANDS,
+    lolwut::COMMANDS,
     replication::COMMANDS,
     scripting::COMMANDS,
     command::COMMANDS,

@@ -1401,13 +1401,18 @@ fn xinfo_consumers(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let out = &mut ctx.out;
     out.array(g.consumers_len());
     for (name, c) in g.consumers() {
-        out.map(3);
+        // Redis 7.2's fields: `idle` counts from the last command naming the
+        // consumer, `inactive` from the last time it was given entries (-1:
+        // never).
+        out.map(4);
         out.bulk(b"name");
         out.bulk(name);
         out.bulk(b"pending");
         out.int(c.pending_len() as i64);
         out.bulk(b"idle");
         out.int(now.wrapping_sub(c.seen_time).max(0));
+        out.bulk(b"inactive");
+        out.int(if c.active_time == -1 { -1 } else { now.wrapping_sub(c.active_time).max(0) });
     }
     Ok(())
 }

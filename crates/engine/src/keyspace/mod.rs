@@ -234,6 +234,22 @@ impl Db {
         self.volatile
     }
 
+    /// Bytes the database spends on holding its keys, apart from the keys
+    /// and values themselves (MEMORY STATS `db.N`): the hash tables' slots
+    /// (a pointer and a control byte each) and the boxed entries, and the
+    /// per-slot tables that stand in for Redis's slot-to-keys map. TTLs
+    /// live in the entries, so there is no expires table.
+    pub fn overhead(&self) -> (usize, usize) {
+        let slot = std::mem::size_of::<Box<Entry>>() + 1;
+        let main = self
+            .tables
+            .iter()
+            .map(|t| t.table.capacity() * slot + t.len() * std::mem::size_of::<Entry>())
+            .sum();
+        let slot_to_keys = self.tables.capacity() * std::mem::size_of::<SlotTable>();
+        (main, slot_to_keys)
+    }
+
     fn table_index(&self, slot: u16) -> Option<usize> {
         match &self.index {
             SlotIndex::Range { first, count } => {

@@ -415,6 +415,29 @@ impl Scripting {
         self.engine.as_ref().map_or(0, |e| e.lua.used_memory())
     }
 
+    /// Bytes of the script cache's map and of the function libraries'
+    /// code and names (MEMORY STATS `lua.caches`, `functions.caches`). The
+    /// compiled functions themselves live in the Lua state
+    /// ([`Self::used_memory`]).
+    pub fn cache_memory(&self) -> (usize, usize) {
+        let Some(e) = &self.engine else { return (0, 0) };
+        // The map's slots, and each sha's 40 bytes of text.
+        let slot = std::mem::size_of::<(String, Script)>();
+        let scripts = e.scripts.capacity() * slot + e.scripts.len() * 40;
+        let functions = e
+            .libraries
+            .libs
+            .values()
+            .map(|l| {
+                std::mem::size_of::<Library>()
+                    + l.code.len()
+                    + l.name.len()
+                    + l.functions.keys().map(String::len).sum::<usize>()
+            })
+            .sum();
+        (scripts, functions)
+    }
+
     /// Scripts cached on this shard.
     pub fn script_count(&self) -> usize {
         self.engine.as_ref().map_or(0, |e| e.scripts.len())

@@ -84,6 +84,11 @@ pub struct AofWriter {
 }
 
 impl AofWriter {
+    /// Bytes the write buffer holds (MEMORY STATS `aof.buffer`).
+    pub fn buffer_capacity(&self) -> usize {
+        self.buf.capacity()
+    }
+
     /// A writer appending to `file`, which holds `size` bytes.
     fn new(file: File, path: PathBuf, fsync: Fsync, size: u64) -> Self {
         AofWriter {

@@ -301,8 +301,10 @@ impl Report<'_> {
         let scripts = self.core.shared.scripts.body_count();
         let _ = write!(
             out,
-            "used_memory_lua:{lua}\r\nused_memory_lua_human:{}\r\nnumber_of_cached_scripts:{scripts}\r\n",
+            "used_memory_lua:{lua}\r\nused_memory_lua_human:{}\r\nnumber_of_cached_scripts:{scripts}\r\n\
+             mem_allocator:{}\r\n",
             memory::human(lua as u64),
+            memory::ALLOCATOR,
         );
     }
 

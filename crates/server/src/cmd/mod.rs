@@ -12,6 +12,7 @@ pub mod hotkeys;
 pub mod info;
 pub mod keyspace;
 pub mod latency;
+pub mod memory;
 pub mod monitor;
 pub mod pubsub;
 pub mod scripting;
@@ -162,6 +163,10 @@ async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> Cm
         N::LatencyLatest => latency::latest(conn).await,
         N::LatencyReset => latency::reset(conn, args).await,
         N::LatencyHelp => latency::latency_help(conn, args),
+        N::MemoryStats => memory::stats(conn, args).await,
+        N::MemoryDoctor => memory::doctor(conn, args).await,
+        N::MemoryMallocStats => memory::malloc_stats(conn, args).await,
+        N::MemoryPurge => memory::purge(conn, args).await,
     }
 }
 

@@ -248,8 +248,10 @@ async fn numsub(conn: &mut Connection, kind: Kind, names: &[Bytes]) -> CmdResult
             wanted.iter().map(|n| hub.subscriber_count(kind, n)).collect::<Vec<_>>()
         })
         .await?;
+    // A flat array of name, count pairs in both protocols, as Redis sends
+    // it (`addReplyArrayLen(c, (argc-2)*2)`), not a RESP3 map.
     let mut out = conn.reply();
-    out.map(names.len());
+    out.array(names.len() * 2);
     for (i, name) in names.iter().enumerate() {
         out.bulk(name);
         out.int(per_core.iter().map(|c| c[i]).sum::<usize>() as i64);
