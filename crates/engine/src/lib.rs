@@ -39,6 +39,7 @@ pub mod funnel;
 pub mod hotkeys;
 pub mod keyspace;
 pub mod latency;
+pub mod lazyfree;
 pub mod lent;
 pub mod locks;
 pub mod monitor;

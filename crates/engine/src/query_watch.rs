@@ -339,7 +339,7 @@ mod tests {
         assert_eq!(&first[..], b"$1\r\nv\r\n");
         // FLUSHDB runs on every shard through the server; the server re-runs
         // the queries after it, as here.
-        crate::families::keys::op_flush(&mut s, Some(0));
+        crate::families::keys::op_flush(&mut s, Some(0), false);
         s.rerun_queries(0);
         assert_eq!(pushed(&mut s), vec![(0, Some("$-1\r\n".into()), None)]);
     }

@@ -299,6 +299,8 @@ pub struct ShardSettings {
     pub slowlog: crate::slowlog::SlowLogSettings,
     /// Per-command latency histograms and the latency monitor's threshold.
     pub latency: crate::latency::LatencySettings,
+    /// `lazyfree-lazy-user-del`: DEL frees as UNLINK does.
+    pub lazy_user_del: bool,
 }
 
 impl Default for ShardSettings {
@@ -324,6 +326,7 @@ impl Default for ShardSettings {
             memory: crate::evict::MemoryLimit::default(),
             slowlog: crate::slowlog::SlowLogSettings::default(),
             latency: crate::latency::LatencySettings { tracking: true, monitor_threshold_ms: 0 },
+            lazy_user_del: false,
         }
     }
 }

@@ -124,6 +124,7 @@ impl Core {
             slowlog: config.slowlog(),
             latency: config.latency(),
             memory: config.memory_limit(),
+            lazy_user_del: config.get("lazyfree-lazy-user-del") == Some("yes"),
         }
     }
 

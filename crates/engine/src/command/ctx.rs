@@ -162,6 +162,20 @@ impl<'a> KeyspaceView<'a> {
         }
     }
 
+    /// Deletes `key` as UNLINK does: a value costly to free goes to the
+    /// lazy-free thread (see [`crate::lazyfree`]).
+    pub fn unlink(&mut self, key: &[u8]) -> bool {
+        let now = self.now_ms;
+        match self.keyspace.db_mut(self.db).remove(key) {
+            Some(e) => {
+                let live = !e.is_expired(now);
+                crate::lazyfree::free_value(e.value);
+                live
+            }
+            None => false,
+        }
+    }
+
     /// Sets or clears the expiry of an existing key.
     pub fn set_expire(&mut self, key: &[u8], at: Option<u64>) -> bool {
         self.keyspace.db_mut(self.db).set_expire(key, at)

@@ -190,11 +190,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("server", "4.0.0", "Swaps two Redis databases.", "O(N) where N is the count of clients watching or blocking on keys from both databases.", "index1 index2"),
 ];
 
-fn delete_keys(ctx: &mut Ctx, args: &[Bytes]) -> i64 {
+/// DEL and UNLINK: `lazy` frees big values in the background.
+fn delete_keys(ctx: &mut Ctx, args: &[Bytes], lazy: bool) -> i64 {
     let mut n = 0;
     for key in &args[1..] {
         // An expired key is reclaimed by the lookup and does not count.
-        if ctx.ks.exists(key) && ctx.ks.delete(key) {
+        let deleted =
+            ctx.ks.exists(key) && if lazy { ctx.ks.unlink(key) } else { ctx.ks.delete(key) };
+        if deleted {
             ctx.ks.changed(key, NotifyClass::Generic, "del");
             n += 1;
         }
@@ -203,13 +206,16 @@ fn delete_keys(ctx: &mut Ctx, args: &[Bytes]) -> i64 {
 }
 
 fn del(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
-    let n = delete_keys(ctx, args);
+    let lazy = ctx.ks.state.settings.lazy_user_del;
+    let n = delete_keys(ctx, args, lazy);
     ctx.out.int(n);
     Ok(())
 }
 
 fn unlink(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
-    del(ctx, args)
+    let n = delete_keys(ctx, args, true);
+    ctx.out.int(n);
+    Ok(())
 }
 
 fn exists(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
@@ -703,8 +709,9 @@ pub fn op_random_key(shard: &mut Shard, db: usize, now_ms: u64) -> Option<Bytes>
     nth_entry(shard.keyspace.db(db), n).map(|e| Bytes::copy_from_slice(e.key()))
 }
 
-/// FLUSHDB (`Some(db)`) or FLUSHALL (`None`) on one shard.
-pub fn op_flush(shard: &mut Shard, db: Option<usize>) {
+/// FLUSHDB (`Some(db)`) or FLUSHALL (`None`) on one shard; `lazy` frees
+/// the keys in the background (ASYNC).
+pub fn op_flush(shard: &mut Shard, db: Option<usize>, lazy: bool) {
     let dbs = match db {
         Some(db) => db..db + 1,
         None => 0..shard.keyspace.db_count(),
@@ -715,7 +722,7 @@ pub fn op_flush(shard: &mut Shard, db: Option<usize>) {
         // Watched keys that existed are changed by the flush.
         let keyspace = &shard.keyspace;
         shard.state.funnel.flushed(db, |key| keyspace.db(db).get(key).is_some());
-        shard.keyspace.db_mut(db).clear();
+        shard.keyspace.db_mut(db).clear_freeing(lazy);
     }
 }
 
@@ -736,10 +743,13 @@ pub fn op_swap_db(shard: &mut Shard, a: usize, b: usize) {
 
 /// FLUSHDB's and FLUSHALL's optional `ASYNC | SYNC` (both free memory at
 /// once here: a shard's flush drops its tables in one go).
-pub fn parse_flush_mode(args: &[Bytes]) -> CmdResult {
+/// `[ASYNC | SYNC]` of FLUSHDB and FLUSHALL: whether to free in the
+/// background, `lazy_default` (`lazyfree-lazy-user-flush`) when not said.
+pub fn parse_flush_mode(args: &[Bytes], lazy_default: bool) -> Result<bool, CmdError> {
     match args {
-        [_] => Ok(()),
-        [_, mode] if is(mode, "SYNC") || is(mode, "ASYNC") => Ok(()),
+        [_] => Ok(lazy_default),
+        [_, mode] if is(mode, "SYNC") => Ok(false),
+        [_, mode] if is(mode, "ASYNC") => Ok(true),
         _ => Err(SYNTAX),
     }
 }
@@ -987,7 +997,7 @@ mod tests {
         op_swap_db(&mut shard, 0, 3);
         assert_eq!(shard.keyspace.db(0).len(), 0);
         assert_eq!(shard.keyspace.db(3).len(), 3);
-        op_flush(&mut shard, Some(3));
+        op_flush(&mut shard, Some(3), false);
         assert_eq!(shard.key_count(), 0);
         assert_eq!(op_random_key(&mut shard, 0, 10), None);
     }
@@ -1011,10 +1021,11 @@ mod tests {
         let a = |s: &str| {
             s.split(' ').map(|x| Bytes::copy_from_slice(x.as_bytes())).collect::<Vec<_>>()
         };
-        assert!(parse_flush_mode(&a("FLUSHDB")).is_ok());
-        assert!(parse_flush_mode(&a("FLUSHDB async")).is_ok());
-        assert!(parse_flush_mode(&a("FLUSHALL SYNC")).is_ok());
-        assert_eq!(parse_flush_mode(&a("FLUSHALL SYNC x")), Err(SYNTAX));
-        assert_eq!(parse_flush_mode(&a("FLUSHALL now")), Err(SYNTAX));
+        assert_eq!(parse_flush_mode(&a("FLUSHDB"), false), Ok(false));
+        assert_eq!(parse_flush_mode(&a("FLUSHDB"), true), Ok(true));
+        assert_eq!(parse_flush_mode(&a("FLUSHDB async"), false), Ok(true));
+        assert_eq!(parse_flush_mode(&a("FLUSHALL SYNC"), true), Ok(false));
+        assert_eq!(parse_flush_mode(&a("FLUSHALL SYNC x"), false), Err(SYNTAX));
+        assert_eq!(parse_flush_mode(&a("FLUSHALL now"), false), Err(SYNTAX));
     }
 }

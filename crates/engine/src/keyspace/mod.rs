@@ -544,9 +544,17 @@ impl Db {
     /// Removes everything (a running snapshot keeps the tables it has not
     /// serialised yet).
     pub fn clear(&mut self) {
+        self.clear_freeing(false);
+    }
+
+    /// [`Db::clear`]; `lazy` leaves the freeing to the lazy-free thread
+    /// (FLUSHDB ASYNC).
+    pub fn clear_freeing(&mut self, lazy: bool) {
         let tables = std::mem::take(&mut self.tables);
         if let Some(snapshot) = &mut self.snapshot {
             snapshot.detach(tables);
+        } else if lazy && self.len > 0 {
+            crate::lazyfree::free_later(tables, self.len as u64);
         }
         if let SlotIndex::Sparse(map) = &mut self.index {
             map.clear();

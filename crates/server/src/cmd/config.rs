@@ -153,6 +153,7 @@ pub async fn resetstat(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
         })
         .await?;
     crate::memory::reset_peak();
+    ringdb_engine::lazyfree::reset_stats();
     conn.reply().ok();
     Ok(())
 }

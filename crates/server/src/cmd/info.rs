@@ -302,9 +302,11 @@ impl Report<'_> {
         let _ = write!(
             out,
             "used_memory_lua:{lua}\r\nused_memory_lua_human:{}\r\nnumber_of_cached_scripts:{scripts}\r\n\
-             mem_allocator:{}\r\n",
+             mem_allocator:{}\r\nlazyfree_pending_objects:{}\r\nlazyfreed_objects:{}\r\n",
             memory::human(lua as u64),
             memory::ALLOCATOR,
+            ringdb_engine::lazyfree::pending(),
+            ringdb_engine::lazyfree::freed(),
         );
     }
 

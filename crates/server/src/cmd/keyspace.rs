@@ -38,11 +38,18 @@ pub async fn dbsize(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// `lazyfree-lazy-user-flush`: a flush without SYNC or ASYNC is ASYNC.
+fn lazy_user_flush(conn: &Connection) -> bool {
+    conn.core.config.borrow().get("lazyfree-lazy-user-flush") == Some("yes")
+}
+
 pub async fn flushdb(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
-    parse_flush_mode(args)?;
+    let lazy = parse_flush_mode(args, lazy_user_flush(conn))?;
     let db = conn.state.db;
-    crate::route::cross::on_every_shard_exclusively(conn, move |shard| op_flush(shard, Some(db)))
-        .await?;
+    crate::route::cross::on_every_shard_exclusively(conn, move |shard| {
+        op_flush(shard, Some(db), lazy)
+    })
+    .await?;
     invalidate_tracked_keys(conn).await?;
     conn.reply().ok();
     Ok(())
@@ -57,8 +64,8 @@ async fn invalidate_tracked_keys(conn: &Connection) -> CmdResult {
 }
 
 pub async fn flushall(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
-    parse_flush_mode(args)?;
-    crate::route::cross::on_every_shard_exclusively(conn, move |shard| op_flush(shard, None))
+    let lazy = parse_flush_mode(args, lazy_user_flush(conn))?;
+    crate::route::cross::on_every_shard_exclusively(conn, move |shard| op_flush(shard, None, lazy))
         .await?;
     invalidate_tracked_keys(conn).await?;
     conn.reply().ok();
