@@ -289,3 +289,22 @@ fn active_expiry_reclaims_keys_nobody_reads() {
     let kept: Vec<String> = q(&mut c, &["KEYS", "*"]).unwrap();
     assert!(kept.iter().all(|k| k.starts_with("keep:")));
 }
+
+#[test]
+fn debug_pause_cron_stops_active_expiry() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let _: () = q(&mut c, &["DEBUG", "PAUSE-CRON", "1"]).unwrap();
+    for key in ["a", "b", "c", "d"] {
+        let _: () = q(&mut c, &["SET", key, "v", "PX", "20"]).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    // Not reclaimed in the background: still counted, never read.
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]).unwrap(), 4);
+    let _: () = q(&mut c, &["DEBUG", "PAUSE-CRON", "0"]).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while q::<i64>(&mut c, &["DBSIZE"]).unwrap() != 0 {
+        assert!(std::time::Instant::now() < deadline, "active expiry did not resume");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -13,6 +13,9 @@ pub async fn run(core: Rc<Core>) {
         let hz = core.config.borrow().hz();
         let period = Duration::from_millis(1000 / hz);
         glommio::timer::sleep(period).await;
+        if core.shared.cron_paused.load(std::sync::atomic::Ordering::Relaxed) {
+            continue;
+        }
         let mut shard = core.shard.borrow_mut();
         if shard.state.settings.active_expire {
             // Redis's slow cycle: at most 25% of the period.

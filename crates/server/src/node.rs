@@ -53,6 +53,10 @@ pub struct Shared {
     pub evict_board: Arc<ringdb_engine::evict::Board>,
     /// CLIENT PAUSE, for every core.
     pub pause: Arc<ringdb_engine::pause::Pause>,
+    /// DEBUG PAUSE-CRON: every core's periodic work (active expiry,
+    /// eviction, the tracking table's limit, save points and rewrites)
+    /// stops while set, as Redis's serverCron does.
+    pub cron_paused: std::sync::atomic::AtomicBool,
     /// Connected clients over all cores, for `maxclients` (connect and
     /// disconnect only).
     pub connected_clients: AtomicUsize,
@@ -527,6 +531,7 @@ pub fn run(config: Config) -> Result<(), String> {
         next_slowlog_id: Arc::new(AtomicU64::new(0)),
         evict_board: Arc::new(ringdb_engine::evict::Board::new(shards)),
         pause: Default::default(),
+        cron_paused: Default::default(),
         connected_clients: AtomicUsize::new(0),
         scripts: Arc::new(ringdb_engine::scripting::monitor::ScriptMonitor::new(shards)),
         persist: crate::persist::Persistence::default(),

@@ -865,6 +865,9 @@ pub async fn cron(core: Rc<Core>) {
         glommio::timer::sleep(std::time::Duration::from_millis(100)).await;
         tick += 1;
         let p = &core.shared.persist;
+        if core.shared.cron_paused.load(Relaxed) {
+            continue;
+        }
         if p.bgsave_in_progress.load(Relaxed) || p.snapshot_busy.load(Relaxed) {
             continue;
         }

@@ -177,6 +177,8 @@ const DEBUG_HELP: &[&str] = &[
     "    true, false.",
     "SET-DISABLE-DENY-SCRIPTS <0|1>",
     "    Setting it to 1 lets scripts call commands flagged 'noscript' (for tests).",
+    "PAUSE-CRON <0|1>",
+    "    Stop periodic cron job processing.",
     "SET-ACTIVE-EXPIRE <0|1>",
     "    Setting it to 0 disables expiring keys in background when they are not",
     "    accessed (otherwise the Redis behavior). Setting it to 1 reenables back the",
@@ -213,6 +215,10 @@ pub async fn debug(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
         sleep_all(conn, &args[2]).await?;
     } else if is(sub, "set-disable-deny-scripts") && argc == 3 {
         conn.core.shared.scripts.set_deny_disabled(atoi(&args[2]) != 0);
+        conn.reply().ok();
+    } else if is(sub, "pause-cron") && argc == 3 {
+        let paused = atoi(&args[2]) != 0;
+        conn.core.shared.cron_paused.store(paused, std::sync::atomic::Ordering::Relaxed);
         conn.reply().ok();
     } else if is(sub, "set-active-expire") && argc == 3 {
         let enabled = atoi(&args[2]) != 0;
