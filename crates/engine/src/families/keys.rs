@@ -404,9 +404,17 @@ const SHARED_REFCOUNT: i64 = i32::MAX as i64;
 const SHARED_INTEGERS: i64 = 10_000;
 
 fn object_refcount(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
-    let lfu = ctx.ks.state.settings.lfu;
+    use crate::evict::Policy;
+    // Redis's MAXMEMORY_FLAG_NO_SHARED_INTEGERS: with a limit, LRU and LFU
+    // policies keep per-key access data, so integers are not shared.
+    let memory = ctx.ks.state.settings.memory;
+    let per_key = memory.maxmemory > 0
+        && matches!(
+            memory.policy,
+            Policy::AllKeysLru | Policy::AllKeysLfu | Policy::VolatileLru | Policy::VolatileLfu
+        );
     if let Some(e) = object_lookup(ctx, args) {
-        let shared = matches!(e.value, Value::Str(StrValue::Int(n)) if (0..SHARED_INTEGERS).contains(&n) && !lfu);
+        let shared = matches!(e.value, Value::Str(StrValue::Int(n)) if (0..SHARED_INTEGERS).contains(&n) && !per_key);
         ctx.out.int(if shared { SHARED_REFCOUNT } else { 1 });
     }
     Ok(())
@@ -882,6 +890,13 @@ mod tests {
         assert_eq!(h.run("OBJECT ENCODING missing"), "$-1\r\n");
         assert_eq!(h.run("OBJECT REFCOUNT n"), ":2147483647\r\n");
         assert_eq!(h.run("OBJECT REFCOUNT s"), ":1\r\n");
+        // A limit with an LRU/LFU policy: integers are not shared.
+        h.state.settings.memory.maxmemory = 1 << 30;
+        h.state.settings.memory.policy = crate::evict::Policy::VolatileLru;
+        assert_eq!(h.run("OBJECT REFCOUNT n"), ":1\r\n");
+        h.state.settings.memory.policy = crate::evict::Policy::AllKeysRandom;
+        assert_eq!(h.run("OBJECT REFCOUNT n"), ":2147483647\r\n");
+        h.state.settings.memory.maxmemory = 0;
         h.now += 5_000;
         assert_eq!(h.run("OBJECT IDLETIME s"), ":5\r\n");
         // OBJECT itself did not reset the access time; GET does.
