@@ -207,3 +207,27 @@ fn rewrite_and_help() {
         "{text}"
     );
 }
+
+#[test]
+fn oom_score_adj_relative_absolute_and_restored() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let pid = common::info_field(&mut c, "server", "process_id");
+    let path = format!("/proc/{pid}/oom_score_adj");
+    let score = || std::fs::read_to_string(&path).unwrap().trim().parse::<i32>().unwrap();
+    let base = score();
+    let ok = |c: &mut redis::Connection, args: &[&str]| {
+        assert_eq!(q::<String>(c, args).unwrap(), "OK");
+    };
+    ok(&mut c, &["CONFIG", "SET", "oom-score-adj-values", "10 20 30", "oom-score-adj", "yes"]);
+    assert_eq!(score(), base + 10);
+    ok(&mut c, &["CONFIG", "SET", "oom-score-adj", "absolute"]);
+    assert_eq!(score(), 10);
+    ok(&mut c, &["CONFIG", "SET", "oom-score-adj", "no"]);
+    assert_eq!(score(), base);
+    let err =
+        q::<String>(&mut c, &["CONFIG", "SET", "oom-score-adj-values", "2001 0 0"]).unwrap_err();
+    assert!(err.to_string().contains("elements must be between -2000 and 2000"), "{err}");
+    let values: Vec<String> = q(&mut c, &["CONFIG", "GET", "oom-score-adj-values"]).unwrap();
+    assert_eq!(values[1], "10 20 30");
+}

@@ -83,6 +83,10 @@ fn main() {
     for warning in &config.warnings {
         tracing::warn!("{warning}");
     }
+    let (mode, value) = config.oom_score();
+    if let Err(e) = ringdb::process::apply_oom_score(mode, value) {
+        tracing::warn!("{e}");
+    }
     let pidfile = config.pidfile();
     if let Some(path) = &pidfile {
         ringdb::process::write_pidfile(path);

@@ -120,6 +120,20 @@ fn set_failed(name: &str, reason: &str) -> CmdError {
     ))
 }
 
+/// What a change applies to the process itself, once, before the cores take
+/// it (so that a failure leaves the configuration as it was): the OOM score.
+fn apply_to_process(config: &Config, pairs: &[(&'static str, String)]) -> CmdResult {
+    let Some((name, _)) = pairs.iter().find(|(n, _)| n.starts_with("oom-score-adj")) else {
+        return Ok(());
+    };
+    let mut next = config.clone();
+    for (n, value) in pairs {
+        let _ = next.set(n, value);
+    }
+    let (mode, value) = next.oom_score();
+    crate::process::apply_oom_score(mode, value).map_err(|e| set_failed(name, &e))
+}
+
 /// Applies already validated pairs to one core's copy.
 fn apply(core: &Core, pairs: &[(&'static str, String)]) {
     let mut config = core.config.borrow().clone();
@@ -137,6 +151,7 @@ pub async fn set(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
         return Err(SYNTAX);
     }
     let pairs = validate(&conn.core.config.borrow(), &args[2..])?;
+    apply_to_process(&conn.core.config.borrow(), &pairs)?;
     conn.core.invoke_on_all(move |core| apply(core, &pairs)).await?;
     conn.reply().ok();
     Ok(())

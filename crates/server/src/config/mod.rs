@@ -96,8 +96,10 @@ impl Default for Config {
 /// Settings that take several arguments on one line in Redis's format
 /// (`save 900 1`, `bind a b`); every other takes exactly one.
 fn multi_arg(setting: &Setting) -> bool {
-    matches!(setting.kind, Kind::SavePoints | Kind::BufferLimits | Kind::Percentiles)
-        || setting.name == "bind"
+    matches!(
+        setting.kind,
+        Kind::SavePoints | Kind::BufferLimits | Kind::Percentiles | Kind::OomScores
+    ) || setting.name == "bind"
 }
 
 impl Config {
@@ -282,6 +284,17 @@ impl Config {
             "" => None,
             path => Some(path.to_string()),
         }
+    }
+
+    /// `oom-score-adj` (`no`, `relative` or `absolute`) and the primary's
+    /// value of `oom-score-adj-values`.
+    pub fn oom_score(&self) -> (&str, i32) {
+        let mode = match self.get("oom-score-adj").unwrap_or("no") {
+            "yes" => "relative",
+            other => other,
+        };
+        let primary = self.get("oom-score-adj-values").unwrap_or("0");
+        (mode, primary.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0))
     }
 
     pub fn always_show_logo(&self) -> bool {
@@ -637,7 +650,8 @@ impl Config {
                     | Kind::NotifyEvents
                     | Kind::SavePoints
                     | Kind::HotkeysRules
-                    | Kind::Percentiles => v.as_str().into(),
+                    | Kind::Percentiles
+                    | Kind::OomScores => v.as_str().into(),
                 };
                 match doc.get_mut(s.name).and_then(|item| item.as_value_mut()) {
                     Some(existing) => {
@@ -668,10 +682,10 @@ fn redis_lines(s: &Setting, v: &str) -> Vec<String> {
         Kind::BufferLimits => {
             words.chunks(4).map(|c| format!("{} {}", s.name, c.join(" "))).collect()
         }
-        Kind::Percentiles | Kind::Text if multi_arg(s) && !words.is_empty() => {
+        Kind::Percentiles | Kind::Text | Kind::OomScores if multi_arg(s) && !words.is_empty() => {
             vec![format!("{} {}", s.name, words.join(" "))]
         }
-        Kind::Percentiles => vec![format!("{} \"\"", s.name)],
+        Kind::Percentiles | Kind::OomScores => vec![format!("{} \"\"", s.name)],
         Kind::Text | Kind::NotifyEvents | Kind::HotkeysRules => {
             vec![format!("{} {}", s.name, redis_conf::repr(v))]
         }
@@ -695,7 +709,8 @@ fn toml_value(s: &Setting, v: &str) -> String {
         | Kind::NotifyEvents
         | Kind::SavePoints
         | Kind::HotkeysRules
-        | Kind::Percentiles => format!("{v:?}"),
+        | Kind::Percentiles
+        | Kind::OomScores => format!("{v:?}"),
     }
 }
 

@@ -411,8 +411,6 @@ pub const REDIS_ONLY: &[&str] = &[
     "min-slaves-max-lag",
     "min-slaves-to-write",
     "no-appendfsync-on-rewrite",
-    "oom-score-adj",
-    "oom-score-adj-values",
     "proc-title-template",
     "propagation-error-behavior",
     "rdb-del-sync-files",

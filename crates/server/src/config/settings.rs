@@ -36,6 +36,9 @@ pub enum Kind {
     /// Percentiles between 0 and 100, separated by spaces, printed as
     /// Redis prints them (`%f` without its trailing zeros).
     Percentiles,
+    /// `oom-score-adj-values`: three scores between -2000 and 2000 (primary,
+    /// replica, background child).
+    OomScores,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -203,6 +206,10 @@ pub static SETTINGS: &[Setting] = &[
       "DEL frees big values in the background, as UNLINK does."),
     s("lazyfree-lazy-user-flush", "no", Kind::Bool, true,
       "FLUSHDB, FLUSHALL, SCRIPT FLUSH and FUNCTION FLUSH without SYNC or ASYNC free in the background, as with ASYNC."),
+    s("oom-score-adj", "no", Kind::Enum(&["no", "yes", "relative", "absolute"]), true,
+      "Set the kernel's OOM score of the process from oom-score-adj-values: relative (or yes) adds it to the score ringdb started with, absolute sets it; no restores the original."),
+    s("oom-score-adj-values", "0 200 800", Kind::OomScores, true,
+      "OOM score adjustments for a primary, a replica and a background child, each between -2000 and 2000."),
     s("dir", "./", Kind::Text, true,
       "Directory the snapshot file is written to and loaded from."),
     s("dbfilename", "dump.rdb", Kind::Text, true,
@@ -315,6 +322,18 @@ pub fn normalize(setting: &Setting, value: &str) -> Result<String, String> {
                 printed.push(text.trim_end_matches('0').trim_end_matches('.').to_string());
             }
             Ok(printed.join(" "))
+        }
+        Kind::OomScores => {
+            let words: Vec<&str> = value.split_whitespace().collect();
+            if words.len() != 3 {
+                return Err("wrong number of arguments".into());
+            }
+            let scores: Option<Vec<i64>> = words
+                .iter()
+                .map(|w| w.parse::<i64>().ok().filter(|v| (-2000..=2000).contains(v)))
+                .collect();
+            let bad = "Invalid oom-score-adj-values, elements must be between -2000 and 2000.";
+            Ok(scores.ok_or(bad)?.iter().map(i64::to_string).collect::<Vec<_>>().join(" "))
         }
         Kind::NotifyEvents => ringdb_engine::funnel::notify::parse(value)
             .map(ringdb_engine::funnel::notify::to_string)
