@@ -341,3 +341,28 @@ fn replication_and_cluster_commands_answer_as_a_primary_without_replicas() {
         assert!(e.contains(want), "{args:?}: {e}");
     }
 }
+
+#[test]
+fn a_signal_whose_save_fails_keeps_serving_and_abort_cancels_a_pending_one() {
+    let dir = common::temp_dir("sigsave");
+    let server =
+        Server::start_with(&["--shards", "2", "--dir", dir.to_str().unwrap(), "--save", "3600 1"]);
+    let mut c = server.client();
+    let _: () = q(&mut c, &["SET", "k", "v"]).unwrap();
+    // A directory where the snapshot goes: the final save cannot rename.
+    std::fs::create_dir_all(dir.join("dump.rdb")).unwrap();
+    server.signal(libc::SIGTERM);
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert_eq!(q::<String>(&mut c, &["PING"]).unwrap(), "PONG");
+    let err = q::<String>(&mut c, &["SHUTDOWN", "ABORT"]).unwrap_err().to_string();
+    assert!(err.contains("No shutdown in progress"), "{err}");
+    // While the cron is paused a signal's shutdown waits, and ABORT calls it off.
+    std::fs::remove_dir(dir.join("dump.rdb")).unwrap();
+    let _: () = q(&mut c, &["DEBUG", "PAUSE-CRON", "1"]).unwrap();
+    server.signal(libc::SIGTERM);
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(q::<String>(&mut c, &["SHUTDOWN", "ABORT"]).unwrap(), "OK");
+    let _: () = q(&mut c, &["DEBUG", "PAUSE-CRON", "0"]).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(100));
+    assert_eq!(q::<String>(&mut c, &["PING"]).unwrap(), "PONG");
+}

@@ -57,6 +57,8 @@ pub struct Shared {
     /// eviction, the tracking table's limit, save points and rewrites)
     /// stops while set, as Redis's serverCron does.
     pub cron_paused: std::sync::atomic::AtomicBool,
+    /// A signal's shutdown is under way (a second SIGINT exits at once).
+    pub shutting_down: std::sync::atomic::AtomicBool,
     /// Connected clients over all cores, for `maxclients` (connect and
     /// disconnect only).
     pub connected_clients: AtomicUsize,
@@ -532,6 +534,7 @@ pub fn run(config: Config) -> Result<(), String> {
         evict_board: Arc::new(ringdb_engine::evict::Board::new(shards)),
         pause: Default::default(),
         cron_paused: Default::default(),
+        shutting_down: Default::default(),
         connected_clients: AtomicUsize::new(0),
         scripts: Arc::new(ringdb_engine::scripting::monitor::ScriptMonitor::new(shards)),
         persist: crate::persist::Persistence::default(),
@@ -645,35 +648,51 @@ fn wait_for_signal(shared: &Shared) {
     use signal_hook::consts::{SIGINT, SIGTERM};
     match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
         Ok(mut signals) => {
-            if let Some(sig) = signals.forever().next() {
-                let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
-                info!("received {name}, shutting down");
-                let job: Job = Box::new(|core| {
-                    if core.config.borrow().save_points().is_empty() {
-                        shutdown(0);
-                    }
-                    let core = core.clone();
-                    glommio::spawn_local(async move {
-                        crate::persist::stop_background_save(&core).await;
-                        crate::aof::rewrite::stop(&core).await;
-                        info!("Saving the final RDB snapshot before exiting.");
-                        if let Err(e) = crate::persist::save(&core, false).await {
-                            error!("Error trying to save the DB before exiting: {e}");
-                        }
-                        shutdown(0);
-                    })
-                    .detach();
-                });
-                if shared.mesh[0].send(job).is_err() {
-                    shutdown(0);
-                }
-                // Core 0 exits the process once it has saved.
-                for sig in signals.forever() {
+            use std::sync::atomic::Ordering::Relaxed;
+            for sig in signals.forever() {
+                if shared.shutting_down.swap(true, Relaxed) {
                     if sig == SIGINT {
                         warn!("You insist... exiting now.");
                         crate::persist::remove_temp_file();
                         std::process::exit(1);
                     }
+                    continue;
+                }
+                let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+                warn!("Received {name} scheduling shutdown...");
+                // As Redis: a save that fails keeps the server running
+                // (the next signal tries again).
+                let job: Job = Box::new(|core| {
+                    let core = core.clone();
+                    glommio::spawn_local(async move {
+                        // Redis acts on signals in its cron: while DEBUG
+                        // PAUSE-CRON holds it, SHUTDOWN ABORT can cancel.
+                        while core.shared.cron_paused.load(Relaxed) {
+                            glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
+                        }
+                        if !core.shared.shutting_down.load(Relaxed) {
+                            return;
+                        }
+                        warn!("User requested shutdown...");
+                        if core.config.borrow().save_points().is_empty() {
+                            shutdown(0);
+                        }
+                        crate::persist::stop_background_save(&core).await;
+                        crate::aof::rewrite::stop(&core).await;
+                        info!("Saving the final RDB snapshot before exiting.");
+                        match crate::persist::save(&core, false).await {
+                            Ok(_) => shutdown(0),
+                            Err(e) => {
+                                error!("Error trying to save the DB, can't exit. ({e})");
+                                warn!("Errors trying to shut down the server. Check the logs for more information.");
+                                core.shared.shutting_down.store(false, Relaxed);
+                            }
+                        }
+                    })
+                    .detach();
+                });
+                if shared.mesh[0].send(job).is_err() {
+                    shutdown(0);
                 }
             }
         }

@@ -115,21 +115,30 @@ impl ShutdownFlags {
         if (f.abort && (f.nosave || f.save || now || f.force)) || (f.nosave && f.save) {
             return Err(SYNTAX);
         }
-        if f.abort {
-            return Err(CmdError::new("ERR No shutdown in progress."));
-        }
         Ok(f)
     }
 }
 
 /// SHUTDOWN [NOSAVE|SAVE] [NOW] [FORCE] [ABORT]. ringdb has no replicas to
-/// wait for, so a shutdown is never in progress: it happens at once. It
+/// wait for, so SHUTDOWN happens at once; ABORT calls off a signal's
+/// shutdown that has not started (see `node::wait_for_signal`). It
 /// saves the snapshot first when asked (SAVE) or when a `save` schedule is
 /// configured (unless NOSAVE), as Redis does; a failed save stops the
 /// shutdown unless FORCE says to go on regardless. While a script is busy
 /// only SHUTDOWN NOSAVE goes ahead (the busy core could not save).
 pub async fn shutdown(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
-    let ShutdownFlags { nosave, save, force, .. } = ShutdownFlags::parse(args)?;
+    let ShutdownFlags { nosave, save, force, abort } = ShutdownFlags::parse(args)?;
+    if abort {
+        // Only a signal's shutdown can be pending (SHUTDOWN itself happens
+        // at once): it is called off while it waits.
+        let pending = &conn.core.shared.shutting_down;
+        if !pending.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            return Err(CmdError::new("ERR No shutdown in progress."));
+        }
+        tracing::warn!("Shutdown manually aborted.");
+        conn.reply().ok();
+        return Ok(());
+    }
     if !nosave {
         if let Some(busy) = conn.core.shared.scripts.any_busy_error() {
             return Err(CmdError::new(busy));
