@@ -179,7 +179,17 @@ pub async fn info(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     reports.iter().for_each(|r| total.add(&r.stats));
     let mut latency = ringdb_engine::latency::CommandLatency::default();
     reports.iter().filter_map(|r| r.latency.as_ref()).for_each(|l| latency.add(l));
-    let view = Report { core: &conn.core, reports: &reports, total: &total, latency: &latency };
+    let overhead = match wanted.has("memory") {
+        true => Some(crate::cmd::memory::Overhead::measure(conn).await?),
+        false => None,
+    };
+    let view = Report {
+        core: &conn.core,
+        reports: &reports,
+        total: &total,
+        latency: &latency,
+        overhead: overhead.as_ref(),
+    };
     let mut out = String::with_capacity(4096);
     for (name, _) in SECTIONS {
         if wanted.has(name) {
@@ -196,6 +206,8 @@ pub async fn info(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
 /// Everything the sections are written from.
 struct Report<'a> {
     core: &'a Rc<Core>,
+    /// MEMORY STATS's numbers, when the memory section is wanted.
+    overhead: Option<&'a crate::cmd::memory::Overhead>,
     reports: &'a [CoreReport],
     total: &'a ShardStats,
     latency: &'a ringdb_engine::latency::CommandLatency,
@@ -308,6 +320,9 @@ impl Report<'_> {
             ringdb_engine::lazyfree::pending(),
             ringdb_engine::lazyfree::freed(),
         );
+        if let Some(overhead) = self.overhead {
+            overhead.write_info(out);
+        }
     }
 
     fn persistence(&self, out: &mut String) {

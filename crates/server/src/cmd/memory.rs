@@ -28,7 +28,7 @@ struct CoreMemory {
 }
 
 /// The process's memory overhead, as Redis's `redisMemOverhead`.
-struct Overhead {
+pub struct Overhead {
     used: u64,
     peak: u64,
     startup: u64,
@@ -45,7 +45,7 @@ struct Overhead {
 }
 
 impl Overhead {
-    async fn measure(conn: &Connection) -> Result<Overhead, ringdb_engine::command::CmdError> {
+    pub async fn measure(conn: &Connection) -> Result<Overhead, ringdb_engine::command::CmdError> {
         let cores = conn
             .core
             .invoke_on_all(|core| {
@@ -155,6 +155,44 @@ impl Overhead {
 
     fn rss_extra(&self) -> (f64, i64) {
         (Self::ratio(self.rss, self.committed), self.rss as i64 - self.committed as i64)
+    }
+}
+
+impl Overhead {
+    /// INFO memory's fields from the same numbers as MEMORY STATS, those
+    /// the rest of the section does not already show (Redis's names).
+    pub fn write_info(&self, out: &mut String) {
+        use std::fmt::Write;
+        let dataset = self.dataset();
+        let perc = dataset as f64 * 100.0 / self.net_usage() as f64;
+        let (afr, afb) = self.allocator_frag();
+        let (arr, arb) = self.allocator_rss();
+        let (rr, rb) = self.rss_extra();
+        let scripts = self.lua + self.functions;
+        let _ = write!(
+            out,
+            "used_memory_overhead:{}\r\nused_memory_startup:{}\r\nused_memory_dataset:{dataset}\r\n\
+             used_memory_dataset_perc:{perc:.2}%\r\nallocator_allocated:{}\r\nallocator_active:{}\r\n\
+             allocator_resident:{}\r\nused_memory_scripts_eval:{}\r\nused_memory_functions:{}\r\n\
+             used_memory_scripts:{scripts}\r\nused_memory_scripts_human:{}\r\n\
+             allocator_frag_ratio:{afr:.2}\r\nallocator_frag_bytes:{afb}\r\nallocator_rss_ratio:{arr:.2}\r\n\
+             allocator_rss_bytes:{arb}\r\nrss_overhead_ratio:{rr:.2}\r\nrss_overhead_bytes:{rb}\r\n\
+             mem_not_counted_for_evict:{}\r\nmem_replication_backlog:0\r\nmem_total_replication_buffers:0\r\n\
+             mem_clients_slaves:0\r\nmem_clients_normal:{}\r\nmem_cluster_links:0\r\nmem_aof_buffer:{}\r\n\
+             active_defrag_running:0\r\n",
+            self.total(),
+            self.startup,
+            self.used,
+            self.committed,
+            self.committed,
+            self.lua,
+            self.functions,
+            memory::human(scripts),
+            // As Redis: the AOF buffer is not counted against maxmemory.
+            self.aof_buffer,
+            self.clients,
+            self.aof_buffer,
+        );
     }
 }
 
