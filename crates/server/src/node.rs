@@ -19,7 +19,7 @@ use ringdb_engine::{Shard, ShardId, SlotMap};
 use std::cell::{Cell, RefCell};
 use std::os::fd::OwnedFd;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, AtomicUsize};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tracing::{error, info, warn};
@@ -637,45 +637,58 @@ pub fn run(config: Config) -> Result<(), String> {
 /// "You insist... exiting now.".
 fn wait_for_signal(shared: &Shared) {
     use signal_hook::consts::{SIGINT, SIGTERM};
-    match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
-        Ok(mut signals) => {
-            if let Some(sig) = signals.forever().next() {
-                let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
-                info!("received {name}, shutting down");
-                let job: Job = Box::new(|core| {
-                    if core.config.borrow().save_points().is_empty() {
-                        shutdown(0);
-                    }
-                    let core = core.clone();
-                    glommio::spawn_local(async move {
-                        crate::persist::stop_background_save(&core).await;
-                        crate::aof::rewrite::stop(&core).await;
-                        info!("Saving the final RDB snapshot before exiting.");
-                        if let Err(e) = crate::persist::save(&core, false).await {
-                            error!("Error trying to save the DB before exiting: {e}");
-                        }
-                        shutdown(0);
-                    })
-                    .detach();
-                });
-                if shared.mesh[0].send(job).is_err() {
-                    shutdown(0);
-                }
-                // Core 0 exits the process once it has saved.
-                for sig in signals.forever() {
-                    if sig == SIGINT {
-                        warn!("You insist... exiting now.");
-                        crate::persist::remove_temp_file();
-                        std::process::exit(1);
-                    }
-                }
-            }
-        }
+    use std::sync::atomic::AtomicBool;
+    let mut signals = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
+        Ok(signals) => signals,
         Err(e) => {
             error!("cannot install signal handlers: {e}");
             loop {
                 std::thread::park();
             }
+        }
+    };
+    // A shutdown under way; cleared again when its save fails without
+    // `force` (the server then keeps running, as Redis's does).
+    let in_progress = Arc::new(AtomicBool::new(false));
+    for sig in signals.forever() {
+        if in_progress.load(Ordering::Relaxed) {
+            if sig == SIGINT {
+                warn!("You insist... exiting now.");
+                crate::persist::remove_temp_file();
+                std::process::exit(1);
+            }
+            continue;
+        }
+        in_progress.store(true, Ordering::Relaxed);
+        let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+        info!("received {name}, shutting down");
+        let going = in_progress.clone();
+        let job: Job = Box::new(move |core| {
+            // shutdown-on-sigint / shutdown-on-sigterm, as SHUTDOWN's options.
+            let (save, nosave, force) = core.config.borrow().shutdown_on_signal(sig == SIGINT);
+            let scheduled = !core.config.borrow().save_points().is_empty();
+            if nosave || !(save || scheduled) {
+                shutdown(0);
+            }
+            let core = core.clone();
+            glommio::spawn_local(async move {
+                crate::persist::stop_background_save(&core).await;
+                crate::aof::rewrite::stop(&core).await;
+                info!("Saving the final RDB snapshot before exiting.");
+                if let Err(e) = crate::persist::save(&core, false).await {
+                    error!("Error trying to save the DB before exiting: {e}");
+                    if !force {
+                        warn!("Errors trying to shut down the server. Check the logs for more information.");
+                        going.store(false, Ordering::Relaxed);
+                        return;
+                    }
+                }
+                shutdown(0);
+            })
+            .detach();
+        });
+        if shared.mesh[0].send(job).is_err() {
+            shutdown(0);
         }
     }
 }
