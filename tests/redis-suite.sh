@@ -53,7 +53,23 @@ tree() {
     ln -s "$(command -v redis-cli)" "$dir/src/redis-cli"
     ln -s "$(command -v redis-benchmark)" "$dir/src/redis-benchmark"
     if [ "$server" = ringdb ]; then
-        printf '#!/bin/sh\nexec %s "$@" --shards %s\n' "$RINGDB" "$SHARDS" > "$dir/src/redis-server"
+        # --shards goes right after the config file (the first argument
+        # when it does not start with `-`), so that it never becomes a
+        # value of the suite's last option (`redis-server --port`); at the
+        # end when words without `--` follow the file (they start a
+        # directive of their own, `redis-server a.conf loglevel verbose`).
+        cat > "$dir/src/redis-server" <<EOF
+#!/bin/sh
+case "\$1" in
+    -v|--version|-h|--help|--test-memory|--print-config) exec $RINGDB "\$@" ;;
+    -*|'') exec $RINGDB --shards $SHARDS "\$@" ;;
+esac
+conf=\$1; shift
+case "\$1" in
+    --*|'') exec $RINGDB "\$conf" --shards $SHARDS "\$@" ;;
+    *) exec $RINGDB "\$conf" "\$@" --shards $SHARDS ;;
+esac
+EOF
         printf '#!/bin/sh\nexec %s check-aof "$@"\n' "$RINGDB" > "$dir/src/redis-check-aof"
         chmod +x "$dir/src/redis-server" "$dir/src/redis-check-aof"
     else

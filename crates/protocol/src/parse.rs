@@ -49,6 +49,9 @@ impl Default for ParseLimits {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Request {
     pub args: Vec<Bytes>,
+    /// Bytes of the query buffer the command took as the client sent it
+    /// (CLIENT LIST's `qbuf` while it runs).
+    pub wire_len: usize,
 }
 
 /// A protocol error. The connection replies with its text and closes.
@@ -105,8 +108,9 @@ enum Parsed {
     Resp {
         first: usize,
         argc: usize,
+        wire_len: usize,
     },
-    Inline(Vec<Bytes>),
+    Inline(Vec<Bytes>, usize),
 }
 
 /// Writes a command as a RESP multibulk of bulk strings: the form requests
@@ -179,14 +183,17 @@ impl RequestParser {
             let chunk = buf.split_to(base).freeze();
             out.reserve(parsed.len());
             for p in parsed.drain(..) {
-                let args = match p {
-                    Parsed::Resp { first, argc } => offsets[first..first + argc]
-                        .iter()
-                        .map(|&(s, e)| chunk.slice(s..e))
-                        .collect(),
-                    Parsed::Inline(args) => args,
+                let (args, wire_len) = match p {
+                    Parsed::Resp { first, argc, wire_len } => (
+                        offsets[first..first + argc]
+                            .iter()
+                            .map(|&(s, e)| chunk.slice(s..e))
+                            .collect(),
+                        wire_len,
+                    ),
+                    Parsed::Inline(args, wire_len) => (args, wire_len),
                 };
-                out.push(Request { args });
+                out.push(Request { args, wire_len });
             }
         }
         offsets.clear();
@@ -276,7 +283,7 @@ impl RequestParser {
         }
         let first = offsets.len();
         offsets.extend(mb.args.iter().map(|&(s, e)| (*base + s, *base + e)));
-        parsed.push(Parsed::Resp { first, argc: mb.args.len() });
+        parsed.push(Parsed::Resp { first, argc: mb.args.len(), wire_len: mb.pos });
         *base += mb.pos;
         if let Some(Multibulk { mut args, .. }) = self.partial.take() {
             if args.capacity() <= KEEP_SCRATCH {
@@ -304,7 +311,7 @@ fn parse_inline(
     let args = split_args(line).ok_or(ParseError::UnbalancedQuotes)?;
     *base += nl + 1;
     if !args.is_empty() {
-        parsed.push(Parsed::Inline(args.into_iter().map(Bytes::from).collect()));
+        parsed.push(Parsed::Inline(args.into_iter().map(Bytes::from).collect(), nl + 1));
     }
     Ok(Step::Progress)
 }

@@ -646,61 +646,65 @@ pub fn run(config: Config) -> Result<(), String> {
 /// "You insist... exiting now.".
 fn wait_for_signal(shared: &Shared) {
     use signal_hook::consts::{SIGINT, SIGTERM};
-    match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
-        Ok(mut signals) => {
-            use std::sync::atomic::Ordering::Relaxed;
-            for sig in signals.forever() {
-                if shared.shutting_down.swap(true, Relaxed) {
-                    if sig == SIGINT {
-                        warn!("You insist... exiting now.");
-                        crate::persist::remove_temp_file();
-                        std::process::exit(1);
-                    }
-                    continue;
-                }
-                let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
-                warn!("Received {name} scheduling shutdown...");
-                // As Redis: a save that fails keeps the server running
-                // (the next signal tries again).
-                let job: Job = Box::new(|core| {
-                    let core = core.clone();
-                    glommio::spawn_local(async move {
-                        // Redis acts on signals in its cron: while DEBUG
-                        // PAUSE-CRON holds it, SHUTDOWN ABORT can cancel.
-                        while core.shared.cron_paused.load(Relaxed) {
-                            glommio::timer::sleep(std::time::Duration::from_millis(10)).await;
-                        }
-                        if !core.shared.shutting_down.load(Relaxed) {
-                            return;
-                        }
-                        warn!("User requested shutdown...");
-                        if core.config.borrow().save_points().is_empty() {
-                            shutdown(0);
-                        }
-                        crate::persist::stop_background_save(&core).await;
-                        crate::aof::rewrite::stop(&core).await;
-                        info!("Saving the final RDB snapshot before exiting.");
-                        match crate::persist::save(&core, false).await {
-                            Ok(_) => shutdown(0),
-                            Err(e) => {
-                                error!("Error trying to save the DB, can't exit. ({e})");
-                                warn!("Errors trying to shut down the server. Check the logs for more information.");
-                                core.shared.shutting_down.store(false, Relaxed);
-                            }
-                        }
-                    })
-                    .detach();
-                });
-                if shared.mesh[0].send(job).is_err() {
-                    shutdown(0);
-                }
-            }
-        }
+    use std::sync::atomic::Ordering::Relaxed;
+    let mut signals = match signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) {
+        Ok(signals) => signals,
         Err(e) => {
             error!("cannot install signal handlers: {e}");
             loop {
                 std::thread::park();
             }
+        }
+    };
+    for sig in signals.forever() {
+        // A shutdown under way: cleared when its save fails without
+        // `force` (the server keeps running, as Redis's does) or by
+        // SHUTDOWN ABORT while it waits.
+        if shared.shutting_down.swap(true, Relaxed) {
+            if sig == SIGINT {
+                warn!("You insist... exiting now.");
+                crate::persist::remove_temp_file();
+                std::process::exit(1);
+            }
+            continue;
+        }
+        let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
+        warn!("Received {name} scheduling shutdown...");
+        let job: Job = Box::new(move |core| {
+            let core = core.clone();
+            glommio::spawn_local(async move {
+                // Redis acts on signals in its cron: while DEBUG PAUSE-CRON
+                // holds it, SHUTDOWN ABORT can call the shutdown off.
+                while core.shared.cron_paused.load(Relaxed) {
+                    glommio::timer::sleep(Duration::from_millis(10)).await;
+                }
+                if !core.shared.shutting_down.load(Relaxed) {
+                    return;
+                }
+                warn!("User requested shutdown...");
+                // shutdown-on-sigint / shutdown-on-sigterm, as SHUTDOWN's options.
+                let (save, nosave, force) = core.config.borrow().shutdown_on_signal(sig == SIGINT);
+                let scheduled = !core.config.borrow().save_points().is_empty();
+                if nosave || !(save || scheduled) {
+                    shutdown(0);
+                }
+                crate::persist::stop_background_save(&core).await;
+                crate::aof::rewrite::stop(&core).await;
+                info!("Saving the final RDB snapshot before exiting.");
+                if let Err(e) = crate::persist::save(&core, false).await {
+                    error!("Error trying to save the DB, can't exit. ({e})");
+                    if !force {
+                        warn!("Errors trying to shut down the server. Check the logs for more information.");
+                        core.shared.shutting_down.store(false, Relaxed);
+                        return;
+                    }
+                }
+                shutdown(0);
+            })
+            .detach();
+        });
+        if shared.mesh[0].send(job).is_err() {
+            shutdown(0);
         }
     }
 }

@@ -167,6 +167,9 @@ const DEBUG_HELP: &[&str] = &[
     "CHANGE-REPL-ID",
     "    Change the replication IDs of the instance.",
     "    Dangerous: should be used only for testing the replication subsystem.",
+    "CONFIG-REWRITE-FORCE-ALL",
+    "    Like CONFIG REWRITE but writes all configuration options, including",
+    "    keywords not listed in original configuration file or default values.",
     "DIGEST",
     "    Output a hex signature representing the current DB content.",
     "DIGEST-VALUE <key> [<key> ...]",
@@ -282,6 +285,14 @@ pub async fn debug(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::owned(text(&args[2])));
     } else if is(sub, "log") && argc == 3 {
         tracing::warn!("DEBUG LOG: {}", text(&args[2]));
+        conn.reply().ok();
+    } else if is(sub, "config-rewrite-force-all") && argc == 2 {
+        // CONFIG REWRITE writing every setting, defaults too (Redis's
+        // test of a file that names everything).
+        let config = conn.core.config.borrow().clone();
+        if let Err(e) = config.rewrite(true) {
+            return Err(CmdError::owned(format!("ERR CONFIG-REWRITE-FORCE-ALL failed: {e}")));
+        }
         conn.reply().ok();
     } else if is(sub, "stringmatch-test") && argc == 2 {
         stringmatch_fuzz(conn.state.id);

@@ -89,11 +89,19 @@ pub async fn wait(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     conn.handle.view.borrow_mut().blocked = false;
     conn.core.blocked.borrow_mut().by_client.remove(&conn.state.id);
     match event {
-        Event::Wake(Wake::Unblock { error: true }) => conn.reply().error(UNBLOCKED),
+        Event::Wake(Wake::Unblock { error: true }) => error_reply(conn, UNBLOCKED),
         Event::Closed => conn.state.close_after_reply = true,
         _ => conn.reply().int(0),
     }
     Ok(())
+}
+
+/// An error reply of a blocked command, counted in INFO errorstats as
+/// every error reply is (Redis's `afterErrorReply`).
+fn error_reply(conn: &mut Connection, error: &str) {
+    conn.reply().error(error);
+    let code = error.split(' ').next().unwrap_or("ERR");
+    conn.core.shard.borrow_mut().state.stats.error(code);
 }
 
 /// Redis's reply to a client unblocked with `CLIENT UNBLOCK id ERROR`.
@@ -156,9 +164,9 @@ pub async fn run(conn: &mut Connection, reg: &'static Registered, args: Vec<Byte
         }
         Outcome::Unblocked => {
             stats(conn, true);
-            conn.reply().error(UNBLOCKED);
+            error_reply(conn, UNBLOCKED);
         }
-        Outcome::GroupGone(error) => conn.reply().error(error),
+        Outcome::GroupGone(error) => error_reply(conn, error),
         Outcome::Disconnected => conn.state.close_after_reply = true,
     }
 }

@@ -180,7 +180,7 @@ pub async fn rewrite(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
     if config.file.is_none() {
         return Err(CmdError::new("ERR The server is running without a config file"));
     }
-    match config.rewrite() {
+    match config.rewrite(false) {
         Ok(()) => {
             tracing::info!("CONFIG REWRITE executed with success.");
             conn.reply().ok();

@@ -68,6 +68,14 @@ pub async fn flushall(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     crate::route::cross::on_every_shard_exclusively(conn, move |shard| op_flush(shard, None, lazy))
         .await?;
     invalidate_tracked_keys(conn).await?;
+    // As Redis's `flushAllDataAndResetRDB`: a background save of the old
+    // data is stopped, and with save points configured the (now empty)
+    // snapshot is written at once, which also clears the dirty counter.
+    crate::persist::stop_background_save(&conn.core).await;
+    if !conn.core.config.borrow().save_points().is_empty() {
+        // Its failure is logged; FLUSHALL itself has succeeded.
+        let _ = crate::persist::save(&conn.core, conn.state.in_exec).await;
+    }
     conn.reply().ok();
     Ok(())
 }

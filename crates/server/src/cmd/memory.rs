@@ -62,13 +62,7 @@ impl Overhead {
                         })
                         .collect(),
                     clients: clients.len(),
-                    client_bytes: clients
-                        .iter()
-                        .map(|c| {
-                            let v = c.view.borrow();
-                            16384 + v.qbuf + v.obuf
-                        })
-                        .sum(),
+                    client_bytes: clients.iter().map(|c| c.view.borrow().tot_mem()).sum(),
                     lua,
                     functions,
                     scripts: shard.state.scripting.script_count(),

@@ -91,10 +91,6 @@ impl Cli {
             cli.config_from_stdin = true;
             rest = &rest[..rest.len() - 1];
         }
-        if let Some(stray) = rest.first().filter(|a| !a.starts_with("--")) {
-            cli.action = Action::Refuse(format!("unexpected argument '{stray}'\n\n{USAGE}"));
-            return cli;
-        }
         cli.options = redis_conf::command_line(rest);
         if cli.options.iter().any(|d| d.name == "sentinel") {
             cli.action = Action::Refuse("ringdb cannot run as redis-sentinel".into());
@@ -131,7 +127,10 @@ mod tests {
         assert_eq!(cli(&["--version"]).action, Action::Version);
         assert_eq!(cli(&["--print-config", "redis"]).action, Action::PrintConfig(Format::Redis));
         assert!(matches!(cli(&["--test-memory", "100"]).action, Action::Refuse(_)));
-        assert!(matches!(cli(&["a.conf", "stray"]).action, Action::Refuse(_)));
+        // A stray word is a directive, as redis-server reads it (an
+        // unknown one fails when the configuration is loaded).
+        let c = cli(&["a.conf", "stray", "word"]);
+        assert_eq!((c.options[0].name.as_str(), c.options[0].args.len()), ("stray", 1));
         assert!(matches!(cli(&["--sentinel"]).action, Action::Refuse(_)));
     }
 }

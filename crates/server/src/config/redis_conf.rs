@@ -320,6 +320,11 @@ pub fn command_line(words: &[String]) -> Vec<Directive> {
             last.args.push(w.clone());
             last.text = Directive::new(&last.name, last.args.clone()).text;
             needs_value = false;
+        } else {
+            // Words before any `--name` start a directive of their own
+            // (`redis-server redis.conf loglevel verbose`, which Redis
+            // supports though it is not the documented form).
+            out.push(Directive::new(w, Vec::new()));
         }
     }
     out
@@ -437,8 +442,6 @@ pub const REDIS_ONLY: &[&str] = &[
     "replicaof",
     "sanitize-dump-payload",
     "set-proc-title",
-    "shutdown-on-sigint",
-    "shutdown-on-sigterm",
     "shutdown-timeout",
     "slave-announce-ip",
     "slave-announce-port",
@@ -586,6 +589,13 @@ mod tests {
         // A name with no value yet takes the next word, `--` or not.
         let ds = command_line(&s(&["--requirepass", "--secret--"]));
         assert_eq!(ds[0].args, s(&["--secret--"]));
+        let ds = command_line(&s(&["--replicaof", "--127.0.0.1", "--abc"]));
+        assert_eq!(ds[0].text, "replicaof \"--127.0.0.1\"");
+        assert_eq!((ds[1].name.as_str(), ds[1].args.len()), ("abc", 0));
+        // Leading words without `--` are a directive too.
+        let ds = command_line(&s(&["loglevel", "verbose", "--maxmemory '700mb'"]));
+        assert_eq!((ds[0].name.as_str(), ds[0].args.clone()), ("loglevel", s(&["verbose"])));
+        assert_eq!((ds[1].name.as_str(), ds[1].args.clone()), ("maxmemory", s(&["700mb"])));
     }
 
     #[test]

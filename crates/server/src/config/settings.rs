@@ -39,6 +39,10 @@ pub enum Kind {
     /// `oom-score-adj-values`: three scores between -2000 and 2000 (primary,
     /// replica, background child).
     OomScores,
+    /// Any of these words, separated by spaces, as a set of flags
+    /// (Redis's multi-argument enums); the first word is the empty set
+    /// and is printed only for it.
+    Flags(&'static [&'static str]),
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -89,6 +93,9 @@ const MAXMEMORY_POLICIES: &[&str] = &[
     "allkeys-random",
     "noeviction",
 ];
+
+/// What a signal's shutdown does (Redis's `shutdown_on_sig_enum`).
+pub const SHUTDOWN_FLAGS: &[&str] = &["default", "save", "nosave", "now", "force"];
 
 const INT_MAX: i64 = i32::MAX as i64;
 const INT_MIN: i64 = i32::MIN as i64;
@@ -216,6 +223,10 @@ pub static SETTINGS: &[Setting] = &[
       "Name of the snapshot file (Redis RDB version 10) in dir, loaded at start-up when present."),
     s("save", "3600 1 300 100 60 10000", Kind::SavePoints, true,
       "Snapshot schedule: pairs of <seconds> <changes>, a background save when both are reached. Empty = never."),
+    s("shutdown-on-sigint", "default", Kind::Flags(SHUTDOWN_FLAGS), true,
+      "What SIGINT's shutdown does, as SHUTDOWN's options: default (save when save points are set), save, nosave, now, force (exit even when the save fails)."),
+    s("shutdown-on-sigterm", "default", Kind::Flags(SHUTDOWN_FLAGS), true,
+      "What SIGTERM's shutdown does: as shutdown-on-sigint."),
     s("rdbcompression", "yes", Kind::Bool, true,
       "Compress strings in snapshots with LZF, as Redis does."),
     s("rdbchecksum", "yes", Kind::Bool, true,
@@ -307,6 +318,26 @@ pub fn normalize(setting: &Setting, value: &str) -> Result<String, String> {
         Kind::HotkeysRules => ringdb_engine::hotkeys::rule::parse_rules(value)
             .map(|rules| ringdb_engine::hotkeys::rule::rules_to_text(&rules))
             .map_err(|e| e.text().trim_start_matches("ERR ").to_string()),
+        Kind::Flags(words) => {
+            let bad = || format!("argument(s) must be one of the following: {}", words.join(", "));
+            let mut set = vec![false; words.len()];
+            let mut any = false;
+            for given in value.split_whitespace() {
+                let i = words.iter().position(|w| w.eq_ignore_ascii_case(given)).ok_or_else(bad)?;
+                set[i] = true;
+                any = true;
+            }
+            if !any {
+                return Err(bad());
+            }
+            let on = |w: &str| words.iter().position(|x| *x == w).is_some_and(|i| set[i]);
+            if words == SHUTDOWN_FLAGS && on("save") && on("nosave") {
+                return Err("shutdown options SAVE and NOSAVE can't be used simultaneously".into());
+            }
+            let names: Vec<&str> =
+                words.iter().zip(&set).skip(1).filter(|(_, on)| **on).map(|(w, _)| *w).collect();
+            Ok(if names.is_empty() { words[0].to_string() } else { names.join(" ") })
+        }
         Kind::Percentiles => {
             let mut printed = Vec::new();
             for word in value.split_whitespace() {
@@ -467,6 +498,16 @@ mod tests {
         assert!(normalize(rate, "0").is_err() && normalize(rate, "1").is_err());
         assert!(normalize(rate, "abc").is_err() && normalize(rate, "nan").is_err());
         assert_eq!(parse_memory("1gb"), Some(1 << 30));
+        let sig = find("shutdown-on-sigterm").unwrap();
+        assert_eq!(normalize(sig, "FORCE nosave now").unwrap(), "nosave now force");
+        assert_eq!(normalize(sig, "default save").unwrap(), "save");
+        assert_eq!(normalize(sig, "default").unwrap(), "default");
+        assert_eq!(
+            normalize(sig, "").unwrap_err(),
+            "argument(s) must be one of the following: default, save, nosave, now, force"
+        );
+        assert!(normalize(sig, "save bla").is_err());
+        assert!(normalize(sig, "save nosave").unwrap_err().contains("simultaneously"));
         let save = find("save").unwrap();
         assert_eq!(normalize(save, " 900  1 ").unwrap(), "900 1");
         assert_eq!(normalize(save, "").unwrap(), "");

@@ -21,7 +21,19 @@ pub struct ClientView {
     pub last_cmd: &'static str,
     pub no_evict: bool,
     pub no_touch: bool,
+    /// Query buffer bytes not yet done with: the command running (as the
+    /// client sent it), the ones parsed after it, and what is unparsed.
     pub qbuf: usize,
+    /// Room left in the query buffer's allocation.
+    pub qbuf_free: usize,
+    /// Bytes of the running command's arguments (0 between commands).
+    pub argv_mem: usize,
+    /// Arguments queued in an open MULTI and the queue's own allocation.
+    pub multi_mem: usize,
+    /// The reply buffer's allocation, and its most bytes held at once.
+    pub rbs: usize,
+    pub rbp: usize,
+    /// Replies written but not yet taken by the kernel.
     pub obuf: usize,
     /// Channel, pattern and shard-channel subscriptions.
     pub sub: usize,
@@ -39,6 +51,21 @@ pub struct ClientView {
     pub tracking_bcast: bool,
     pub tracking_broken: bool,
     pub redirect: i64,
+}
+
+impl ClientView {
+    /// Memory the client holds, as Redis's `getClientMemoryUsage` adds it
+    /// up: query and reply buffers, arguments, MULTI queue, unsent output
+    /// and the connection's own state.
+    pub fn tot_mem(&self) -> usize {
+        self.qbuf
+            + self.qbuf_free
+            + self.rbs
+            + self.argv_mem
+            + self.multi_mem
+            + self.obuf
+            + std::mem::size_of::<crate::net::connection::Connection>()
+    }
 }
 
 pub struct ClientHandle {
@@ -127,7 +154,7 @@ impl ClientHandle {
         }
         format!(
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
-             qbuf={} qbuf-free={} argv-mem=0 multi-mem=0 rbs=16384 rbp=0 obl=0 oll=0 omem={} tot-mem={} \
+             qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} \
              events=r cmd={} user=default redir={} resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
@@ -143,9 +170,13 @@ impl ClientHandle {
             v.ssub,
             v.multi,
             v.qbuf,
-            16384usize.saturating_sub(v.qbuf),
+            v.qbuf_free,
+            v.argv_mem,
+            v.multi_mem,
+            v.rbs,
+            v.rbp,
             v.obuf,
-            16384 + v.qbuf + v.obuf,
+            v.tot_mem(),
             if v.last_cmd.is_empty() { "NULL" } else { v.last_cmd },
             v.redirect,
             if v.resp == Resp::V3 { 3 } else { 2 },

@@ -126,8 +126,30 @@ pub struct Connection {
     pushes_in: Vec<crate::push::Push>,
     /// Input arrived while a blocking command waited (parse before reading).
     input_while_blocked: bool,
+    /// What CLIENT LIST measures of the command running.
+    pub meter: QueryMeter,
     pub state: ClientState,
 }
+
+/// The query buffer as CLIENT LIST reports it while a command runs:
+/// parsing moves whole commands out of the buffer before they run, so the
+/// bytes they took are counted here until they are done.
+#[derive(Debug, Default)]
+pub struct QueryMeter {
+    /// Wire bytes of the running command and of the commands parsed with it
+    /// that have not run yet.
+    pub executing: usize,
+    /// Bytes of the running command's arguments.
+    pub argv_mem: usize,
+    /// Most reply bytes held at once since `peak_since` (Redis's
+    /// `buf_peak`, reset every 5 seconds).
+    reply_peak: usize,
+    peak_since: Option<Instant>,
+}
+
+/// How long a reply buffer peak is remembered (Redis's
+/// `CLIENTS_PEAK_MEM_USAGE_SLOTS` seconds of `clientsCron`).
+const PEAK_WINDOW: Duration = Duration::from_secs(5);
 
 impl Connection {
     /// Tells a client it cannot be served (maxclients) and closes.
@@ -163,6 +185,7 @@ impl Connection {
             mailbox: None,
             pushes_in: Vec::new(),
             input_while_blocked: false,
+            meter: QueryMeter::default(),
             state: ClientState {
                 id,
                 db: 0,
@@ -449,6 +472,7 @@ impl Connection {
             return Ok(());
         }
         let len = self.out.size();
+        self.track_reply_peak(len);
         self.socket.write_as(&mut self.out, pushes).await.map_err(|e| e.to_string())?;
         self.check_output_limit()?;
         {
@@ -485,6 +509,16 @@ impl Connection {
         Ok(())
     }
 
+    fn track_reply_peak(&mut self, len: usize) {
+        let now = Instant::now();
+        let m = &mut self.meter;
+        if m.peak_since.is_none_or(|t| now.duration_since(t) >= PEAK_WINDOW) {
+            m.peak_since = Some(now);
+            m.reply_peak = 0;
+        }
+        m.reply_peak = m.reply_peak.max(len);
+    }
+
     /// Publishes the state CLIENT LIST shows (also called by CLIENT LIST and
     /// INFO themselves, so that the caller's own line is current).
     pub fn update_view(&self) {
@@ -501,6 +535,16 @@ impl Connection {
         view.resp = self.state.resp;
         view.no_evict = self.state.no_evict;
         view.no_touch = self.state.no_touch;
-        view.qbuf = self.inbuf.len();
+        view.qbuf = self.meter.executing + self.inbuf.len();
+        view.qbuf_free = self.inbuf.capacity() - self.inbuf.len();
+        view.argv_mem = self.meter.argv_mem;
+        view.multi_mem = self.state.multi.as_ref().map_or(0, |m| {
+            let args: usize = m.queued.iter().flat_map(|q| &q.args).map(|a| a.len()).sum();
+            args + m.queued.capacity() * std::mem::size_of::<crate::route::multi::Queued>()
+        });
+        view.rbs = self.out.capacity();
+        // The reply being written counts too (CLIENT LIST's own).
+        view.rbp = self.meter.reply_peak.max(self.out.size());
+        view.obuf = self.socket.unsent();
     }
 }

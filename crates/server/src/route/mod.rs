@@ -41,10 +41,15 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
     if requests.len() > 1 {
         conn.core.shard.borrow().prefetch(conn.state.db, requests.iter().map(|r| &r.args[..]));
     }
+    conn.meter.executing = requests.iter().map(|r| r.wire_len).sum();
+    let mut previous = 0;
     for request in requests.drain(..) {
         if conn.state.close_after_reply {
             break;
         }
+        // The command before is done with its bytes.
+        conn.meter.executing -= std::mem::replace(&mut previous, request.wire_len);
+        conn.meter.argv_mem = request.args.iter().map(|a| a.len()).sum();
         // A long pipeline of big replies is written out as it goes, so the
         // replies held in memory stay bounded (and a slow reader holds the
         // pipeline back instead of growing our buffers).
@@ -173,6 +178,8 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
         }
     }
     segment.finish(conn).await;
+    conn.meter.executing = 0;
+    conn.meter.argv_mem = 0;
     conn.core.publish_durably().await;
 }
 

@@ -323,6 +323,9 @@ async fn run_queued(conn: &mut Connection, queued: Vec<Queued>) -> Visited {
                 if let Err(e) = Box::pin(crate::cmd::run(conn, node, reg, &args)).await {
                     conn.out.truncate(mark);
                     conn.reply().error(e.text());
+                    // As outside a transaction (Redis counts every error
+                    // reply, the ones EXEC carries too).
+                    conn.core.shard.borrow_mut().state.stats.error(e.code());
                 }
             }
             Exec::Container => conn.reply().error("ERR unknown subcommand"),
