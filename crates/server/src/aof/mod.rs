@@ -322,8 +322,10 @@ pub fn open(core: &Core) -> Result<(), String> {
 pub fn close(core: &Core) {
     let p = &core.shared.persist;
     p.aof_rewrite_scheduled.store(false, Relaxed);
-    if p.aof_rewrite_in_progress.load(Relaxed) {
-        p.aof_cancel.store(true, Relaxed);
+    // Every core closes its log; the first one stops the rewrite. Redis's
+    // words, though ringdb's rewrite is no child process.
+    if p.aof_rewrite_in_progress.load(Relaxed) && !p.aof_cancel.swap(true, Relaxed) {
+        tracing::info!("Killing running AOF rewrite child: the rewrite is stopped");
     }
     if let Some(w) = core.aof.borrow_mut().take() {
         let _ = w.file.sync_data();
