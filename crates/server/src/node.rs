@@ -109,6 +109,8 @@ pub struct Core {
     pub script_profiles: RefCell<crate::route::script::Profiles>,
     /// Scripts of this core's clients waiting to run with every shard.
     pub node_runs: RefCell<crate::route::script::NodeRuns>,
+    /// MIGRATE's cached connections to target instances.
+    pub migrate: RefCell<crate::cmd::migrate::SocketCache>,
 }
 
 impl Core {
@@ -762,6 +764,7 @@ async fn core_main(
         slowlog: RefCell::new(Default::default()),
         script_profiles: RefCell::new(Default::default()),
         node_runs: RefCell::new(Default::default()),
+        migrate: RefCell::new(Default::default()),
     });
     // A script's PUBLISH on a one-shard node counts this core's subscribers
     // (on a node of several, the run holds every core's: route::script).

@@ -407,6 +407,9 @@ pub enum NodeCommand {
     MemoryDoctor,
     MemoryMallocStats,
     MemoryPurge,
+    /// MIGRATE: keys read on their shards, sent to another instance from
+    /// this core.
+    Migrate,
     /// `<NAME>.WATCH …`: a reactive query (rows made from each watchable
     /// row; see [`super::table`]).
     QueryWatch,

@@ -67,10 +67,10 @@ static CLIENT: &[CommandSpec] = &[
         "O(1)",
         "<ON | OFF>",
     ),
-    client("pause", -3, ADMIN | NOSCRIPT | LOADING | STALE, N::ClientPause)
-        .doc("connection", "3.0.0", "Suspends commands processing.", "O(1)", "timeout [WRITE | ALL]")
+    client("pause", -3, ADMIN | CLIENT_FLAGS, N::ClientPause)
+        .doc("connection", "3.0.0", "Suspends commands processing.", "O(1)", "timeout:integer [WRITE | ALL]")
         .history(&[("6.2.0", "`CLIENT PAUSE WRITE` mode added along with the `mode` option.")]),
-    client("unpause", 2, ADMIN | NOSCRIPT | LOADING | STALE, N::ClientUnpause).doc(
+    client("unpause", 2, ADMIN | CLIENT_FLAGS, N::ClientUnpause).doc(
         "connection",
         "6.2.0",
         "Resumes processing of clients that were paused.",

@@ -18,6 +18,7 @@ pub mod keys;
 pub mod list;
 pub mod lolwut;
 pub mod memory;
+pub mod migrate;
 pub mod pubsub;
 pub mod replication;
 pub mod scripting;
@@ -46,6 +47,7 @@ pub static ALL: &[&[CommandSpec]] = &[
     keys::COMMANDS,
     sort::COMMANDS,
     dump::COMMANDS,
+    migrate::COMMANDS,
     memory::COMMANDS,
     transactions::COMMANDS,
     pubsub::COMMANDS,

@@ -109,6 +109,8 @@ struct CoreReport {
     /// Read copies: this shard's replicated keys, GETs this core answered
     /// from copies.
     replicas: (usize, u64),
+    /// MIGRATE connections this core caches.
+    migrate_sockets: usize,
     /// The shard's latency histograms, when INFO latencystats is asked for.
     latency: Option<ringdb_engine::latency::CommandLatency>,
 }
@@ -146,6 +148,7 @@ impl CoreReport {
                 (tracked, hot, shard.state.hotkeys.stats, core.push.borrow().hotkeys.len())
             },
             replicas: (shard.state.funnel.replicas.len(), core.replica_reads.get()),
+            migrate_sockets: core.migrate.borrow().len(),
             latency,
         }
     }
@@ -397,7 +400,7 @@ impl Report<'_> {
              instantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:0\r\nsync_partial_ok:0\r\n\
              sync_partial_err:0\r\nexpired_keys:{}\r\nexpired_stale_perc:{:.2}\r\n\
              expire_cycle_cpu_milliseconds:{}\r\nevicted_keys:{}\r\nevicted_clients:0\r\nkeyspace_hits:{}\r\n\
-             keyspace_misses:{}\r\nlatest_fork_usec:0\r\ntotal_forks:{}\r\n\
+             keyspace_misses:{}\r\nlatest_fork_usec:0\r\ntotal_forks:{}\r\nmigrate_cached_sockets:{}\r\n\
              tracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\n\
              unexpected_error_replies:0\r\n\
              total_error_replies:{}\r\ntotal_reads_processed:{}\r\ntotal_writes_processed:{}\r\n\
@@ -417,6 +420,7 @@ impl Report<'_> {
             t.keyspace_hits,
             t.keyspace_misses,
             self.core.shared.persist.background_jobs.load(std::sync::atomic::Ordering::Relaxed),
+            self.reports.iter().map(|r| r.migrate_sockets).sum::<usize>(),
             self.reports.iter().map(|r| r.tracking.1).sum::<usize>(),
             self.reports.iter().map(|r| r.tracking.2).sum::<usize>(),
             // Every shard knows every core's prefixes.

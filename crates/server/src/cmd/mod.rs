@@ -13,6 +13,7 @@ pub mod info;
 pub mod keyspace;
 pub mod latency;
 pub mod memory;
+pub mod migrate;
 pub mod monitor;
 pub mod pubsub;
 pub mod scripting;
@@ -167,6 +168,7 @@ async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> Cm
         N::MemoryDoctor => memory::doctor(conn, args).await,
         N::MemoryMallocStats => memory::malloc_stats(conn, args).await,
         N::MemoryPurge => memory::purge(conn, args).await,
+        N::Migrate => migrate::migrate(conn, args).await,
     }
 }
 

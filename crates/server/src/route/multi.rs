@@ -87,7 +87,8 @@ pub const EXECABORT: CmdError =
     CmdError::new("EXECABORT Transaction discarded because of previous errors.");
 
 /// Server commands that read or change every shard: inside EXEC they lock
-/// every shard whole.
+/// every shard whole. MIGRATE too: it locks its keys itself outside EXEC,
+/// but inside one its steps run under the transaction's locks.
 fn visits_every_shard(cmd: NodeCommand) -> bool {
     use NodeCommand as N;
     matches!(
@@ -100,6 +101,7 @@ fn visits_every_shard(cmd: NodeCommand) -> bool {
             | N::Scan
             | N::RandomKey
             | N::Debug
+            | N::Migrate
     )
 }
 
