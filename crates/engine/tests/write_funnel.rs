@@ -81,6 +81,7 @@ const SAMPLES: &[(&str, &str, &[&str])] = &[
     ("object|help", "OBJECT HELP", &[]),
     ("memory|usage", "MEMORY USAGE h SAMPLES 0", &[]),
     ("memory|help", "MEMORY HELP", &[]),
+    ("lolwut", "LOLWUT VERSION 5 1 1 1", &[]),
     // Streams.
     ("xadd", "XADD x * f v", &["x"]),
     ("xlen", "XLEN x", &[]),
