@@ -42,6 +42,11 @@ impl Pause {
         self.until_ms.store(0, Relaxed);
     }
 
+    /// Whether a pause was asked for (it may have ended by its time).
+    pub fn is_set(&self) -> bool {
+        self.kind.load(Relaxed) != 0
+    }
+
     /// The pause in force at `now_ms`, if any (a pause past its end is over).
     pub fn active(&self, now_ms: u64) -> Option<PauseKind> {
         let kind = match self.kind.load(Relaxed) {
@@ -63,7 +68,7 @@ impl Pause {
 
     /// Whether keys may expire and be evicted now.
     pub fn keys_frozen(&self, now_ms: u64) -> bool {
-        self.kind.load(Relaxed) != 0 && self.active(now_ms).is_some()
+        self.is_set() && self.active(now_ms).is_some()
     }
 
     /// Milliseconds until the pause ends (0 when none).

@@ -19,6 +19,10 @@ const RECHECK: Duration = Duration::from_millis(2);
 /// Whether the pause holds this request now.
 pub fn holds(conn: &Connection, reg: &Registered, args: &[Bytes]) -> bool {
     let pause = &conn.core.shared.pause;
+    // One relaxed load per command while nothing is paused.
+    if !pause.is_set() {
+        return false;
+    }
     let now = now_ms();
     pause.active(now).is_some() && pause.holds(request_flags(conn, reg, args), now)
 }
