@@ -70,86 +70,12 @@ impl std::fmt::Display for FatalError {
     }
 }
 
-/// Splits a line into arguments as Redis's `sdssplitargs`; `None` for
-/// unbalanced quotes (or a closing quote not followed by a space).
+/// Splits a line into arguments as Redis's `sdssplitargs` (the protocol
+/// crate's, which inline commands use too); `None` for unbalanced quotes
+/// (or a closing quote not followed by a space).
 pub fn split_args(line: &str) -> Option<Vec<String>> {
-    let b = line.as_bytes();
-    let mut args = Vec::new();
-    let mut i = 0;
-    loop {
-        while i < b.len() && b[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if i >= b.len() {
-            return Some(args);
-        }
-        let mut current = Vec::new();
-        let (mut in_double, mut in_single) = (false, false);
-        loop {
-            let c = b.get(i).copied();
-            if in_double {
-                match c? {
-                    b'\\'
-                        if i + 3 < b.len()
-                            && b[i + 1] == b'x'
-                            && b[i + 2].is_ascii_hexdigit()
-                            && b[i + 3].is_ascii_hexdigit() =>
-                    {
-                        current.push(hex(b[i + 2]) * 16 + hex(b[i + 3]));
-                        i += 3;
-                    }
-                    b'\\' if i + 1 < b.len() => {
-                        i += 1;
-                        current.push(match b[i] {
-                            b'n' => b'\n',
-                            b'r' => b'\r',
-                            b't' => b'\t',
-                            b'b' => 8,
-                            b'a' => 7,
-                            other => other,
-                        });
-                    }
-                    b'"' => {
-                        // The closing quote must end the argument.
-                        if b.get(i + 1).is_some_and(|n| !n.is_ascii_whitespace()) {
-                            return None;
-                        }
-                        i += 1;
-                        break;
-                    }
-                    other => current.push(other),
-                }
-            } else if in_single {
-                match c? {
-                    b'\\' if b.get(i + 1) == Some(&b'\'') => {
-                        i += 1;
-                        current.push(b'\'');
-                    }
-                    b'\'' => {
-                        if b.get(i + 1).is_some_and(|n| !n.is_ascii_whitespace()) {
-                            return None;
-                        }
-                        i += 1;
-                        break;
-                    }
-                    other => current.push(other),
-                }
-            } else {
-                match c {
-                    None | Some(b' ' | b'\n' | b'\r' | b'\t' | 0) => break,
-                    Some(b'"') => in_double = true,
-                    Some(b'\'') => in_single = true,
-                    Some(other) => current.push(other),
-                }
-            }
-            i += 1;
-        }
-        args.push(String::from_utf8_lossy(&current).into_owned());
-    }
-}
-
-fn hex(c: u8) -> u8 {
-    (c as char).to_digit(16).unwrap_or(0) as u8
+    let args = ringdb_protocol::parse::split_args(line.as_bytes())?;
+    Some(args.into_iter().map(|a| String::from_utf8_lossy(&a).into_owned()).collect())
 }
 
 /// A string as Redis's `sdscatrepr` writes it: double-quoted, with escapes.
