@@ -72,7 +72,9 @@ impl CommandTable {
         if !to.is_empty() && self.by_name.contains_key(to.as_str()) {
             return Err("Target command name already exists".into());
         }
-        let row = self.by_name.remove(key).expect("the key was just found");
+        let Some(row) = self.by_name.remove(key) else {
+            return Err("No such command in rename-command".into());
+        };
         if !to.is_empty() {
             // The table lives as long as the process.
             self.by_name.insert(Box::leak(to.into_boxed_str()), row);

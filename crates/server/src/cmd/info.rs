@@ -113,10 +113,12 @@ struct CoreReport {
     migrate_sockets: usize,
     /// The shard's latency histograms, when INFO latencystats is asked for.
     latency: Option<ringdb_engine::latency::CommandLatency>,
+    /// The core's memory (MEMORY STATS's share), when INFO memory is.
+    memory: Option<crate::cmd::memory::CoreMemory>,
 }
 
 impl CoreReport {
-    fn collect(core: &Rc<Core>, with_latency: bool) -> CoreReport {
+    fn collect(core: &Rc<Core>, with_latency: bool, with_memory: bool) -> CoreReport {
         let latency =
             with_latency.then(|| core.shard.borrow_mut().state.latency.commands().clone());
         let shard = core.shard.borrow();
@@ -150,6 +152,7 @@ impl CoreReport {
             replicas: (shard.state.funnel.replicas.len(), core.replica_reads.get()),
             migrate_sockets: core.migrate.borrow().len(),
             latency,
+            memory: with_memory.then(|| crate::cmd::memory::CoreMemory::collect(core)),
         }
     }
 }
@@ -176,16 +179,17 @@ pub async fn info(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let wanted = Wanted::parse(&args[1..]);
     conn.update_view();
     let with_latency = wanted.has("latencystats");
-    let reports =
-        conn.core.invoke_on_all(move |core| CoreReport::collect(core, with_latency)).await?;
+    let with_memory = wanted.has("memory");
+    let mut reports = conn
+        .core
+        .invoke_on_all(move |core| CoreReport::collect(core, with_latency, with_memory))
+        .await?;
     let mut total = ShardStats::default();
     reports.iter().for_each(|r| total.add(&r.stats));
     let mut latency = ringdb_engine::latency::CommandLatency::default();
     reports.iter().filter_map(|r| r.latency.as_ref()).for_each(|l| latency.add(l));
-    let overhead = match wanted.has("memory") {
-        true => Some(crate::cmd::memory::Overhead::measure(conn).await?),
-        false => None,
-    };
+    let cores: Vec<_> = reports.iter_mut().filter_map(|r| r.memory.take()).collect();
+    let overhead = with_memory.then(|| crate::cmd::memory::Overhead::from_cores(&cores));
     let view = Report {
         core: &conn.core,
         reports: &reports,

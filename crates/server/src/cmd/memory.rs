@@ -14,7 +14,7 @@ use bytes::Bytes;
 use ringdb_engine::command::CmdResult;
 
 /// One core's share.
-struct CoreMemory {
+pub struct CoreMemory {
     /// Per database: (keys, table overhead, slot-table overhead).
     dbs: Vec<(usize, usize, usize)>,
     /// Connections and their buffers (CLIENT LIST's `tot-mem`).
@@ -44,39 +44,47 @@ pub struct Overhead {
     rss: u64,
 }
 
+impl CoreMemory {
+    /// This core's share (run on each core: by MEMORY STATS, and by INFO
+    /// within the round it makes anyway).
+    pub fn collect(core: &crate::node::Core) -> CoreMemory {
+        let shard = core.shard.borrow();
+        let clients = core.clients.borrow();
+        let (lua, functions) = shard.state.scripting.cache_memory();
+        CoreMemory {
+            dbs: shard
+                .keyspace
+                .iter()
+                .map(|db| {
+                    let (main, slots) = db.overhead();
+                    (db.len(), main, slots)
+                })
+                .collect(),
+            clients: clients.len(),
+            client_bytes: clients.iter().map(|c| c.view.borrow().tot_mem()).sum(),
+            lua,
+            functions,
+            scripts: shard.state.scripting.script_count(),
+            aof_buffer: core.aof.borrow().as_ref().map_or(0, |w| w.buffer_capacity()),
+        }
+    }
+}
+
 impl Overhead {
     pub async fn measure(conn: &Connection) -> Result<Overhead, ringdb_engine::command::CmdError> {
-        let cores = conn
-            .core
-            .invoke_on_all(|core| {
-                let shard = core.shard.borrow();
-                let clients = core.clients.borrow();
-                let (lua, functions) = shard.state.scripting.cache_memory();
-                CoreMemory {
-                    dbs: shard
-                        .keyspace
-                        .iter()
-                        .map(|db| {
-                            let (main, slots) = db.overhead();
-                            (db.len(), main, slots)
-                        })
-                        .collect(),
-                    clients: clients.len(),
-                    client_bytes: clients.iter().map(|c| c.view.borrow().tot_mem()).sum(),
-                    lua,
-                    functions,
-                    scripts: shard.state.scripting.script_count(),
-                    aof_buffer: core.aof.borrow().as_ref().map_or(0, |w| w.buffer_capacity()),
-                }
-            })
-            .await?;
+        let cores = conn.core.invoke_on_all(|core| CoreMemory::collect(core)).await?;
+        Ok(Self::from_cores(&cores))
+    }
+
+    /// The node's overhead from every core's share.
+    pub fn from_cores(cores: &[CoreMemory]) -> Overhead {
         let used = memory::used_memory();
         let sum = |f: &dyn Fn(&CoreMemory) -> usize| cores.iter().map(f).sum::<usize>() as u64;
         let db_count = cores.iter().map(|c| c.dbs.len()).max().unwrap_or(0);
         let dbs = (0..db_count)
             .filter_map(|i| {
                 let (mut keys, mut main, mut slots) = (0u64, 0u64, 0u64);
-                for c in &cores {
+                for c in cores {
                     if let Some(&(k, m, s)) = c.dbs.get(i) {
                         keys += k as u64;
                         main += m as u64;
@@ -86,7 +94,7 @@ impl Overhead {
                 (keys > 0).then_some((i, keys, main, slots))
             })
             .collect();
-        Ok(Overhead {
+        Overhead {
             used,
             peak: memory::peak_memory().max(used),
             startup: memory::startup_memory(),
@@ -99,7 +107,7 @@ impl Overhead {
             max_scripts: cores.iter().map(|c| c.scripts).max().unwrap_or(0),
             committed: memory::allocator_committed(),
             rss: memory::rss_bytes(),
-        })
+        }
     }
 
     fn total(&self) -> u64 {

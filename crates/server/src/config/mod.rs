@@ -102,8 +102,9 @@ fn multi_arg(setting: &Setting) -> bool {
             | Kind::BufferLimits
             | Kind::Percentiles
             | Kind::OomScores
+            | Kind::Words
             | Kind::Flags(_)
-    ) || setting.name == "bind"
+    )
 }
 
 impl Config {
@@ -673,6 +674,7 @@ impl Config {
                     Kind::Float { .. } => v.parse::<f64>().unwrap_or(0.0).into(),
                     Kind::Enum(_)
                     | Kind::Text
+                    | Kind::Words
                     | Kind::BufferLimits
                     | Kind::NotifyEvents
                     | Kind::SavePoints
@@ -710,10 +712,10 @@ fn redis_lines(s: &Setting, v: &str) -> Vec<String> {
         Kind::BufferLimits => {
             words.chunks(4).map(|c| format!("{} {}", s.name, c.join(" "))).collect()
         }
-        Kind::Percentiles | Kind::Text | Kind::OomScores if multi_arg(s) && !words.is_empty() => {
+        Kind::Percentiles | Kind::Words | Kind::OomScores if !words.is_empty() => {
             vec![format!("{} {}", s.name, words.join(" "))]
         }
-        Kind::Percentiles | Kind::OomScores => vec![format!("{} \"\"", s.name)],
+        Kind::Percentiles | Kind::Words | Kind::OomScores => vec![format!("{} \"\"", s.name)],
         Kind::Text | Kind::NotifyEvents | Kind::HotkeysRules => {
             vec![format!("{} {}", s.name, redis_conf::repr(v))]
         }
@@ -734,6 +736,7 @@ fn toml_value(s: &Setting, v: &str) -> String {
         Kind::Int { .. } | Kind::Memory { .. } | Kind::Float { .. } => v.to_string(),
         Kind::Enum(_)
         | Kind::Text
+        | Kind::Words
         | Kind::BufferLimits
         | Kind::NotifyEvents
         | Kind::SavePoints

@@ -10,8 +10,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// The Redis version whose configuration format and errors ringdb follows.
-pub const REDIS_VERSION: &str = crate::cmd::connection::REDIS_VERSION;
+use crate::cmd::connection::REDIS_VERSION;
 
 /// One directive: `name arg arg …`, where it was read.
 #[derive(Clone, Debug, PartialEq)]

@@ -22,6 +22,9 @@ pub enum Kind {
     Enum(&'static [&'static str]),
     /// Free text.
     Text,
+    /// Words separated by spaces, given as several arguments on one line
+    /// in Redis's format (`bind 127.0.0.1 -::1`).
+    Words,
     /// `notify-keyspace-events` classes (`KEA`, `Kx`, …), printed in
     /// Redis's canonical order.
     NotifyEvents,
@@ -102,7 +105,7 @@ const INT_MIN: i64 = i32::MIN as i64;
 const MB: i64 = 1024 * 1024;
 
 pub static SETTINGS: &[Setting] = &[
-    s("bind", "127.0.0.1", Kind::Text, false,
+    s("bind", "127.0.0.1", Kind::Words, false,
       "Addresses to listen on, separated by spaces. A non-loopback address needs requirepass or protected-mode no."),
     s("port", "6379", Kind::Int { min: 0, max: 65535 }, false,
       "TCP port. Every shard listens on it (SO_REUSEPORT) and the kernel spreads connections over them."),
@@ -311,6 +314,7 @@ pub fn normalize(setting: &Setting, value: &str) -> Result<String, String> {
             }
         }
         Kind::Text => Ok(value.to_string()),
+        Kind::Words => Ok(value.split_whitespace().collect::<Vec<_>>().join(" ")),
         Kind::BufferLimits => merge_buffer_limits(setting.default, value),
         Kind::SavePoints => parse_save_points(value).map(|points| {
             points.iter().map(|(s, c)| format!("{s} {c}")).collect::<Vec<_>>().join(" ")
