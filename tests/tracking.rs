@@ -463,6 +463,59 @@ fn the_table_limit_invalidates_excess_keys() {
 }
 
 #[test]
+fn the_limit_counts_every_shard_and_is_enforced_before_the_next_reply() {
+    // Redis #11715: two keys of one shard under a limit of 2 stay tracked;
+    // lowered to 1, the invalidation comes before the next command's reply,
+    // even one that is only queued in MULTI.
+    let server = Server::start(2);
+    let mut w = server.client();
+    let _: () = q(&mut w, &["CONFIG", "SET", "tracking-table-max-keys", "2"]).unwrap();
+    let _: () = q(&mut w, &["DEBUG", "PAUSE-CRON", "1"]).unwrap();
+    let mut r = resp3_tracker(&server, &[]);
+    assert_eq!(r.call(&["MGET", "1{tag}", "2{tag}"]), "*2\r\n_\r\n_\r\n");
+    assert_eq!(r.call(&["MULTI"]), "+OK\r\n");
+    assert_eq!(info_field(&mut w, "tracking_total_keys"), "2");
+    let _: () = q(&mut w, &["CONFIG", "SET", "tracking-table-max-keys", "1"]).unwrap();
+    r.cmd(&[b"PING"]);
+    let frame = text(r.read_frame());
+    assert!(frame.starts_with(">2\r\n$10\r\ninvalidate\r\n*1\r\n"), "{frame}");
+    assert!(frame.contains("{tag}"), "{frame}");
+    assert_eq!(text(r.read_frame()), "+QUEUED\r\n");
+    assert_eq!(r.call(&["EXEC"]), "*1\r\n+PONG\r\n");
+    assert_eq!(info_field(&mut w, "tracking_total_keys"), "1");
+    let _: () = q(&mut w, &["DEBUG", "PAUSE-CRON", "0"]).unwrap();
+}
+
+#[test]
+fn an_evicted_key_of_another_shard_is_invalidated_before_the_reply() {
+    // Redis evicts before every command over maxmemory; the evicted key
+    // lives on the other shard than the command's key.
+    let server = Server::start(2);
+    let (k0, k1) = keys_on_two_shards();
+    let mut w = server.client();
+    let _: () = q(&mut w, &["SET", &k0, "warm"]).unwrap();
+    let _: () = q(&mut w, &["SET", &k1, "warm"]).unwrap();
+    let mut r = resp3_tracker(&server, &[]);
+    let _: () = q(&mut w, &["CONFIG", "SET", "maxmemory-policy", "volatile-random"]).unwrap();
+    // No eviction on the timer: only the one before GETBIT.
+    let _: () = q(&mut w, &["DEBUG", "PAUSE-CRON", "1"]).unwrap();
+    let used: u64 = info_field(&mut w, "used_memory").parse().unwrap();
+    let limit = (used + 512 * 1024).to_string();
+    let _: () = q(&mut w, &["CONFIG", "SET", "maxmemory", &limit]).unwrap();
+    assert_eq!(r.call(&["SETEX", &k1, "10000", "x"]), "+OK\r\n");
+    assert_eq!(r.call(&["GET", &k1]), "$1\r\nx\r\n");
+    // A 1 MB bitmap on the other shard puts the process over the limit;
+    // the volatile key is the only one that may go.
+    let _: i64 = q(&mut w, &["SETBIT", &k0, "8000000", "0"]).unwrap();
+    r.cmd(&[b"GETBIT", k0.as_bytes(), b"0"]);
+    assert_eq!(r.read_frame(), invalidate(&[&k1]));
+    assert_eq!(text(r.read_frame()), ":0\r\n");
+    assert_eq!(q::<Option<String>>(&mut w, &["GET", &k1]).unwrap(), None);
+    let _: () = q(&mut w, &["CONFIG", "SET", "maxmemory", "0"]).unwrap();
+    let _: () = q(&mut w, &["DEBUG", "PAUSE-CRON", "0"]).unwrap();
+}
+
+#[test]
 fn tracking_errors_are_redis_texts() {
     let server = Server::start(2);
     let mut c = server.client();

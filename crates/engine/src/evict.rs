@@ -150,6 +150,12 @@ impl Board {
             .any(|(i, s)| i != me && s.candidates.load(Ordering::Relaxed) > 0)
     }
 
+    /// The shards that may still have keys to evict.
+    pub fn shards_with_candidates(&self) -> impl Iterator<Item = ShardId> + '_ {
+        let has = |(_, s): &(usize, &BoardSlot)| s.candidates.load(Ordering::Relaxed) > 0;
+        self.shards.iter().enumerate().filter(has).map(|(i, _)| ShardId(i as u16))
+    }
+
     /// The shards `me` should ask to evict now: those with candidates not
     /// asked already (each is asked once until it has run).
     pub fn shards_to_ask(&self, me: ShardId) -> Vec<ShardId> {
@@ -189,6 +195,15 @@ fn candidates(shard: &Shard) -> u64 {
     }
 }
 
+fn publish_if_changed(shard: &Shard) {
+    let now = candidates(shard);
+    if let Some(slot) = shard.state.evict_board.shards.get(shard.id.index()) {
+        if slot.candidates.load(Ordering::Relaxed) != now {
+            slot.candidates.store(now, Ordering::Relaxed);
+        }
+    }
+}
+
 fn publish(shard: &Shard, candidates: u64) {
     if let Some(slot) = shard.state.evict_board.shards.get(shard.id.index()) {
         slot.asked.store(false, Ordering::Relaxed);
@@ -217,6 +232,17 @@ pub struct Pool {
     best: Vec<Candidate>,
 }
 
+/// Whether the process is over `maxmemory` with a policy that evicts, and
+/// eviction is not paused: Redis then evicts before every command.
+#[inline]
+pub fn must_evict(shard: &Shard, now_ms: u64) -> bool {
+    let limit = &shard.state.settings.memory;
+    limit.maxmemory != 0
+        && limit.policy != Policy::NoEviction
+        && (limit.used)(shard) > limit.maxmemory
+        && !shard.state.pause.keys_frozen(now_ms)
+}
+
 /// Evicts this shard's keys while the process is over `maxmemory`, and
 /// records in `state.oom` whether the `denyoom` commands that follow must
 /// be refused (over the limit, and no key left to evict). One branch when
@@ -239,6 +265,9 @@ fn evict_over_limit(shard: &mut Shard, now_ms: u64) {
     let limit = shard.state.settings.memory;
     if (limit.used)(shard) <= limit.maxmemory {
         shard.state.oom = false;
+        // Kept current while under the limit, so that the first command
+        // over it knows which shards to ask (a store only when it changed).
+        publish_if_changed(shard);
         return;
     }
     let started = Instant::now();

@@ -17,10 +17,13 @@
 //! - **Flushes.** FLUSHDB/FLUSHALL empty the table; the server sends every
 //!   tracking client one "everything" (null) invalidation once all shards
 //!   are flushed (one per flush, not one per shard).
-//! - **Bound.** `tracking-table-max-keys` is split between the shards; past
-//!   its share a shard invalidates keys as if they had changed, with Redis's
-//!   growing effort per call, so a lowered limit is reached within a few
-//!   background ticks without one long pause.
+//! - **Bound.** `tracking-table-max-keys` bounds the process's keys, as
+//!   Redis's one table: each shard adds its count to a [`TrackedTotal`] when
+//!   it changes (one atomic add, only then), and while the total is over the
+//!   limit every shard invalidates some of its own keys as if they had
+//!   changed, with Redis's growing effort per call. The server runs that
+//!   before the next command of any client (Redis's `processCommand` calls
+//!   `trackingLimitUsedSlots`), so the invalidations precede its reply.
 //!
 //! The server publishes the [`Outbox`] after the shard work that filled it,
 //! before the writer's reply leaves. A shard nobody tracks pays one
@@ -31,6 +34,30 @@ use crate::command::ClientInfo;
 use bytes::Bytes;
 use hashbrown::HashMap;
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
+/// The tracked keys of every shard together, and whether they are over
+/// `tracking-table-max-keys` (read before every command: it changes only
+/// when a shard crosses the limit, so the line stays shared).
+#[derive(Debug, Default)]
+pub struct TrackedTotal {
+    keys: AtomicUsize,
+    over: AtomicBool,
+}
+
+impl TrackedTotal {
+    #[inline]
+    pub fn over_limit(&self) -> bool {
+        self.over.load(Relaxed)
+    }
+
+    fn set_over(&self, over: bool) {
+        if self.over.load(Relaxed) != over {
+            self.over.store(over, Relaxed);
+        }
+    }
+}
 
 /// A client that may cache a key: its home core and id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -88,8 +115,13 @@ pub struct TrackingTable {
     items: usize,
     /// Cores with BCAST clients, by prefix.
     prefixes: BTreeMap<Bytes, Vec<u16>>,
-    /// This shard's share of `tracking-table-max-keys` (`None`: no limit).
+    /// `tracking-table-max-keys` (`None`: no limit).
     max_keys: Option<usize>,
+    /// The process's total this shard counts in (a cross-shard command's
+    /// scratch table counts in none: its keys go to their owners).
+    total: Option<Arc<TrackedTotal>>,
+    /// How many of this table's keys the total has.
+    counted: usize,
     /// Consecutive calls of [`limit_used_slots`](Self::limit_used_slots)
     /// that could not get under the limit (Redis's `timeout_counter`).
     over_limit_calls: usize,
@@ -125,15 +157,34 @@ impl TrackingTable {
         self.prefixes.len()
     }
 
-    /// Sets this shard's share of `tracking-table-max-keys` out of `total`
-    /// (0 = no limit) for shard `shard` of `shards`. The shares add up to
-    /// `total` exactly, so the whole server holds at most `total` keys.
-    pub fn set_limit(&mut self, total: u64, shard: usize, shards: usize) {
-        self.max_keys = (total > 0).then(|| {
-            let shards = shards.max(1) as u64;
-            let share = total / shards + u64::from((shard as u64) < total % shards);
-            usize::try_from(share).unwrap_or(usize::MAX)
-        });
+    /// Makes this table count in the process's `total`.
+    pub fn count_in(&mut self, total: Arc<TrackedTotal>) {
+        self.total = Some(total);
+        self.sync_total();
+    }
+
+    /// Sets `tracking-table-max-keys` (0 = no limit); a lowered limit is
+    /// enforced before the next command.
+    pub fn set_limit(&mut self, max_keys: u64) {
+        self.max_keys = (max_keys > 0).then(|| usize::try_from(max_keys).unwrap_or(usize::MAX));
+        let all = self.sync_total();
+        if let Some(total) = &self.total {
+            total.set_over(self.max_keys.is_some_and(|max| all > max));
+        }
+    }
+
+    /// Brings the process's total up to date with this table, and returns
+    /// it (this table's own count when it counts in none).
+    fn sync_total(&mut self) -> usize {
+        let now = self.keys.len();
+        let Some(total) = &self.total else { return now };
+        if now > self.counted {
+            total.keys.fetch_add(now - self.counted, Relaxed);
+        } else if now < self.counted {
+            total.keys.fetch_sub(self.counted - now, Relaxed);
+        }
+        self.counted = now;
+        total.keys.load(Relaxed)
     }
 
     /// A command of `client` starts (the write funnel needs to know whose
@@ -273,19 +324,24 @@ impl TrackingTable {
         }
     }
 
-    /// Keeps the table within its share of `tracking-table-max-keys`
-    /// (Redis's `trackingLimitUsedSlots`): invalidates keys as if they had
-    /// changed, at most 100 per call more than the call before while the
-    /// table stays over the limit. Called after each read that remembers
-    /// keys and on every background tick.
+    /// Keeps the process within `tracking-table-max-keys` (Redis's
+    /// `trackingLimitUsedSlots`): while the total is over, invalidates this
+    /// shard's keys as if they had changed, at most 100 per call more than
+    /// the call before while it stays over. Called after each read that
+    /// remembers keys, on every background tick, and on every shard before
+    /// a command while the total is over.
     pub fn limit_used_slots(&mut self) {
         let Some(max) = self.max_keys else { return };
-        if self.keys.len() <= max {
+        let all = self.sync_total();
+        if all <= max {
             self.over_limit_calls = 0;
+            if let Some(total) = &self.total {
+                total.set_over(false);
+            }
             return;
         }
         let effort = 100 * (self.over_limit_calls + 1);
-        let excess = self.keys.len() - max;
+        let excess = (all - max).min(self.keys.len());
         // Which keys go is arbitrary (Redis walks its radix tree at
         // random); the hash order is as good as random and needs no scan.
         let victims: Vec<Bytes> = self.keys.keys().take(excess.min(effort)).cloned().collect();
@@ -296,10 +352,14 @@ impl TrackingTable {
                 self.outbox.keys.push(KeyInvalidation { key, readers, writer: 0 });
             }
         }
-        if self.keys.len() <= max {
-            self.over_limit_calls = 0;
-        } else {
+        let over = self.sync_total() > max;
+        if let Some(total) = &self.total {
+            total.set_over(over);
+        }
+        if over {
             self.over_limit_calls += 1;
+        } else {
+            self.over_limit_calls = 0;
         }
     }
 
@@ -488,35 +548,39 @@ mod tests {
     }
 
     #[test]
-    fn limit_shares_add_up_and_excess_keys_are_invalidated_with_growing_effort() {
-        let mut t = TrackingTable::default();
-        let shares: Vec<usize> = (0..3)
-            .map(|i| {
-                t.set_limit(10, i, 3);
-                t.max_keys.unwrap()
-            })
-            .collect();
-        assert_eq!(shares, vec![4, 3, 3]);
-        t.set_limit(0, 0, 3);
-        assert_eq!(t.max_keys, None);
+    fn the_limit_bounds_every_shard_together_with_growing_effort() {
+        let total = Arc::new(TrackedTotal::default());
+        let (mut a, mut b) = (TrackingTable::default(), TrackingTable::default());
+        a.count_in(total.clone());
+        b.count_in(total.clone());
+        a.set_limit(0);
+        assert_eq!(a.max_keys, None);
 
         let c = tracker(1, 0);
         for i in 0..350 {
-            t.remember(format!("k{i}").as_bytes(), Reader { core: 0, id: c.id });
+            a.remember(format!("k{i}").as_bytes(), Reader { core: 0, id: c.id });
         }
-        t.set_limit(1, 0, 2);
-        t.limit_used_slots();
-        assert_eq!(t.key_count(), 250);
-        t.limit_used_slots();
-        assert_eq!(t.key_count(), 50);
-        t.limit_used_slots();
-        assert_eq!(t.key_count(), 1);
-        let evicted = t.take_outbox().unwrap().keys;
+        b.remember(b"other", Reader { core: 0, id: c.id });
+        b.set_limit(2);
+        a.set_limit(2);
+        // 351 keys against 2: the process is over, and says so at once.
+        assert!(total.over_limit());
+        a.limit_used_slots();
+        assert_eq!(a.key_count(), 250);
+        a.limit_used_slots();
+        assert_eq!(a.key_count(), 50);
+        assert!(total.over_limit());
+        a.limit_used_slots();
+        // b's key counts: a keeps one.
+        assert_eq!((a.key_count(), b.key_count()), (1, 1));
+        assert!(!total.over_limit());
+        let evicted = a.take_outbox().unwrap().keys;
         assert_eq!(evicted.len(), 349);
         assert!(evicted.iter().all(|e| e.writer == 0 && e.readers.len() == 1));
-        // The share of a shard can be 0: every key read there goes at once.
-        t.set_limit(1, 1, 2);
-        run(&mut t, &c, "get z");
-        assert_eq!(t.key_count(), 0);
+        // A read past the limit makes room right away.
+        run(&mut b, &c, "get z");
+        b.limit_used_slots();
+        assert_eq!(a.key_count() + b.key_count(), 2);
+        assert!(!total.over_limit());
     }
 }

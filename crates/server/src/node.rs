@@ -51,6 +51,8 @@ pub struct Shared {
     /// `ringdb_engine::evict`; read and written only while over the limit
     /// and on the timer).
     pub evict_board: Arc<ringdb_engine::evict::Board>,
+    /// Every shard's tracked keys, against `tracking-table-max-keys`.
+    pub tracked: Arc<ringdb_engine::tracking::TrackedTotal>,
     /// CLIENT PAUSE, for every core.
     pub pause: Arc<ringdb_engine::pause::Pause>,
     /// DEBUG PAUSE-CRON: every core's periodic work (active expiry,
@@ -151,7 +153,7 @@ impl Core {
             ringdb_engine::evict::publish_candidates(&shard);
             shard.state.funnel.notify_flags = config.notify_flags();
             let max_keys = config.tracking_table_max_keys();
-            shard.state.funnel.tracking.set_limit(max_keys, self.id.index(), self.shared.shards());
+            shard.state.funnel.tracking.set_limit(max_keys);
             Self::apply_hotkeys(&mut shard, &config, Some(&self.config.borrow()));
             if !config.hotkeys_replicate_reads() {
                 for (db, key) in shard.state.funnel.replicas.remove_all() {
@@ -318,6 +320,47 @@ impl Core {
                     core.publish_changes();
                 }),
             );
+        }
+    }
+
+    /// Redis enforces `maxmemory` and `tracking-table-max-keys` before
+    /// every command (`processCommand`), so the invalidations and events of
+    /// the keys it evicts reach clients before the command's reply,
+    /// whichever shard held them. Every shard that may have to give up keys
+    /// does so now and answers on this core's queue, behind the pushes it
+    /// queued here; the caller then writes those pushes first.
+    pub async fn enforce_limits(self: &Rc<Self>) {
+        let targets: Vec<ShardId> = if self.shared.tracked.over_limit() {
+            (0..self.shared.shards()).map(|i| ShardId(i as u16)).collect()
+        } else {
+            self.shard.borrow().state.evict_board.shards_with_candidates().collect()
+        };
+        let mut answers = Vec::with_capacity(targets.len());
+        for target in targets {
+            let (tx, rx) = flume::bounded::<()>(1);
+            let home = self.id;
+            self.queue_job(
+                target,
+                Box::new(move |core| {
+                    let now = ringdb_engine::shard::now_ms();
+                    let mut shard = core.shard.borrow_mut();
+                    ringdb_engine::evict::evict_on_timer(&mut shard, now);
+                    shard.state.funnel.tracking.limit_used_slots();
+                    core.publish_shard_changes(&mut shard);
+                    drop(shard);
+                    core.queue_job(
+                        home,
+                        Box::new(move |_| {
+                            let _ = tx.send(());
+                        }),
+                    );
+                }),
+            );
+            answers.push(rx);
+        }
+        for rx in answers {
+            // A dropped answer is a job that panicked; the command goes on.
+            let _ = rx.recv_async().await;
         }
     }
 
@@ -534,6 +577,7 @@ pub fn run(config: Config) -> Result<(), String> {
         next_client_id: AtomicU64::new(1),
         next_slowlog_id: Arc::new(AtomicU64::new(0)),
         evict_board: Arc::new(ringdb_engine::evict::Board::new(shards)),
+        tracked: Default::default(),
         pause: Default::default(),
         cron_paused: Default::default(),
         shutting_down: Default::default(),
@@ -743,8 +787,8 @@ async fn core_main(
     shard.state.slowlog_ids = shared.next_slowlog_id.clone();
     shard.state.evict_board = shared.evict_board.clone();
     shard.state.pause = shared.pause.clone();
-    let max_keys = config.tracking_table_max_keys();
-    shard.state.funnel.tracking.set_limit(max_keys, id.index(), shared.shards());
+    shard.state.funnel.tracking.count_in(shared.tracked.clone());
+    shard.state.funnel.tracking.set_limit(config.tracking_table_max_keys());
     shard.state.scripting.attach(shared.scripts.clone(), id.index());
     Core::apply_hotkeys(&mut shard, &config, None);
     let core = Rc::new(Core {

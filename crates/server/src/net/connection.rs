@@ -256,7 +256,7 @@ impl Connection {
     }
 
     /// Writes the pushes waiting for this client after its replies.
-    fn write_pushes(&mut self) {
+    pub(crate) fn write_pushes(&mut self) {
         let Some(mailbox) = &self.mailbox else { return };
         let mut pushes = std::mem::take(&mut self.pushes_in);
         pushes.extend(mailbox.try_iter());

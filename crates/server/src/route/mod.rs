@@ -100,6 +100,13 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
             segment.reply_error(conn, &error, skip || conn.state.reply_off);
             continue;
         }
+        if over_limits(&conn.core) {
+            // What the shards push as they give up keys (invalidations)
+            // precedes this command's reply, as in Redis.
+            segment.finish(conn).await;
+            conn.core.enforce_limits().await;
+            conn.write_pushes();
+        }
         if conn.state.multi.is_some() && !controls_transaction(spec.exec) {
             queue(conn, &mut segment, reg, args, skip).await;
             continue;
@@ -296,6 +303,18 @@ fn out_of_memory(core: &crate::node::Core) -> bool {
     let mut shard = core.shard.borrow_mut();
     ringdb_engine::evict::make_room(&mut shard, ringdb_engine::shard::now_ms());
     shard.state.oom
+}
+
+/// Whether the process is over `maxmemory` (and must evict) or over
+/// `tracking-table-max-keys` before the next command: a load and a branch
+/// when it is not.
+fn over_limits(core: &crate::node::Core) -> bool {
+    if core.shared.tracked.over_limit() {
+        return true;
+    }
+    let shard = core.shard.borrow();
+    shard.state.settings.memory.maxmemory != 0
+        && ringdb_engine::evict::must_evict(&shard, ringdb_engine::shard::now_ms())
 }
 
 /// The row a request that failed to resolve would have run, when the command
