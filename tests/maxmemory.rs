@@ -205,3 +205,47 @@ fn a_shard_out_of_candidates_has_the_other_shard_evict() {
     let kept: u64 = q(&mut c, &["EXISTS", &format!("{{{a}}}:kept:0")]).unwrap();
     assert_eq!(kept, 1, "a key without a TTL was evicted");
 }
+
+#[test]
+fn the_limit_is_honoured_within_4_kb_of_an_emptied_database() {
+    // Redis's own check: 100 KB above an emptied database, small keys fill
+    // it (more than 10 fit: nothing jumps by a slot index or a pending
+    // count), and as many again stay within 4 KB of the limit.
+    let server = Server::start(2);
+    let mut c = server.client();
+    for policy in ["allkeys-lru", "volatile-random"] {
+        let _: () = q(&mut c, &["FLUSHALL"]).unwrap();
+        let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", "0"]).unwrap();
+        // Warm: every command's first use has allocated what it keeps.
+        for i in 0..20 {
+            let _: () = q(&mut c, &["SETEX", &format!("warm:{i}"), "10000", "x"]).unwrap();
+        }
+        let _: () = q(&mut c, &["FLUSHALL"]).unwrap();
+        let limit = used(&mut c) + 100 * 1024;
+        let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", &limit.to_string()]).unwrap();
+        let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory-policy", policy]).unwrap();
+        let mut n = 0;
+        while used(&mut c) + 4096 <= limit {
+            let _: () = q(&mut c, &["SETEX", &format!("k:{n}"), "10000", "x"]).unwrap();
+            n += 1;
+        }
+        assert!(n > 10, "{policy}: only {n} keys fit in 100 KB");
+        for i in 0..n {
+            if let Err(e) = q::<()>(&mut c, &["SETEX", &format!("more:{i}"), "10000", "x"]) {
+                let info: String = q(&mut c, &["INFO", "everything"]).unwrap();
+                let pick =
+                    |f: &str| info.lines().find(|l| l.starts_with(f)).unwrap_or("").to_string();
+                panic!(
+                    "{policy} key {i} of {n}: {e}; {} {} {} limit {limit} {}",
+                    pick("used_memory:"),
+                    pick("db0"),
+                    pick("evicted_keys"),
+                    pick("mem_not_counted")
+                );
+            }
+        }
+        let now = used(&mut c);
+        assert!(now < limit + 4096, "{policy}: used {now} against limit {limit}");
+    }
+    let _: () = q(&mut c, &["CONFIG", "SET", "maxmemory", "0"]).unwrap();
+}

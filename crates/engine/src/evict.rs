@@ -195,7 +195,7 @@ fn candidates(shard: &Shard) -> u64 {
     }
 }
 
-fn publish_if_changed(shard: &Shard) {
+pub(crate) fn publish_if_changed(shard: &Shard) {
     let now = candidates(shard);
     if let Some(slot) = shard.state.evict_board.shards.get(shard.id.index()) {
         if slot.candidates.load(Ordering::Relaxed) != now {
@@ -232,6 +232,13 @@ pub struct Pool {
     best: Vec<Candidate>,
 }
 
+/// The memory eviction compares with `maxmemory`: all of it but the
+/// invalidations this shard has queued and not sent yet.
+fn counted(shard: &Shard, limit: &MemoryLimit) -> u64 {
+    let queued = shard.state.funnel.tracking.outbox_bytes() as u64;
+    (limit.used)(shard).saturating_sub(queued)
+}
+
 /// Whether the process is over `maxmemory` with a policy that evicts, and
 /// eviction is not paused: Redis then evicts before every command.
 #[inline]
@@ -239,7 +246,7 @@ pub fn must_evict(shard: &Shard, now_ms: u64) -> bool {
     let limit = &shard.state.settings.memory;
     limit.maxmemory != 0
         && limit.policy != Policy::NoEviction
-        && (limit.used)(shard) > limit.maxmemory
+        && counted(shard, &limit) > limit.maxmemory
         && !shard.state.pause.keys_frozen(now_ms)
 }
 
@@ -263,7 +270,7 @@ pub fn make_room(shard: &mut Shard, now_ms: u64) {
 #[cold]
 fn evict_over_limit(shard: &mut Shard, now_ms: u64) {
     let limit = shard.state.settings.memory;
-    if (limit.used)(shard) <= limit.maxmemory {
+    if counted(shard, &limit) <= limit.maxmemory {
         shard.state.oom = false;
         // Kept current while under the limit, so that the first command
         // over it knows which shards to ask (a store only when it changed).
@@ -282,7 +289,7 @@ fn evict_over_limit(shard: &mut Shard, now_ms: u64) {
         while let Some((db, key)) = next_victim(shard, &limit, &mut pool, now_ms) {
             evict(shard, db, &key);
             evicted += 1;
-            if (limit.used)(shard) <= limit.maxmemory {
+            if counted(shard, &limit) <= limit.maxmemory {
                 failed = false;
                 break;
             }

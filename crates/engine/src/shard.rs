@@ -671,9 +671,15 @@ impl Shard {
     /// After each command: unless `watch-coalesce-ms` asks to wait, the
     /// reactive queries it changed are re-run now, so that every change is
     /// pushed, even in the middle of a pipeline.
+    /// Under `maxmemory`, the shard's count of keys it could evict is
+    /// published as it changes, so that a shard out of victims finds the
+    /// others' keys at once.
     fn after_command(&mut self, now: u64) {
         if self.state.funnel.queries.has_dirty() && self.state.settings.watch_coalesce_ms == 0 {
             self.rerun_queries(now);
+        }
+        if self.state.settings.memory.maxmemory != 0 {
+            crate::evict::publish_if_changed(self);
         }
     }
 

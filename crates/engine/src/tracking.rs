@@ -132,6 +132,8 @@ pub struct TrackingTable {
     /// A script running now called a read-only command.
     script_read: bool,
     outbox: Outbox,
+    /// See [`outbox_bytes`](Self::outbox_bytes).
+    outbox_bytes: usize,
 }
 
 impl TrackingTable {
@@ -264,7 +266,7 @@ impl TrackingTable {
         if let Some(readers) = self.keys.remove(key) {
             self.items -= readers.len();
             let key = Bytes::copy_from_slice(key);
-            self.outbox.keys.push(KeyInvalidation { key, readers, writer: self.writer });
+            self.queue(KeyInvalidation { key, readers, writer: self.writer });
         }
     }
 
@@ -349,7 +351,7 @@ impl TrackingTable {
             if let Some(readers) = self.keys.remove(&key) {
                 self.items -= readers.len();
                 // Nobody changed the key: no NOLOOP client is spared.
-                self.outbox.keys.push(KeyInvalidation { key, readers, writer: 0 });
+                self.queue(KeyInvalidation { key, readers, writer: 0 });
             }
         }
         let over = self.sync_total() > max;
@@ -370,7 +372,22 @@ impl TrackingTable {
         !self.outbox.is_empty()
     }
 
+    fn queue(&mut self, invalidation: KeyInvalidation) {
+        self.outbox_bytes += invalidation.key.len()
+            + invalidation.readers.capacity() * std::mem::size_of::<Reader>()
+            + std::mem::size_of::<KeyInvalidation>();
+        self.outbox.keys.push(invalidation);
+    }
+
+    /// Bytes the queued invalidations hold: eviction does not count them
+    /// (each key it evicts queues one, and counting it would make a run
+    /// evict far more than it needs, Redis's #8069 feedback loop).
+    pub fn outbox_bytes(&self) -> usize {
+        self.outbox_bytes
+    }
+
     pub fn take_outbox(&mut self) -> Option<Outbox> {
+        self.outbox_bytes = 0;
         if self.outbox.is_empty() {
             return None;
         }

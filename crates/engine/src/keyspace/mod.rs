@@ -148,7 +148,25 @@ impl SlotTable {
     fn drain_where(&mut self, mut drop_if: impl FnMut(&Entry) -> bool) -> Vec<Box<Entry>> {
         let out: Vec<Box<Entry>> = self.table.extract_if(|e| drop_if(e)).collect();
         self.volatile -= out.iter().filter(|e| e.expire_at != 0).count() as u32;
+        if !out.is_empty() {
+            self.shrink_after_removal();
+        }
         out
+    }
+
+    /// Gives memory back after keys left: an emptied slot keeps no buckets
+    /// (keys spread over thousands of slots, so a table per slot that once
+    /// held a key would add up to more than eviction could ever free), and a
+    /// big table an eighth full halves its size.
+    fn shrink_after_removal(&mut self) {
+        let table = &mut self.table;
+        if table.is_empty() {
+            if table.capacity() > 0 {
+                *table = HashTable::new();
+            }
+        } else if table.capacity() > 64 && table.len() * 8 < table.capacity() {
+            table.shrink_to(table.len() * 2, |e| key_hash(e.key()));
+        }
     }
 }
 
@@ -169,7 +187,10 @@ enum SlotIndex {
 /// (see [`crate::persist::live`]).
 pub struct Db {
     index: SlotIndex,
-    /// Empty until the first key arrives, so 16 empty databases cost nothing.
+    /// Empty until the first key arrives, so 16 empty databases cost nothing;
+    /// once made, a flush keeps the (empty) tables: an emptied database
+    /// does not jump by a whole slot index at its next key (Redis's suite
+    /// measures `maxmemory` headroom from an emptied database).
     tables: Vec<SlotTable>,
     len: usize,
     volatile: usize,
@@ -265,7 +286,7 @@ impl Db {
         let i = match &mut self.index {
             SlotIndex::Range { first, count } => {
                 if self.tables.is_empty() {
-                    self.tables.resize_with(*count as usize, SlotTable::default);
+                    self.tables = empty_tables(*count);
                 }
                 // The router only sends a shard keys of slots it owns; a key
                 // from elsewhere would be a routing bug, so it is kept in the
@@ -481,9 +502,7 @@ impl Db {
         table.volatile -= volatile;
         self.volatile -= volatile as usize;
         self.len -= 1;
-        if table.table.capacity() > 64 && table.table.len() * 8 < table.table.capacity() {
-            table.table.shrink_to(table.table.len() * 2, |e| key_hash(e.key()));
-        }
+        table.shrink_after_removal();
         Some(removed)
     }
 
@@ -550,7 +569,11 @@ impl Db {
     /// [`Db::clear`]; `lazy` leaves the freeing to the lazy-free thread
     /// (FLUSHDB ASYNC).
     pub fn clear_freeing(&mut self, lazy: bool) {
-        let tables = std::mem::take(&mut self.tables);
+        let fresh = match &self.index {
+            SlotIndex::Range { count, .. } if !self.tables.is_empty() => empty_tables(*count),
+            _ => Vec::new(),
+        };
+        let tables = std::mem::replace(&mut self.tables, fresh);
         if let Some(snapshot) = &mut self.snapshot {
             snapshot.detach(tables);
         } else if lazy && self.len > 0 {
@@ -564,6 +587,13 @@ impl Db {
     }
 }
 
+/// One empty table per slot of a shard's range.
+fn empty_tables(count: u16) -> Vec<SlotTable> {
+    let mut tables = Vec::new();
+    tables.resize_with(count as usize, SlotTable::default);
+    tables
+}
+
 /// All databases of one shard (or of a transaction's scratch space).
 pub struct Keyspace {
     dbs: Vec<Db>,
@@ -573,7 +603,13 @@ impl Keyspace {
     /// The keyspace of a shard owning `first_slot..first_slot + slot_count`.
     pub fn for_slots(databases: usize, first_slot: u16, slot_count: u16) -> Self {
         let index = SlotIndex::Range { first: first_slot, count: slot_count };
-        Keyspace { dbs: (0..databases).map(|_| Db::new(index.clone())).collect() }
+        let mut dbs: Vec<Db> = (0..databases).map(|_| Db::new(index.clone())).collect();
+        // Database 0 is nearly always used: its index is there from the
+        // start, so the first key does not jump used_memory either.
+        if let Some(db) = dbs.first_mut() {
+            db.tables = empty_tables(slot_count);
+        }
+        Keyspace { dbs }
     }
 
     /// An empty keyspace that accepts keys of any slot: the scratch space in

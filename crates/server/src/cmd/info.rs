@@ -180,6 +180,9 @@ pub async fn info(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     conn.update_view();
     let with_latency = wanted.has("latencystats");
     let with_memory = wanted.has("memory");
+    // Before INFO's own gathering (histograms, reports) allocates: as
+    // Redis reads it, and what a client compares with `maxmemory`.
+    let used_memory = memory::used_memory();
     let mut reports = conn
         .core
         .invoke_on_all(move |core| CoreReport::collect(core, with_latency, with_memory))
@@ -192,6 +195,7 @@ pub async fn info(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let overhead = with_memory.then(|| crate::cmd::memory::Overhead::from_cores(&cores));
     let view = Report {
         core: &conn.core,
+        used_memory,
         reports: &reports,
         total: &total,
         latency: &latency,
@@ -213,6 +217,8 @@ pub async fn info(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
 /// Everything the sections are written from.
 struct Report<'a> {
     core: &'a Rc<Core>,
+    /// `used_memory` when INFO started.
+    used_memory: u64,
     /// MEMORY STATS's numbers, when the memory section is wanted.
     overhead: Option<&'a crate::cmd::memory::Overhead>,
     reports: &'a [CoreReport],
@@ -294,7 +300,7 @@ impl Report<'_> {
     }
 
     fn memory(&self, out: &mut String) {
-        let used = memory::used_memory();
+        let used = self.used_memory;
         let peak = memory::peak_memory().max(used);
         let rss = memory::rss_bytes();
         let system = memory::total_system_memory();

@@ -404,7 +404,7 @@ impl Config {
             policy: ringdb_engine::evict::Policy::from_name(self.maxmemory_policy()),
             samples: self.int("maxmemory-samples") as usize,
             tenacity: self.int("maxmemory-eviction-tenacity") as u32,
-            used: |_| crate::memory::used_memory_now(),
+            used: |shard| crate::memory::used_memory_near(shard.state.settings.memory.maxmemory),
         }
     }
 
