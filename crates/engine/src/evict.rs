@@ -246,7 +246,7 @@ pub fn must_evict(shard: &Shard, now_ms: u64) -> bool {
     let limit = &shard.state.settings.memory;
     limit.maxmemory != 0
         && limit.policy != Policy::NoEviction
-        && counted(shard, &limit) > limit.maxmemory
+        && counted(shard, limit) > limit.maxmemory
         && !shard.state.pause.keys_frozen(now_ms)
 }
 
