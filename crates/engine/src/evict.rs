@@ -195,6 +195,8 @@ fn candidates(shard: &Shard) -> u64 {
     }
 }
 
+/// [`publish_candidates`] without clearing a request, and only when the
+/// count changed (the board's line stays shared while nothing changes).
 pub(crate) fn publish_if_changed(shard: &Shard) {
     let now = candidates(shard);
     if let Some(slot) = shard.state.evict_board.shards.get(shard.id.index()) {
@@ -241,13 +243,14 @@ fn counted(shard: &Shard, limit: &MemoryLimit) -> u64 {
 
 /// Whether the process is over `maxmemory` with a policy that evicts, and
 /// eviction is not paused: Redis then evicts before every command.
+/// One branch when there is no limit (the clock is read only when over).
 #[inline]
-pub fn must_evict(shard: &Shard, now_ms: u64) -> bool {
+pub fn must_evict(shard: &Shard) -> bool {
     let limit = &shard.state.settings.memory;
     limit.maxmemory != 0
         && limit.policy != Policy::NoEviction
         && counted(shard, limit) > limit.maxmemory
-        && !shard.state.pause.keys_frozen(now_ms)
+        && !shard.state.pause.keys_frozen(crate::shard::now_ms())
 }
 
 /// Evicts this shard's keys while the process is over `maxmemory`, and

@@ -309,12 +309,7 @@ fn out_of_memory(core: &crate::node::Core) -> bool {
 /// `tracking-table-max-keys` before the next command: a load and a branch
 /// when it is not.
 fn over_limits(core: &crate::node::Core) -> bool {
-    if core.shared.tracked.over_limit() {
-        return true;
-    }
-    let shard = core.shard.borrow();
-    shard.state.settings.memory.maxmemory != 0
-        && ringdb_engine::evict::must_evict(&shard, ringdb_engine::shard::now_ms())
+    core.shared.tracked.over_limit() || ringdb_engine::evict::must_evict(&core.shard.borrow())
 }
 
 /// The row a request that failed to resolve would have run, when the command
