@@ -343,10 +343,10 @@ impl TrackingTable {
             return;
         }
         let effort = 100 * (self.over_limit_calls + 1);
-        let excess = (all - max).min(self.keys.len());
+        let count = self.claim_excess(all, max, effort);
         // Which keys go is arbitrary (Redis walks its radix tree at
         // random); the hash order is as good as random and needs no scan.
-        let victims: Vec<Bytes> = self.keys.keys().take(excess.min(effort)).cloned().collect();
+        let victims: Vec<Bytes> = self.keys.keys().take(count).cloned().collect();
         for key in victims {
             if let Some(readers) = self.keys.remove(&key) {
                 self.items -= readers.len();
@@ -365,8 +365,29 @@ impl TrackingTable {
         }
     }
 
-    /// Takes the invalidations queued since the last call, if any.
-    #[inline]
+    /// How many of its keys this table drops to bring the process from
+    /// `all` keys to `max`, at most `effort`. Shards trimming at once would
+    /// each drop the whole excess: each takes its part off the total first
+    /// (a compare-and-swap), so together they drop exactly the excess.
+    fn claim_excess(&mut self, mut all: usize, max: usize, effort: usize) -> usize {
+        let own = self.keys.len();
+        let Some(total) = &self.total else { return (all - max).min(own).min(effort) };
+        loop {
+            let count = all.saturating_sub(max).min(own).min(effort);
+            if count == 0 {
+                return 0;
+            }
+            match total.keys.compare_exchange(all, all - count, Relaxed, Relaxed) {
+                Ok(_) => {
+                    // The keys about to go are counted out already.
+                    self.counted -= count;
+                    return count;
+                }
+                Err(now) => all = now,
+            }
+        }
+    }
+
     /// Invalidations wait to be sent.
     pub fn has_outbox(&self) -> bool {
         !self.outbox.is_empty()
