@@ -144,10 +144,7 @@ impl Board {
     }
 
     fn others_have_candidates(&self, me: usize) -> bool {
-        self.shards
-            .iter()
-            .enumerate()
-            .any(|(i, s)| i != me && s.candidates.load(Ordering::Relaxed) > 0)
+        self.shards_with_candidates().any(|s| s.index() != me)
     }
 
     /// The shards that may still have keys to evict.
@@ -195,8 +192,10 @@ fn candidates(shard: &Shard) -> u64 {
     }
 }
 
-/// [`publish_candidates`] without clearing a request, and only when the
-/// count changed (the board's line stays shared while nothing changes).
+/// [`publish_candidates`] after each command under `maxmemory`, so that
+/// the first command over the limit knows which shards to ask: without
+/// clearing a request, and a store only when the count changed (the
+/// board's line stays shared while nothing changes).
 pub(crate) fn publish_if_changed(shard: &Shard) {
     let now = candidates(shard);
     if let Some(slot) = shard.state.evict_board.shards.get(shard.id.index()) {
@@ -275,9 +274,6 @@ fn evict_over_limit(shard: &mut Shard, now_ms: u64) {
     let limit = shard.state.settings.memory;
     if counted(shard, &limit) <= limit.maxmemory {
         shard.state.oom = false;
-        // Kept current while under the limit, so that the first command
-        // over it knows which shards to ask (a store only when it changed).
-        publish_if_changed(shard);
         return;
     }
     let started = Instant::now();

@@ -670,10 +670,9 @@ impl Shard {
 
     /// After each command: unless `watch-coalesce-ms` asks to wait, the
     /// reactive queries it changed are re-run now, so that every change is
-    /// pushed, even in the middle of a pipeline.
-    /// Under `maxmemory`, the shard's count of keys it could evict is
-    /// published as it changes, so that a shard out of victims finds the
-    /// others' keys at once.
+    /// pushed, even in the middle of a pipeline. Under `maxmemory`, the
+    /// shard's count of keys it could evict is published as it changes, so
+    /// that a shard out of victims finds the others' keys at once.
     fn after_command(&mut self, now: u64) {
         if self.state.funnel.queries.has_dirty() && self.state.settings.watch_coalesce_ms == 0 {
             self.rerun_queries(now);
@@ -780,6 +779,15 @@ impl Shard {
     /// One watcher of `fp` on `core` speaking `resp` lets go.
     pub fn unwatch_query(&mut self, fp: u64, core: u16, resp: Resp) {
         self.state.funnel.queries.unwatch(fp, core, resp);
+    }
+
+    /// Gives up keys this shard must to keep the process within its
+    /// limits: eviction while over `maxmemory`, and tracked keys while over
+    /// `tracking-table-max-keys` (on the timer, and when another core asks
+    /// before a command).
+    pub fn enforce_limits(&mut self, now: u64) {
+        crate::evict::evict_on_timer(self, now);
+        self.state.funnel.tracking.limit_used_slots();
     }
 
     /// Re-runs the reactive queries whose key changed; the results that

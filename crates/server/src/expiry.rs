@@ -21,9 +21,8 @@ pub async fn run(core: Rc<Core>) {
             // Redis's slow cycle: at most 25% of the period.
             ringdb_engine::expire::active_cycle(&mut shard, period / 4);
         }
-        ringdb_engine::evict::evict_on_timer(&mut shard, ringdb_engine::shard::now_ms());
         // A lowered tracking-table-max-keys is reached a step per tick.
-        shard.state.funnel.tracking.limit_used_slots();
+        shard.enforce_limits(ringdb_engine::shard::now_ms());
         drop(shard);
         core.publish_changes();
     }

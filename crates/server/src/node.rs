@@ -316,7 +316,7 @@ impl Core {
                 other,
                 Box::new(|core| {
                     let now = ringdb_engine::shard::now_ms();
-                    ringdb_engine::evict::evict_on_timer(&mut core.shard.borrow_mut(), now);
+                    core.shard.borrow_mut().enforce_limits(now);
                     core.publish_changes();
                 }),
             );
@@ -343,11 +343,8 @@ impl Core {
                 target,
                 Box::new(move |core| {
                     let now = ringdb_engine::shard::now_ms();
-                    let mut shard = core.shard.borrow_mut();
-                    ringdb_engine::evict::evict_on_timer(&mut shard, now);
-                    shard.state.funnel.tracking.limit_used_slots();
-                    core.publish_shard_changes(&mut shard);
-                    drop(shard);
+                    core.shard.borrow_mut().enforce_limits(now);
+                    core.publish_changes();
                     core.queue_job(
                         home,
                         Box::new(move |_| {
