@@ -1,8 +1,8 @@
 //! Snapshots without fork and without stop, against a real 2-shard server:
 //! a BGSAVE holds exactly the data of the moment it started while clients
 //! keep writing (overwrites, deletes, new keys, cross-shard MSETs, SWAPDB,
-//! FLUSHALL), commands are answered while it runs, and SHUTDOWN during one
-//! still saves the latest data.
+//! FLUSHDB), FLUSHALL stops it as Redis does, commands are answered while it
+//! runs, and SHUTDOWN during one still saves the latest data.
 
 mod common;
 use common::{keys_on_two_shards, q, temp_dir, Server};
@@ -187,7 +187,7 @@ fn commands_are_answered_while_a_snapshot_runs() {
 }
 
 #[test]
-fn swapdb_flushall_and_a_second_save_during_a_snapshot() {
+fn swapdb_flushdb_and_a_second_save_during_a_snapshot() {
     let dir = temp_dir("nostop-flush");
     {
         let server = server_on(&dir);
@@ -206,7 +206,12 @@ fn swapdb_flushall_and_a_second_save_during_a_snapshot() {
         assert!(err.to_string().contains("Background save already in progress"), "{err}");
         q::<String>(&mut c, &["SWAPDB", "0", "1"]).unwrap();
         q::<String>(&mut c, &["SET", "zero5", "after the swap"]).unwrap();
-        q::<String>(&mut c, &["FLUSHALL"]).unwrap();
+        // FLUSHDB leaves the save running (FLUSHALL would stop it, as
+        // Redis's kills its child: see the test below).
+        for db in ["1", "0"] {
+            q::<String>(&mut c, &["SELECT", db]).unwrap();
+            q::<String>(&mut c, &["FLUSHDB"]).unwrap();
+        }
         q::<String>(&mut c, &["SET", "after", "the flush"]).unwrap();
         assert_eq!(wait_bgsave(&mut c), "ok");
     }
@@ -215,6 +220,24 @@ fn swapdb_flushall_and_a_second_save_during_a_snapshot() {
     check_old(&mut c, "zero", 60_000, 0);
     q::<String>(&mut c, &["SELECT", "1"]).unwrap();
     check_old(&mut c, "one", 60_000, 0);
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// FLUSHALL stops a running background save before it answers, as Redis's
+/// `flushAllDataAndResetRDB` kills the saving child, and the stop is not a
+/// failed save.
+#[test]
+fn flushall_stops_a_running_background_save() {
+    let dir = temp_dir("nostop-flushall");
+    let server = server_on(&dir);
+    let mut c = server.client();
+    fill(&mut c, "k", N);
+    assert_eq!(bgsave(&mut c), "Background saving started");
+    q::<String>(&mut c, &["FLUSHALL"]).unwrap();
+    assert!(!saving(&mut c), "the background save still runs after FLUSHALL");
+    assert_eq!(info_field(&mut c, "rdb_last_bgsave_status"), "ok");
+    assert_eq!(q::<usize>(&mut c, &["DBSIZE"]).unwrap(), 0);
     drop(server);
     let _ = std::fs::remove_dir_all(&dir);
 }
