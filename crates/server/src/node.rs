@@ -756,6 +756,7 @@ fn wait_for_signal(shared: &Shared) {
 /// signals); append-only logs are written after every unit of shard work,
 /// so what the kernel holds of them survives the exit.
 pub fn shutdown(code: i32) -> ! {
+    crate::route::debug::kill_sessions();
     info!("ringdb is now ready to exit, bye bye...");
     std::process::exit(code)
 }

@@ -348,6 +348,7 @@ pub enum NodeCommand {
     ScriptFlush,
     ScriptKill,
     ScriptHelp,
+    ScriptDebug,
     FunctionLoad,
     FunctionDelete,
     FunctionFlush,
@@ -512,6 +513,20 @@ pub struct CommandSpec {
     /// the router derives the request's real flags from them (Redis's
     /// `evalGetCommandFlags`), as CLIENT PAUSE WRITE needs.
     pub script_flags: Option<ScriptFlagsOf>,
+    /// What the row does for a client that turned the Lua debugger on
+    /// (`SCRIPT DEBUG YES|SYNC`).
+    pub debugs: Debugs,
+}
+
+/// See [`CommandSpec::debugs`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Debugs {
+    /// Runs as it always does.
+    No,
+    /// Runs its script (`args[1]`) in a debugging session (EVAL).
+    Body,
+    /// Is refused: the debugger needs the script's source (EVALSHA).
+    Refuses,
 }
 
 /// See [`CommandSpec::script_flags`].
@@ -541,6 +556,7 @@ impl CommandSpec {
             get_keys: None,
             formed_keys: None,
             script_flags: None,
+            debugs: Debugs::No,
         }
     }
 
@@ -601,6 +617,11 @@ impl CommandSpec {
 
     pub const fn formed_keys(mut self, formed: FormedKeys) -> Self {
         self.formed_keys = Some(formed);
+        self
+    }
+
+    pub const fn debugs(mut self, debugs: Debugs) -> Self {
+        self.debugs = debugs;
         self
     }
 

@@ -6,7 +6,7 @@
 
 use crate::command::error::CmdResult;
 use crate::command::spec::{
-    acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec, NodeCommand as N,
+    acl, flags::*, keyflags as kf, CommandSpec, Debugs, Exec, KeySpec, NodeCommand as N,
 };
 use crate::command::Ctx;
 use bytes::Bytes;
@@ -26,6 +26,9 @@ const WORST_RO: &str =
 const ALL_SHARDS: &[&str] = &["request_policy:all_shards", "response_policy:all_succeeded"];
 
 static SCRIPT: &[CommandSpec] = &[
+    node("debug", 3, NOSCRIPT, N::ScriptDebug)
+        .acl(acl::SCRIPTING)
+        .doc("scripting", "3.2.0", "Sets the debug mode of server-side Lua scripts.", "O(1)", "<YES | SYNC | NO>"),
     node("exists", -3, NOSCRIPT, N::ScriptExists)
         .acl(acl::SCRIPTING)
         .tips(&["request_policy:all_shards", "response_policy:agg_logical_and"])
@@ -122,6 +125,7 @@ static FUNCTION: &[CommandSpec] = &[
 
 pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("eval", -3, RUN, Exec::Shard(eval))
+        .debugs(Debugs::Body)
         .script_flags(crate::scripting::flags_of_body)
         .keys(&[KeySpec::keynum(2, kf::RW | kf::ACCESS | kf::UPDATE).notes(WORST)])
         .acl(acl::SCRIPTING)
@@ -133,6 +137,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "script numkeys [key [key ...]] [arg [arg ...]]",
         ),
     CommandSpec::new("evalsha", -3, RUN, Exec::Shard(evalsha))
+        .debugs(Debugs::Refuses)
         .script_flags(crate::scripting::flags_of_sha)
         .keys(&[KeySpec::keynum(2, kf::RW | kf::ACCESS | kf::UPDATE)])
         .acl(acl::SCRIPTING)
@@ -144,6 +149,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "sha1 numkeys [key [key ...]] [arg [arg ...]]",
         ),
     CommandSpec::new("eval_ro", -3, RUN_RO, Exec::Shard(eval_ro))
+        .debugs(Debugs::Body)
         .keys(&[KeySpec::keynum(2, kf::RO | kf::ACCESS).notes(WORST_RO)])
         .acl(acl::SCRIPTING)
         .doc(
@@ -154,6 +160,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "script numkeys [key [key ...]] [arg [arg ...]]",
         ),
     CommandSpec::new("evalsha_ro", -3, RUN_RO, Exec::Shard(evalsha_ro))
+        .debugs(Debugs::Refuses)
         .keys(&[KeySpec::keynum(2, kf::RO | kf::ACCESS)])
         .acl(acl::SCRIPTING)
         .doc(

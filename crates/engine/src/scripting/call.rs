@@ -203,9 +203,23 @@ unsafe fn call_and_push(state: *mut ffi::lua_State) -> Pushed {
     };
     // A panic must not unwind through Lua's C frames: the run ends, and
     // the panic goes on once Lua has returned (`RunState::panicked`).
+    // A debugging client that steps sees each command and its reply.
+    let logging = c.run.ldb.logging();
+    if logging {
+        c.run.ldb.log_command(&argv);
+    }
     match catch_unwind(AssertUnwindSafe(|| c.run(argv))) {
-        Ok(Ok(())) => {}
-        Ok(Err(text)) => convert::error_reply(&mut c.reply, text.as_bytes()),
+        Ok(Ok(())) => {
+            if logging {
+                c.run.ldb.log_reply(&c.reply);
+            }
+        }
+        Ok(Err(text)) => {
+            if logging {
+                c.run.ldb.log_error(&text);
+            }
+            convert::error_reply(&mut c.reply, text.as_bytes())
+        }
         Err(panic) => {
             *c.run.panicked.borrow_mut() = Some(panic);
             c.reply.clear();

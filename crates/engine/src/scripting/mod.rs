@@ -6,6 +6,7 @@
 //!   globals, the `redis` API, the instruction hook (busy threshold, kills);
 //! - [`call`]: `redis.call` / `redis.pcall` running commands of the table;
 //! - [`convert`]: RESP ↔ Lua with Redis's rules;
+//! - [`debugger`]: the Lua debugger (`SCRIPT DEBUG`);
 //! - [`functions`]: libraries, `redis.register_function`, DUMP payloads;
 //! - [`journal`]: undoing a held run that is to run again with every shard;
 //! - [`libs`]: `bit`, `struct`, `cjson`, `cmsgpack`;
@@ -26,6 +27,7 @@
 
 pub mod call;
 pub mod convert;
+pub mod debugger;
 pub mod functions;
 pub mod journal;
 pub mod libs;
@@ -236,6 +238,9 @@ pub struct Scripting {
     /// the only shard of the node.
     pub receivers: Option<Rc<crate::shard::Receivers<'static>>>,
     report: RunReport,
+    /// The debugging client of the next EVAL on this shard (`SCRIPT
+    /// DEBUG`): the server sets it right before it runs that command.
+    pub debug_link: Option<Box<dyn debugger::Link>>,
 }
 
 fn lua_error(e: mlua::Error) -> CmdError {
@@ -484,6 +489,8 @@ struct Invocation<'a> {
     keys: &'a [Bytes],
     argv: &'a [Bytes],
     command: &'a [Bytes],
+    /// A debugging run: its client, and the script's source.
+    debug: Option<(Box<dyn debugger::Link>, &'a [u8])>,
 }
 
 impl LuaEngine {
@@ -592,6 +599,22 @@ impl LuaEngine {
         Ok(pending)
     }
 
+    /// Starts a debugging session for this run: the debugger's hook
+    /// replaces the busy hook until [`debugger::Session::end`].
+    fn debug_session(
+        &self,
+        link: Box<dyn debugger::Link>,
+        body: &[u8],
+    ) -> mlua::Result<Rc<RefCell<debugger::Session>>> {
+        debugger::begin(&self.run);
+        let session =
+            Rc::new(RefCell::new(debugger::Session::new(link, body, self.sandbox.real.clone())));
+        let triggers =
+            mlua::HookTriggers::new().every_line().every_nth_instruction(debugger::COUNT_EVERY);
+        self.lua.set_hook(triggers, debugger::hook(session.clone(), self.run.clone()))?;
+        Ok(session)
+    }
+
     /// Runs a script or function against `ctx`'s keyspace and writes its
     /// result (or error) as the reply.
     fn invoke(&mut self, ctx: &mut Ctx, inv: Invocation) -> CmdResult {
@@ -649,6 +672,10 @@ impl LuaEngine {
             reply: Vec::new(),
         });
         let entered = self.calls.enter(&call_ctx);
+        let session = match inv.debug {
+            Some((link, body)) => Some(self.debug_session(link, body).map_err(lua_error)?),
+            None => None,
+        };
         let outcome = match arrays {
             None => self.sandbox.run_eval.call::<MultiValue>(inv.function.clone()),
             Some((keys, argv)) => {
@@ -656,6 +683,10 @@ impl LuaEngine {
             }
         };
         drop(entered);
+        if let Some(session) = session {
+            session.borrow_mut().end(&self.run.ldb);
+            sandbox::install_busy_hook(lua, &self.run).map_err(lua_error)?;
+        }
         if let Some(panic) = self.run.panicked.take() {
             std::panic::resume_unwind(panic);
         }
@@ -839,6 +870,7 @@ pub fn eval(ctx: &mut Ctx, args: &[Bytes], by_sha: bool, read_only: bool) -> Cmd
         sha1_hex(&args[1])
     };
     let monitor = ctx.ks.state.scripting.monitor().cloned();
+    let debug_link = ctx.ks.state.scripting.debug_link.take();
     let mut engine = ctx.ks.state.scripting.take()?;
     engine.relieve(ctx.ks.state.settings.scripts.memory_limit);
     let result = (|| {
@@ -853,6 +885,7 @@ pub fn eval(ctx: &mut Ctx, args: &[Bytes], by_sha: bool, read_only: bool) -> Cmd
             keys: &args[3..3 + n],
             argv: &args[3 + n..],
             command: args,
+            debug: debug_link.map(|link| (link, &args[1][..])),
         };
         engine.invoke(ctx, inv)
     })();
@@ -884,6 +917,7 @@ pub fn fcall(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> CmdResult {
         keys: &args[3..3 + n],
         argv: &args[3 + n..],
         command: args,
+        debug: None,
     };
     let result = engine.invoke(ctx, inv);
     ctx.ks.state.scripting.put_back(engine);

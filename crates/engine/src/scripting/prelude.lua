@@ -177,8 +177,8 @@ redis.setresp = R.setresp
 redis.set_repl = R.set_repl
 redis.REPL_NONE, redis.REPL_AOF, redis.REPL_SLAVE, redis.REPL_REPLICA, redis.REPL_ALL = 0, 1, 2, 2, 3
 redis.replicate_commands = function() return true end
-redis.breakpoint = function() return false end
-redis.debug = function() end
+redis.breakpoint = R.breakpoint
+redis.debug = R.debug
 redis.acl_check_cmd = R.acl_check_cmd
 real.redis = protect(redis)
 

@@ -59,6 +59,8 @@ pub struct RunState {
     /// A command the script called panicked: the run ends (no `pcall`
     /// catches it) and the panic goes on once Lua has returned.
     pub panicked: RefCell<Option<Box<dyn std::any::Any + Send>>>,
+    /// The debugger's log and stepping state (a `SCRIPT DEBUG` run).
+    pub ldb: super::debugger::DebugState,
 }
 
 impl RunState {
@@ -83,6 +85,7 @@ impl RunState {
             rand: Cell::new(Lrand48::default()),
             loading: RefCell::new(None),
             panicked: RefCell::new(None),
+            ldb: Default::default(),
         }
     }
 
@@ -246,11 +249,15 @@ pub fn create(run: Rc<RunState>) -> mlua::Result<(Lua, Sandbox)> {
     for name in ["debug", "print", "dofile", "loadfile", "require", "module"] {
         globals.raw_set(name, Value::Nil)?;
     }
-    let hook_run = run.clone();
-    lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |_, _| {
-        hook_run.check()
-    })?;
+    install_busy_hook(&lua, &run)?;
     Ok((lua, Sandbox { env, env_meta, real, load_api, redis, run_eval, run_function, run_load }))
+}
+
+/// The instruction hook of every run but a debugging one: the busy
+/// threshold, kills ([`RunState::check`]).
+pub fn install_busy_hook(lua: &Lua, run: &Rc<RunState>) -> mlua::Result<()> {
+    let run = run.clone();
+    lua.set_hook(HookTriggers::new().every_nth_instruction(HOOK_EVERY), move |_, _| run.check())
 }
 
 /// The message of an error raised from Rust (for the error handler and
@@ -288,6 +295,28 @@ fn helpers(lua: &Lua, run: &Rc<RunState>) -> mlua::Result<Table> {
     )?;
     r.raw_set("version", REDIS_VERSION)?;
     r.raw_set("version_num", REDIS_VERSION_NUM)?;
+    // The debugger's: `redis.breakpoint()` stops at the next line of a
+    // debugging run (true) and does nothing otherwise (false);
+    // `redis.debug(…)` logs its arguments to the debugging client.
+    let state = run.clone();
+    r.raw_set(
+        "breakpoint",
+        lua.create_function(move |_, ()| {
+            let active = state.ldb.active.get();
+            if active {
+                state.ldb.lua_breakpoint.set(true);
+            }
+            Ok(active)
+        })?,
+    )?;
+    let state = run.clone();
+    r.raw_set(
+        "debug",
+        lua.create_function(move |_, values: MultiValue| {
+            state.ldb.log_debug(&values);
+            Ok(())
+        })?,
+    )?;
     let state = run.clone();
     r.raw_set(
         "random",

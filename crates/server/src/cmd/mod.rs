@@ -109,6 +109,7 @@ async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> Cm
         N::ScriptFlush => scripting::script_flush(conn, args).await,
         N::ScriptKill => scripting::kill(conn, true),
         N::ScriptHelp => scripting::script_help(conn, args),
+        N::ScriptDebug => scripting::script_debug(conn, args),
         N::FunctionLoad => scripting::function_load(conn, args).await,
         N::FunctionDelete => scripting::function_delete(conn, args).await,
         N::FunctionFlush => scripting::function_flush(conn, args).await,

@@ -91,7 +91,26 @@ pub fn kill(conn: &mut Connection, eval: bool) -> CmdResult {
     Ok(())
 }
 
+/// SCRIPT DEBUG YES|SYNC|NO: whether the next EVAL runs in a debugging
+/// session (`crate::route::debug`).
+pub fn script_debug(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    use crate::route::debug::Mode;
+    if !conn.out.is_empty() {
+        return Err(CmdError::new("ERR SCRIPT DEBUG must be called outside a pipeline"));
+    }
+    conn.state.debugger = match &args[2] {
+        a if is(a, "no") => None,
+        a if is(a, "yes") => Some(Mode::Yes),
+        a if is(a, "sync") => Some(Mode::Sync),
+        _ => return Err(CmdError::new("ERR Use SCRIPT DEBUG YES/SYNC/NO")),
+    };
+    conn.reply().ok();
+    Ok(())
+}
+
 const SCRIPT_HELP: &[&str] = &[
+    "DEBUG (YES|SYNC|NO)",
+    "    Set the debug mode for subsequent scripts executed.",
     "EXISTS <sha1> [<sha1> ...]",
     "    Return information about the existence of the scripts in the script cache.",
     "FLUSH [ASYNC|SYNC]",

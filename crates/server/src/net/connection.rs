@@ -83,6 +83,8 @@ pub struct ClientState {
     pub hotkey_watch: Option<Vec<bytes::Bytes>>,
     /// MONITOR: every command run is pushed to this client.
     pub monitor: bool,
+    /// SCRIPT DEBUG YES|SYNC: the next EVAL runs in a debugging session.
+    pub debugger: Option<crate::route::debug::Mode>,
 }
 
 impl ClientState {
@@ -209,6 +211,7 @@ impl Connection {
                 query_watches: Default::default(),
                 hotkey_watch: None,
                 monitor: false,
+                debugger: None,
             },
         };
         if let Err(reason) = conn.run().await {
@@ -461,6 +464,20 @@ impl Connection {
     }
 
     /// Writes every pending reply.
+    pub fn socket_fd(&self) -> std::os::fd::RawFd {
+        self.socket.fd()
+    }
+
+    /// See [`Socket::stop_reading`].
+    pub async fn stop_reading(&mut self) {
+        self.socket.stop_reading().await;
+    }
+
+    /// This connection as a debugging session's client.
+    pub fn debug_link(&self) -> Box<dyn ringdb_engine::scripting::debugger::Link> {
+        self.socket.debug_link()
+    }
+
     pub async fn flush(&mut self) -> Result<(), String> {
         self.flush_as(false).await
     }

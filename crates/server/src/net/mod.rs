@@ -4,6 +4,7 @@
 pub mod clients;
 pub mod connection;
 pub mod fallback;
+pub mod fd_link;
 pub mod listener;
 pub mod socket;
 pub mod uring;

@@ -31,12 +31,15 @@ pub enum Socket {
         stream: TcpStream,
         chunk: Vec<u8>,
         slot: Rc<Slot>,
+        /// Another process has the socket (a forked debugging session): it
+        /// is closed here without shutting it down.
+        handed_off: bool,
     },
 }
 
 impl Socket {
     pub fn glommio(stream: TcpStream, slot: Rc<Slot>) -> Socket {
-        Socket::Glommio { stream, chunk: Vec::new(), slot }
+        Socket::Glommio { stream, chunk: Vec::new(), slot, handed_off: false }
     }
 
     pub fn fd(&self) -> RawFd {
@@ -72,7 +75,7 @@ impl Socket {
     pub async fn read_into(&mut self, buf: &mut BytesMut, wanted: usize) -> io::Result<usize> {
         match self {
             Socket::Uring(s) => s.read_into(buf).await,
-            Socket::Glommio { stream, chunk, slot } => {
+            Socket::Glommio { stream, chunk, slot, .. } => {
                 let size = wanted.clamp(READ_CHUNK, MAX_READ_CHUNK);
                 if chunk.len() < size {
                     chunk.resize(size, 0);
@@ -111,6 +114,27 @@ impl Socket {
     /// [`Socket::write`]; `pushes`: `out` is pushes alone (no reply to a
     /// request), which the uring path sends after the replies of the same
     /// turn.
+    /// Stops reading the socket: another process reads it from now on
+    /// (a forked debugging session). The glommio path reads only when the
+    /// connection asks, which it will not do again.
+    pub async fn stop_reading(&mut self) {
+        match self {
+            Socket::Uring(s) => s.stop_reading().await,
+            Socket::Glommio { handed_off, .. } => *handed_off = true,
+        }
+    }
+
+    /// The connection as a debugging session's client (see
+    /// `ringdb_engine::scripting::debugger`).
+    pub fn debug_link(&self) -> Box<dyn ringdb_engine::scripting::debugger::Link> {
+        match self {
+            Socket::Uring(s) => s.debug_link(),
+            Socket::Glommio { stream, .. } => {
+                Box::new(super::fd_link::FdLink::new(stream.as_raw_fd()))
+            }
+        }
+    }
+
     pub async fn write_as(&mut self, out: &mut Output, pushes: bool) -> io::Result<()> {
         match self {
             Socket::Uring(s) => s.write(out, pushes).await,
@@ -158,9 +182,13 @@ impl Socket {
         match self {
             // Dropping the stream hands the close to the driver.
             Socket::Uring(s) => drop(s),
-            Socket::Glommio { mut stream, slot, .. } => {
+            Socket::Glommio { mut stream, slot, handed_off, .. } => {
                 slot.retire();
-                let _ = stream.close().await;
+                // Dropping closes the descriptor alone; `close` would also
+                // shut the connection down for the process that has it.
+                if !handed_off {
+                    let _ = stream.close().await;
+                }
             }
         }
     }

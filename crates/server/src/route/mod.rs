@@ -15,6 +15,7 @@
 
 pub mod busy;
 pub mod cross;
+pub mod debug;
 pub mod multi;
 pub mod pause;
 pub mod script;
@@ -23,7 +24,7 @@ pub mod segment;
 use crate::net::connection::Connection;
 use bytes::Bytes;
 use ringdb_engine::command::error::NOAUTH;
-use ringdb_engine::command::spec::flags;
+use ringdb_engine::command::spec::{flags, Debugs};
 use ringdb_engine::command::{table, CmdError, Exec, NodeCommand, Registered};
 use ringdb_engine::evict::OOM;
 use ringdb_engine::{ShardCommand, ShardId};
@@ -116,6 +117,11 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
             pause::wait(conn, reg, &args).await;
         }
         crate::cmd::monitor::feed(conn, spec, &args);
+        if let (Some(mode), true) = (conn.state.debugger, spec.debugs != Debugs::No) {
+            segment.finish(conn).await;
+            debug::run(conn, reg, args, mode).await;
+            continue;
+        }
         match spec.exec {
             Exec::Shard(_) if read_from_copy(conn, &segment, reg, &args, skip) => {}
             // A script may touch any key: on a node of several shards it

@@ -247,6 +247,67 @@ async fn run_on_node(conn: &mut Connection, command: &ShardCommand) -> Result<Ru
     Ok(report)
 }
 
+/// Runs one script command with every shard held by this core itself
+/// rather than by the [`HOLDER`], for a run that needs this core: a
+/// debugging session, which talks to its client's socket from the
+/// script's hook. `prepare` readies this core's shard before the run
+/// (it gives the session its client). Its reply goes to `conn.out` once
+/// every shard has published the run's changes.
+pub async fn run_here(
+    conn: &mut Connection,
+    command: &ShardCommand,
+    prepare: impl FnOnce(&mut Shard),
+) -> Result<(), CmdError> {
+    let core = conn.core.clone();
+    let mut loans = hold_every_shard(&core, false).await?;
+    prepare(&mut core.shard.borrow_mut());
+    let log = NodeLog::Own(core.shard.borrow_mut().state.random());
+    let mut done = run_lent(&core, &mut loans, std::iter::once((command, log)));
+    let published = give_back(&core, loans);
+    core.shard.borrow_mut().tx_release(&vec![(WHOLE_SHARD, LockMode::Exclusive)]);
+    wait_published(published).await;
+    let (out, _) = done.pop().ok_or(NO_ANSWER)?;
+    conn.out.extend_from_slice(&out);
+    Ok(())
+}
+
+/// Forks the process with every shard held by this core, so that the
+/// child's copy of each shard is as it was between two commands. The
+/// child runs `command` in a debugging session with the client on `fd`
+/// and exits; the parent gets the child's process id once the shards are
+/// given back.
+pub async fn fork_here(
+    conn: &mut Connection,
+    command: &ShardCommand,
+    fd: std::os::fd::RawFd,
+) -> Result<i32, CmdError> {
+    use crate::net::fd_link::FdLink;
+    let core = conn.core.clone();
+    let mut loans = hold_every_shard(&core, false).await?;
+    // SAFETY: a fork of a process with other threads: the child runs this
+    // thread alone, touches only the shards (held: their cores wait
+    // outside them), its Lua state and the descriptor, with plain system
+    // calls (none of the parent's rings), and exits without unwinding.
+    let pid = unsafe { libc::fork() };
+    if pid == 0 {
+        super::debug::child_starts();
+        core.shard.borrow_mut().state.scripting.debug_link = Some(Box::new(FdLink::new(fd)));
+        let mut done = run_lent(&core, &mut loans, std::iter::once((command, NodeLog::Own(0))));
+        let out = done.pop().map(|(out, _)| out).unwrap_or_default();
+        super::debug::child_exits(&mut FdLink::new(fd), &out);
+    }
+    let published = give_back(&core, loans);
+    core.shard.borrow_mut().tx_release(&vec![(WHOLE_SHARD, LockMode::Exclusive)]);
+    wait_published(published).await;
+    if pid < 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(CmdError::owned(format!(
+            "ERR Fork() failed: can't run EVAL in debugging mode: {e}"
+        )));
+    }
+    Ok(pid)
+}
+
 /// What a node-wide run gives its client: its reply and its report.
 type NodeResult = Result<(Vec<u8>, RunReport), CmdError>;
 
@@ -309,7 +370,7 @@ async fn hold_for_runs(core: Rc<Core>) {
             }
         }
         // (A failure is a job that panicked: the scripts waiting fail.)
-        let Ok(mut loans) = hold_every_shard(&core).await else { return };
+        let Ok(mut loans) = hold_every_shard(&core, true).await else { return };
         let mut runs = std::mem::take(&mut core.node_runs.borrow_mut().waiting);
         for loan in &mut loans {
             runs.append(&mut loan.runs);
@@ -347,10 +408,17 @@ async fn hold_for_runs(core: Rc<Core>) {
 /// deadlock; if a lock is taken, whatever was got is given back and the
 /// locks are taken in shard order, waiting in each shard's queue as any
 /// cross-shard transaction does, then the shards are borrowed.
-async fn hold_every_shard(core: &Rc<Core>) -> Result<Vec<Loan>, CmdError> {
+///
+/// `take_runs`: the lenders hand over their clients' scripts waiting for
+/// such a hold, to run under this one.
+async fn hold_every_shard(core: &Rc<Core>, take_runs: bool) -> Result<Vec<Loan>, CmdError> {
     let whole: LockSet = vec![(WHOLE_SHARD, LockMode::Exclusive)];
+    let (try_lock, release) = match take_runs {
+        true => (Lend::TryLock, Lend::Release),
+        false => (Lend::TryLockAlone, Lend::ReleaseAlone),
+    };
     if core.shard.borrow_mut().locks.try_acquire(&whole) {
-        let tries = borrow_shards(core, Lend::TryLock).await?;
+        let tries = borrow_shards(core, try_lock).await?;
         if tries.iter().all(Option::is_some) {
             return Ok(tries.into_iter().flatten().collect());
         }
@@ -367,7 +435,7 @@ async fn hold_every_shard(core: &Rc<Core>) -> Result<Vec<Loan>, CmdError> {
         .map(|i| (ShardId(i as u16), whole.clone(), Box::new(|_: &mut Shard| ()) as _))
         .collect();
     take_in_order(core, steps).await?;
-    match borrow_shards(core, Lend::Release).await {
+    match borrow_shards(core, release).await {
         Ok(loans) => Ok(loans.into_iter().flatten().collect()),
         Err(e) => {
             core.shard.borrow_mut().tx_release(&whole);
@@ -494,6 +562,20 @@ enum Lend {
     TryLock,
     /// To an EXEC, whose release step lets go of the locks.
     InExec,
+    /// As `Release` and `TryLock`, keeping the lender's waiting scripts (a
+    /// hold for one run of its own: a debugging session).
+    ReleaseAlone,
+    TryLockAlone,
+}
+
+impl Lend {
+    fn tries(self) -> bool {
+        matches!(self, Lend::TryLock | Lend::TryLockAlone)
+    }
+
+    fn hands_over_runs(self) -> bool {
+        matches!(self, Lend::TryLock | Lend::Release)
+    }
 }
 
 /// Asks every other core for its shard, in shard order: a loan each
@@ -542,7 +624,7 @@ const LEND_SPIN: Duration = Duration::from_micros(0);
 /// is given back, then publishes what the run changed here.
 fn lend(core: &Rc<Core>, to: flume::Sender<Option<Loan>>, why: Lend) {
     let whole = vec![(WHOLE_SHARD, LockMode::Exclusive)];
-    if why == Lend::TryLock && !core.shard.borrow_mut().locks.try_acquire(&whole) {
+    if why.tries() && !core.shard.borrow_mut().locks.try_acquire(&whole) {
         let _ = to.send(None);
         return;
     }
@@ -550,7 +632,7 @@ fn lend(core: &Rc<Core>, to: flume::Sender<Option<Loan>>, why: Lend) {
     let serve_busy = core.shard.borrow().state.scripting.while_busy();
     let (back_tx, back_rx) = flume::bounded::<()>(1);
     let (published_tx, published_rx) = flume::bounded::<()>(1);
-    let runs = if release {
+    let runs = if why.hands_over_runs() {
         let mut runs = core.node_runs.borrow_mut();
         runs.signaled = false;
         std::mem::take(&mut runs.waiting)

@@ -66,6 +66,11 @@ struct Listener {
     retry_at: Option<Instant>,
 }
 
+/// The longest a debugging session's wait for its client goes without a
+/// look at the ring (whose deferred completion work runs only when the
+/// ring is entered).
+const DEBUGGER_WAIT: Duration = Duration::from_millis(10);
+
 /// A shard's network ring and its connections.
 pub struct Driver {
     ring: RefCell<IoUring>,
@@ -317,6 +322,28 @@ impl Driver {
         }
     }
 
+    /// While a debugging session blocks the core (from the script's hook,
+    /// as [`Driver::serve_while_busy`]): waits up to [`DEBUGGER_WAIT`] for
+    /// input on `fd` or a completion, then turns the ring once (new
+    /// connections are held until the driver runs again).
+    pub fn turn_for_debugger(self: &Rc<Self>, fd: RawFd) {
+        let Ok(ring) = self.ring.try_borrow() else { return };
+        let mut fds = [
+            libc::pollfd { fd, events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: ring.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+        ];
+        drop(ring);
+        // SAFETY: two valid pollfd records; the result is only a wake-up.
+        unsafe { libc::poll(fds.as_mut_ptr(), 2, DEBUGGER_WAIT.as_millis() as i32) };
+        let hold = |stream: UringStream| self.held.borrow_mut().push(stream);
+        self.turn(&hold, true);
+        if !self.held.borrow().is_empty() {
+            if let Some(waker) = self.parked.take() {
+                waker.wake();
+            }
+        }
+    }
+
     /// Reads the ring's eventfd for ever (through glommio, so an idle
     /// shard sleeps in glommio's own wait) and wakes the parked driver
     /// when the ring signals. A task of its own: glommio adds a waker to a
@@ -410,7 +437,7 @@ impl Driver {
             st.sending = true;
             push(ring, &send_entry(shared, st));
         }
-        let wants_input = !st.closing && !st.eof && st.error.is_none();
+        let wants_input = !st.closing && !st.detached && !st.eof && st.error.is_none();
         if !st.recv_armed && wants_input && st.input.len() < RECV_PAUSE_BYTES {
             st.recv_paused = false;
             st.recv_armed = true;
@@ -419,7 +446,7 @@ impl Driver {
                 .user_data(user_data(shared.token, OP_RECV));
             push(ring, &entry);
         }
-        if st.closing && st.recv_armed && !st.cancel_sent {
+        if (st.closing || st.detached) && st.recv_armed && !st.cancel_sent {
             st.cancel_sent = true;
             let entry = opcode::AsyncCancel::new(user_data(shared.token, OP_RECV))
                 .build()

@@ -14,6 +14,7 @@
 use super::Driver;
 use crate::route::busy::Idle;
 use bytes::BytesMut;
+use ringdb_engine::scripting::debugger::Link;
 use ringdb_protocol::Output;
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
@@ -76,6 +77,9 @@ pub struct State {
     pub queued: bool,
     /// The driver has closed the descriptor.
     pub closed: bool,
+    /// The socket was handed to another process (a forked debugging
+    /// session): nothing more is received here.
+    pub detached: bool,
 }
 
 impl State {
@@ -225,6 +229,88 @@ impl UringStream {
         .await
     }
 }
+
+impl UringStream {
+    /// Stops receiving: the socket's input is another process's from now
+    /// on (a forked debugging session). Waits until the receive in the
+    /// kernel is cancelled; what it had received is dropped.
+    pub async fn stop_reading(&self) {
+        self.shared.st.borrow_mut().detached = true;
+        self.driver.schedule(&self.shared);
+        for _ in 0..1000 {
+            if !self.shared.st.borrow().recv_armed {
+                break;
+            }
+            glommio::timer::sleep(std::time::Duration::from_millis(1)).await;
+        }
+        self.shared.st.borrow_mut().input.clear();
+    }
+
+    /// The connection as a debugging session's client: read and written
+    /// through this core's ring, turned by the session while it blocks the
+    /// core.
+    pub fn debug_link(&self) -> Box<dyn Link> {
+        Box::new(UringLink { shared: self.shared.clone(), driver: self.driver.clone() })
+    }
+}
+
+/// See [`UringStream::debug_link`].
+struct UringLink {
+    shared: Rc<Shared>,
+    driver: Rc<Driver>,
+}
+
+impl Link for UringLink {
+    fn recv(&mut self, into: &mut Vec<u8>) -> bool {
+        loop {
+            {
+                let mut st = self.shared.st.borrow_mut();
+                if !st.input.is_empty() {
+                    into.extend_from_slice(&st.input);
+                    st.input.clear();
+                    if st.recv_paused {
+                        drop(st);
+                        self.driver.schedule(&self.shared);
+                    }
+                    return true;
+                }
+                if st.eof || st.error.is_some() || st.closing {
+                    return false;
+                }
+            }
+            self.driver.turn_for_debugger(self.shared.fd);
+        }
+    }
+
+    fn send(&mut self, bytes: &[u8]) {
+        {
+            let mut st = self.shared.st.borrow_mut();
+            if st.error.is_some() {
+                return;
+            }
+            st.pending.extend_from_slice(bytes);
+        }
+        self.driver.schedule(&self.shared);
+        let deadline = std::time::Instant::now() + DEBUGGER_SEND_TIMEOUT;
+        loop {
+            {
+                let st = self.shared.st.borrow();
+                if st.unsent() == 0 || st.error.is_some() {
+                    return;
+                }
+            }
+            if std::time::Instant::now() >= deadline {
+                // A client that reads nothing for this long is gone.
+                self.shared.st.borrow_mut().error = Some(libc::ETIMEDOUT);
+                return;
+            }
+            self.driver.turn_for_debugger(self.shared.fd);
+        }
+    }
+}
+
+/// Redis's send timeout on a debugging client.
+const DEBUGGER_SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Drop for UringStream {
     /// The connection is done: the driver sends what is left, then closes.
