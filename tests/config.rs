@@ -231,3 +231,84 @@ fn oom_score_adj_relative_absolute_and_restored() {
     let values: Vec<String> = q(&mut c, &["CONFIG", "GET", "oom-score-adj-values"]).unwrap();
     assert_eq!(values[1], "10 20 30");
 }
+
+/// A client of the server at `host:port`, once it answers there.
+fn client_at(host: &str, port: u16) -> redis::Connection {
+    let client = redis::Client::open(format!("redis://{host}:{port}/")).unwrap();
+    client.get_connection_with_timeout(Duration::from_secs(2)).unwrap()
+}
+
+/// Waits until nothing accepts on `host:port` any more.
+fn refused_soon(host: &str, port: u16) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        let addr = format!("{host}:{port}").parse().unwrap();
+        if std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+#[test]
+fn set_port_and_bind_move_every_shards_listeners() {
+    let server = Server::start(2);
+    let mut admin = server.client();
+    // A port nothing uses, and one something else holds.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let taken_port = taken.local_addr().unwrap().port();
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let new_port = free.local_addr().unwrap().port();
+    drop(free);
+    let ok = |c: &mut redis::Connection, args: &[&str]| {
+        assert_eq!(q::<String>(c, args).unwrap(), "OK", "{args:?}");
+    };
+    ok(&mut admin, &["CONFIG", "SET", "port", &new_port.to_string()]);
+    assert!(refused_soon("127.0.0.1", server.port), "still listening on the old port");
+    // Both shards accept on the new port (the kernel spreads connections).
+    let mut kept = Vec::new();
+    for _ in 0..40 {
+        let mut c = client_at("127.0.0.1", new_port);
+        assert_eq!(q::<String>(&mut c, &["PING"]).unwrap(), "PONG");
+        kept.push(c);
+    }
+    let per_shard = common::clients_per_shard(&mut admin);
+    assert!(per_shard.iter().all(|&n| n > 1), "connections per shard: {per_shard:?}");
+    drop(kept);
+    let mut c = client_at("127.0.0.1", new_port);
+    // A port that cannot be had fails the whole SET: nothing else changes
+    // (the OOM score, applied to the process, included).
+    let pid = common::info_field(&mut c, "server", "process_id");
+    let score = || std::fs::read_to_string(format!("/proc/{pid}/oom_score_adj")).unwrap();
+    let before = score();
+    let taken_arg = taken_port.to_string();
+    let err = q::<String>(
+        &mut c,
+        &[
+            "CONFIG",
+            "SET",
+            "oom-score-adj",
+            "yes",
+            "oom-score-adj-values",
+            "1 1 1",
+            "port",
+            &taken_arg,
+        ],
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("Unable to listen on this port"), "{err}");
+    assert_eq!(score(), before);
+    assert_eq!(config_get(&mut c, &["oom-score-adj"])[0].1, "no");
+    let err = q::<String>(&mut c, &["CONFIG", "SET", "bind", "999.999.999.999"]).unwrap_err();
+    assert!(err.to_string().contains("Failed to bind to specified addresses"), "{err}");
+    assert_eq!(config_get(&mut c, &["port"])[0].1, new_port.to_string());
+    assert_eq!(q::<String>(&mut client_at("127.0.0.1", new_port), &["PING"]).unwrap(), "PONG");
+    // Another (loopback) address, on the same port.
+    ok(&mut c, &["CONFIG", "SET", "bind", "127.0.0.2"]);
+    assert!(refused_soon("127.0.0.1", new_port), "still listening on 127.0.0.1");
+    let mut moved = client_at("127.0.0.2", new_port);
+    assert_eq!(q::<String>(&mut moved, &["PING"]).unwrap(), "PONG");
+    assert_eq!(config_get(&mut moved, &["bind"])[0].1, "127.0.0.2");
+    drop(taken);
+}

@@ -105,6 +105,9 @@ pub struct Core {
     pub replica_reads: Cell<u64>,
     /// The socket backend this core's connections use (`io-backend`).
     pub io_backend: Cell<&'static str>,
+    /// What accepts this core's connections (CONFIG SET port/bind gives it
+    /// new sockets).
+    pub accepting: RefCell<Option<crate::net::listener::Accepting>>,
     /// The slow commands of this core's clients (SLOWLOG).
     pub slowlog: RefCell<crate::cmd::slowlog::SlowLog>,
     /// How this core's clients' scripts have run (where the next run goes).
@@ -803,6 +806,7 @@ async fn core_main(
         replicas: RefCell::new(std::collections::HashMap::new()),
         replica_reads: Cell::new(0),
         io_backend: Cell::new("glommio"),
+        accepting: RefCell::new(None),
         slowlog: RefCell::new(Default::default()),
         script_profiles: RefCell::new(Default::default()),
         node_runs: RefCell::new(Default::default()),

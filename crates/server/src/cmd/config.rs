@@ -134,6 +134,42 @@ fn apply_to_process(config: &Config, pairs: &[(&'static str, String)]) -> CmdRes
     crate::process::apply_oom_score(mode, value).map_err(|e| set_failed(name, &e))
 }
 
+/// New listening sockets, one set per shard, when the pairs change `bind`
+/// or `port`; made before anything changes, so that a failure is Redis's
+/// error and leaves the server listening where it did.
+fn rebind(core: &Core, pairs: &[(&'static str, String)]) -> Result<Option<Sockets>, CmdError> {
+    let current = core.config.borrow();
+    let mut next = current.clone();
+    for (n, value) in pairs {
+        let _ = next.set(n, value);
+    }
+    let port_changed = next.port() != current.port();
+    if !port_changed && next.bind() == current.bind() {
+        return Ok(None);
+    }
+    let shards = core.shared.shards();
+    let made = crate::net::listener::rebind(
+        &next.bind(),
+        next.port(),
+        !port_changed,
+        shards,
+        next.tcp_backlog(),
+    );
+    match made {
+        Ok(per_shard) => Ok(Some(per_shard.into_iter().map(Some).collect())),
+        Err(e) => {
+            tracing::warn!("Failed to bind: {e}");
+            Err(match port_changed {
+                true => set_failed("port", "Unable to listen on this port. Check server logs."),
+                false => set_failed("bind", "Failed to bind to specified addresses."),
+            })
+        }
+    }
+}
+
+/// Each shard's new listening sockets, taken by its core.
+type Sockets = Vec<Option<Vec<std::os::fd::OwnedFd>>>;
+
 /// Applies already validated pairs to one core's copy.
 fn apply(core: &Core, pairs: &[(&'static str, String)]) {
     let mut config = core.config.borrow().clone();
@@ -151,8 +187,22 @@ pub async fn set(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
         return Err(SYNTAX);
     }
     let pairs = validate(&conn.core.config.borrow(), &args[2..])?;
+    // The sockets first: a port or address that cannot be had leaves
+    // everything else as it was (the OOM score included).
+    let sockets = rebind(&conn.core, &pairs)?;
     apply_to_process(&conn.core.config.borrow(), &pairs)?;
     conn.core.invoke_on_all(move |core| apply(core, &pairs)).await?;
+    if let Some(sockets) = sockets {
+        let sockets = std::sync::Arc::new(std::sync::Mutex::new(sockets));
+        conn.core
+            .invoke_on_all(move |core| {
+                let mine = sockets.lock().ok().and_then(|mut s| s[core.id.index()].take());
+                if let (Some(fds), Some(accepting)) = (mine, core.accepting.borrow().as_ref()) {
+                    accepting.replace(fds);
+                }
+            })
+            .await?;
+    }
     conn.reply().ok();
     Ok(())
 }

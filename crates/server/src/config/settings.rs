@@ -105,9 +105,9 @@ const INT_MIN: i64 = i32::MIN as i64;
 const MB: i64 = 1024 * 1024;
 
 pub static SETTINGS: &[Setting] = &[
-    s("bind", "127.0.0.1", Kind::Words, false,
+    s("bind", "127.0.0.1", Kind::Words, true,
       "Addresses to listen on, separated by spaces. A non-loopback address needs requirepass or protected-mode no."),
-    s("port", "6379", Kind::Int { min: 0, max: 65535 }, false,
+    s("port", "6379", Kind::Int { min: 0, max: 65535 }, true,
       "TCP port. Every shard listens on it (SO_REUSEPORT) and the kernel spreads connections over them."),
     s("shards", "0", Kind::Int { min: 0, max: 1024 }, false,
       "Number of shards (one per core). 0 = one per CPU this process may run on (its affinity mask)."),

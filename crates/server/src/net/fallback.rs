@@ -205,7 +205,9 @@ fn send_now(fd: RawFd, out: &mut Output) {
 /// A core's glommio backend: its listening sockets, its connections'
 /// slots, and the connections the hook accepted.
 pub struct Fallback {
-    listeners: Vec<OwnedFd>,
+    listeners: RefCell<Vec<OwnedFd>>,
+    /// The eventfd the listeners' ring signals (read by [`Fallback::watch`]).
+    eventfd: RawFd,
     /// Polls for the listeners (see [`Fallback::watch`]); `armed[i]`: the
     /// poll of listener `i` is in the kernel.
     ring: RefCell<IoUring>,
@@ -220,8 +222,7 @@ impl Fallback {
     /// Accepts on the core's listening sockets with glommio's sockets; a
     /// busy script's hook serves the core's waiting clients. An error: the
     /// ring for the listeners' polls could not be set up.
-    pub fn start(core: &Rc<Core>, listeners: Vec<OwnedFd>) -> io::Result<()> {
-        let ring = IoUring::new(listeners.len().next_power_of_two().max(2) as u32)?;
+    pub fn start(core: &Rc<Core>, listeners: Vec<OwnedFd>) -> io::Result<Rc<Fallback>> {
         // Blocking on purpose: io_uring then waits for a count instead of
         // failing glommio's read with EAGAIN.
         // SAFETY: plain syscall; the result is checked.
@@ -231,10 +232,11 @@ impl Fallback {
         }
         // SAFETY: a descriptor we just created and own.
         let eventfd = unsafe { OwnedFd::from_raw_fd(efd) };
-        ring.submitter().register_eventfd(eventfd.as_raw_fd())?;
+        let ring = Self::polls_ring(listeners.len(), efd)?;
         let fallback = Rc::new(Fallback {
             armed: RefCell::new(vec![false; listeners.len()]),
-            listeners,
+            listeners: RefCell::new(listeners),
+            eventfd: efd,
             ring: RefCell::new(ring),
             slots: RefCell::new(Vec::new()),
             held: RefCell::new(Vec::new()),
@@ -248,7 +250,25 @@ impl Fallback {
         };
         core.shard.borrow_mut().state.scripting.serve_while_busy(Rc::new(serve));
         glommio::spawn_local(fallback.clone().watch(core.clone(), eventfd)).detach();
-        glommio::spawn_local(fallback.admit_held(core.clone())).detach();
+        glommio::spawn_local(fallback.clone().admit_held(core.clone())).detach();
+        Ok(fallback)
+    }
+
+    /// A ring for the polls of `listeners` listeners, signalling `eventfd`.
+    fn polls_ring(listeners: usize, eventfd: RawFd) -> io::Result<IoUring> {
+        let ring = IoUring::new(listeners.next_power_of_two().max(2) as u32)?;
+        ring.submitter().register_eventfd(eventfd)?;
+        Ok(ring)
+    }
+
+    /// Listens on `fds` instead (CONFIG SET port/bind). The polls of the
+    /// old listeners go with their ring, replaced by one for the new ones.
+    pub fn replace_listeners(&self, fds: Vec<OwnedFd>) -> io::Result<()> {
+        let ring = Self::polls_ring(fds.len(), self.eventfd)?;
+        *self.ring.borrow_mut() = ring;
+        *self.armed.borrow_mut() = vec![false; fds.len()];
+        *self.listeners.borrow_mut() = fds;
+        self.arm();
         Ok(())
     }
 
@@ -294,7 +314,7 @@ impl Fallback {
     /// Accepts every waiting connection; true if an accept failed.
     fn accept_all(&self, take: &mut dyn FnMut(Socket)) -> bool {
         let mut failed = false;
-        for listener in &self.listeners {
+        for listener in self.listeners.borrow().iter() {
             loop {
                 // Blocking sockets, as glommio's own accept makes them.
                 // SAFETY: plain syscall on our listening socket.
@@ -333,7 +353,7 @@ impl Fallback {
         for done in ring.completion() {
             armed[done.user_data() as usize] = false;
         }
-        for (i, listener) in self.listeners.iter().enumerate() {
+        for (i, listener) in self.listeners.borrow().iter().enumerate() {
             if armed[i] {
                 continue;
             }

@@ -46,10 +46,25 @@ pub fn bind_all(
     shards: usize,
     backlog: i32,
 ) -> Result<(u16, Vec<Vec<OwnedFd>>), String> {
+    bind_sockets(addresses, port, shards, backlog, true)
+}
+
+/// [`bind_all`]; `probe`: check first that nothing listens on the port.
+fn bind_sockets(
+    addresses: &[String],
+    port: u16,
+    shards: usize,
+    backlog: i32,
+    probe: bool,
+) -> Result<(u16, Vec<Vec<OwnedFd>>), String> {
     let mut per_shard: Vec<Vec<OwnedFd>> = (0..shards).map(|_| Vec::new()).collect();
     let mut port = port;
     for address in addresses {
         let mut addr = resolve(address, port)?;
+        if !probe {
+            bind_per_shard(addr, backlog, &mut per_shard)?;
+            continue;
+        }
         // Probe: fails if anything at all listens on the port already.
         let probe = socket_for(addr)?;
         probe.set_reuse_address(true).map_err(|e| e.to_string())?;
@@ -67,20 +82,30 @@ pub fn bind_all(
             addr.set_port(port);
         }
         drop(probe);
-        for fds in per_shard.iter_mut() {
-            let sock = socket_for(addr)?;
-            sock.set_reuse_address(true).map_err(|e| e.to_string())?;
-            sock.set_reuse_port(true).map_err(|e| e.to_string())?;
-            if addr.is_ipv6() {
-                sock.set_only_v6(true).map_err(|e| e.to_string())?;
-            }
-            sock.bind(&addr.into()).map_err(|e| format!("could not bind {addr}: {e}"))?;
-            sock.listen(backlog).map_err(|e| format!("could not listen on {addr}: {e}"))?;
-            sock.set_nonblocking(true).map_err(|e| e.to_string())?;
-            fds.push(OwnedFd::from(sock));
-        }
+        bind_per_shard(addr, backlog, &mut per_shard)?;
     }
     Ok((port, per_shard))
+}
+
+/// One SO_REUSEPORT listening socket on `addr` for each shard.
+fn bind_per_shard(
+    addr: SocketAddr,
+    backlog: i32,
+    per_shard: &mut [Vec<OwnedFd>],
+) -> Result<(), String> {
+    for fds in per_shard.iter_mut() {
+        let sock = socket_for(addr)?;
+        sock.set_reuse_address(true).map_err(|e| e.to_string())?;
+        sock.set_reuse_port(true).map_err(|e| e.to_string())?;
+        if addr.is_ipv6() {
+            sock.set_only_v6(true).map_err(|e| e.to_string())?;
+        }
+        sock.bind(&addr.into()).map_err(|e| format!("could not bind {addr}: {e}"))?;
+        sock.listen(backlog).map_err(|e| format!("could not listen on {addr}: {e}"))?;
+        sock.set_nonblocking(true).map_err(|e| e.to_string())?;
+        fds.push(OwnedFd::from(sock));
+    }
+    Ok(())
 }
 
 /// Starts accepting on this shard's listening sockets, on the backend the
@@ -108,6 +133,7 @@ pub fn start(core: &Rc<Core>, fds: Vec<OwnedFd>) -> Result<&'static str, String>
                     }
                 };
                 core.shard.borrow_mut().state.scripting.serve_while_busy(Rc::new(serve));
+                *core.accepting.borrow_mut() = Some(Accepting::Uring(driver.clone()));
                 let (core, shared, id) = (core.clone(), core.shared.clone(), core.id.index());
                 let may_spin = move || !shared.doorbells[id].answer();
                 let run =
@@ -125,9 +151,51 @@ pub fn start(core: &Rc<Core>, fds: Vec<OwnedFd>) -> Result<&'static str, String>
             }
         }
     }
-    super::fallback::Fallback::start(core, fds)
+    let fallback = super::fallback::Fallback::start(core, fds)
         .map_err(|e| format!("io-backend glommio: cannot set up the listeners' ring: {e}"))?;
+    *core.accepting.borrow_mut() = Some(Accepting::Glommio(fallback));
     Ok("glommio")
+}
+
+/// What accepts a core's connections, on its backend: what CONFIG SET
+/// port/bind gives new sockets to.
+pub enum Accepting {
+    Uring(Rc<uring::Driver>),
+    Glommio(Rc<super::fallback::Fallback>),
+}
+
+impl Accepting {
+    /// Accepts on `fds` from now on, instead of the sockets it had.
+    pub fn replace(&self, fds: Vec<OwnedFd>) {
+        match self {
+            Accepting::Uring(driver) => driver.replace_listeners(fds),
+            Accepting::Glommio(fallback) => {
+                if let Err(e) = fallback.replace_listeners(fds) {
+                    warn!("could not poll the new listening sockets: {e}");
+                }
+            }
+        }
+    }
+}
+
+/// The sockets for a CONFIG SET of `bind` and `port` (Redis's
+/// `changeBindAddr` / `changeListenPort`), per shard, made before the old
+/// ones close so that a failure leaves the server as it was: port 0 or
+/// no address means no listener at all, as in Redis. `same_port`: the
+/// port is the one the server listens on now (its own sockets are there:
+/// no probe).
+pub fn rebind(
+    addresses: &[String],
+    port: u16,
+    same_port: bool,
+    shards: usize,
+    backlog: i32,
+) -> Result<Vec<Vec<OwnedFd>>, String> {
+    if port == 0 || addresses.is_empty() {
+        return Ok((0..shards).map(|_| Vec::new()).collect());
+    }
+    let probe = !same_port;
+    bind_sockets(addresses, port, shards, backlog, probe).map(|(_, fds)| fds)
 }
 
 /// Serves a new connection, or refuses it past `maxclients`.

@@ -60,6 +60,9 @@ fn user_data(token: u32, op: u64) -> u64 {
 }
 
 struct Listener {
+    /// Names its accepts' completions (listeners come and go with CONFIG
+    /// SET port/bind, so not its place in the list).
+    id: u32,
     fd: OwnedFd,
     armed: bool,
     /// After a failed accept (EMFILE …): not re-armed before this instant.
@@ -78,6 +81,10 @@ pub struct Driver {
     conns: RefCell<HashMap<u32, Rc<Shared>>>,
     next_token: Cell<u32>,
     listeners: RefCell<Vec<Listener>>,
+    /// Replaced listeners whose accept the kernel has not given back yet
+    /// (closed once it has).
+    retired: RefCell<Vec<Listener>>,
+    next_listener: Cell<u32>,
     /// Connections with something for the next turn (a send, a re-armed
     /// receive, a close).
     work: RefCell<Vec<Rc<Shared>>>,
@@ -140,6 +147,8 @@ impl Driver {
             conns: RefCell::new(HashMap::new()),
             next_token: Cell::new(0),
             listeners: RefCell::new(Vec::new()),
+            retired: RefCell::new(Vec::new()),
+            next_listener: Cell::new(0),
             work: RefCell::new(Vec::new()),
             later: RefCell::new(Vec::new()),
             parked: Cell::new(None),
@@ -152,7 +161,9 @@ impl Driver {
 
     /// Accepts on a listening socket (multishot, armed in the next turn).
     pub fn listen(&self, fd: OwnedFd) {
-        self.listeners.borrow_mut().push(Listener { fd, armed: false, retry_at: None });
+        let id = self.next_listener.get();
+        self.next_listener.set(id.wrapping_add(1));
+        self.listeners.borrow_mut().push(Listener { id, fd, armed: false, retry_at: None });
     }
 
     /// Takes over an accepted socket: its receive is armed in the next turn.
@@ -413,7 +424,7 @@ impl Driver {
         for &(data, res, flags) in scratch.iter() {
             let token = (data >> 8) as u32;
             match data & 0xff {
-                OP_ACCEPT => self.accepted(&mut ring, token as usize, res, flags, on_accept),
+                OP_ACCEPT => self.accepted(&mut ring, token, res, flags, on_accept),
                 OP_RECV => self.received(&mut ring, token, res, flags),
                 OP_SEND => self.sent(&mut ring, token, res),
                 _ => {}
@@ -466,8 +477,35 @@ impl Driver {
         }
     }
 
+    /// Listens on `fds` instead (CONFIG SET port/bind): the old listeners'
+    /// accepts are cancelled in the next turn, and each is closed once the
+    /// kernel has given its accept back.
+    pub fn replace_listeners(&self, fds: Vec<OwnedFd>) {
+        let old = std::mem::take(&mut *self.listeners.borrow_mut());
+        for fd in fds {
+            self.listen(fd);
+        }
+        if let Ok(mut ring) = self.ring.try_borrow_mut() {
+            for l in old {
+                if l.armed {
+                    let entry = opcode::AsyncCancel::new(user_data(l.id, OP_ACCEPT))
+                        .build()
+                        .user_data(user_data(l.id, OP_CANCEL));
+                    push(&mut ring, &entry);
+                    self.retired.borrow_mut().push(l);
+                }
+            }
+        }
+        // A turn is due (to submit the cancels and arm the new listeners)
+        // even though the ring has nothing to say.
+        self.signalled.set(true);
+        if let Some(waker) = self.parked.take() {
+            waker.wake();
+        }
+    }
+
     fn arm_listeners(&self, ring: &mut IoUring) {
-        for (i, l) in self.listeners.borrow_mut().iter_mut().enumerate() {
+        for l in self.listeners.borrow_mut().iter_mut() {
             // The clock only for a listener backing off: this runs every turn.
             if l.armed || l.retry_at.is_some_and(|t| t > Instant::now()) {
                 continue;
@@ -477,7 +515,7 @@ impl Driver {
             let entry = opcode::AcceptMulti::new(types::Fd(l.fd.as_raw_fd()))
                 .flags(libc::SOCK_CLOEXEC)
                 .build()
-                .user_data(user_data(i as u32, OP_ACCEPT));
+                .user_data(user_data(l.id, OP_ACCEPT));
             push(ring, &entry);
         }
     }
@@ -495,20 +533,22 @@ impl Driver {
     fn accepted(
         self: &Rc<Self>,
         ring: &mut IoUring,
-        index: usize,
+        id: u32,
         res: i32,
         flags: u32,
         on_accept: &impl Fn(UringStream),
     ) {
         if res >= 0 {
             on_accept(self.stream(res));
-        } else {
+        } else if res != -libc::ECANCELED {
             // EMFILE and friends: back off instead of spinning.
             warn!("accept failed: {}", io::Error::from_raw_os_error(-res));
         }
         if !cqueue::more(flags) {
+            // A replaced listener is done with: closed now.
+            self.retired.borrow_mut().retain(|l| l.id != id);
             let mut listeners = self.listeners.borrow_mut();
-            if let Some(l) = listeners.get_mut(index) {
+            if let Some(l) = listeners.iter_mut().find(|l| l.id == id) {
                 l.armed = false;
                 if res < 0 {
                     l.retry_at = Some(Instant::now() + Duration::from_millis(10));
