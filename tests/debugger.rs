@@ -110,6 +110,23 @@ fn sync_sessions_speak_redis_protocol_and_keep_changes() {
     assert_eq!(read_text(&mut raw), "+PONG\r\n");
     assert_eq!(read_text(&mut raw), "-ERR SCRIPT DEBUG must be called outside a pipeline\r\n");
     assert_eq!(raw.call(&["SCRIPT", "DEBUG", "SYNC"]), "+OK\r\n");
+    // A debugging EVAL that fails before its script runs ends the session
+    // too, and leaves no session behind for anyone else's next EVAL.
+    assert_eq!(raw.call(&["EVAL", "return 1", "x"]), log(&["<endsession>"]));
+    assert_eq!(read_text(&mut raw), "-ERR value is not an integer or out of range\r\n");
+    assert!(raw.is_closed());
+    let mut raw = server.raw();
+    raw.call(&["SCRIPT", "DEBUG", "SYNC"]);
+    assert_eq!(raw.call(&["EVAL", "return (", "0"]), log(&["<endsession>"]));
+    assert_eq!(
+        read_text(&mut raw),
+        "-ERR Error compiling script (new function): user_script:1: unexpected symbol near '<eof>'\r\n"
+    );
+    assert!(raw.is_closed());
+    let mut c = server.client();
+    assert_eq!(q::<i64>(&mut c, &["EVAL", "return 7", "0"]).unwrap(), 7);
+    let mut raw = server.raw();
+    assert_eq!(raw.call(&["SCRIPT", "DEBUG", "SYNC"]), "+OK\r\n");
     let sha = "0".repeat(40);
     assert_eq!(
         raw.call(&["EVALSHA", &sha, "0"]),

@@ -442,6 +442,26 @@ impl Session {
     }
 }
 
+/// A debugging client whose session has not started yet. Redis starts the
+/// session before it looks at EVAL's arguments, so a run that fails first
+/// still ends the session for the client (`<endsession>`, then the error).
+pub struct Pending(pub Option<Box<dyn Link>>);
+
+impl Pending {
+    /// The client, for the session that starts now.
+    pub fn start(&mut self) -> Option<Box<dyn Link>> {
+        self.0.take()
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(mut link) = self.0.take() {
+            link.send(b"*1\r\n+<endsession>\r\n");
+        }
+    }
+}
+
 /// Starts the state of a session (Redis's `ldbEnable`).
 pub fn begin(run: &RunState) {
     run.ldb.begin();

@@ -860,6 +860,7 @@ fn script_error(value: Option<&Value>, name: &str) -> CmdError {
 
 /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO.
 pub fn eval(ctx: &mut Ctx, args: &[Bytes], by_sha: bool, read_only: bool) -> CmdResult {
+    let mut debug = debugger::Pending(ctx.ks.state.scripting.debug_link.take());
     if by_sha && args[1].len() != 40 {
         return Err(NOSCRIPT);
     }
@@ -870,7 +871,6 @@ pub fn eval(ctx: &mut Ctx, args: &[Bytes], by_sha: bool, read_only: bool) -> Cmd
         sha1_hex(&args[1])
     };
     let monitor = ctx.ks.state.scripting.monitor().cloned();
-    let debug_link = ctx.ks.state.scripting.debug_link.take();
     let mut engine = ctx.ks.state.scripting.take()?;
     engine.relieve(ctx.ks.state.settings.scripts.memory_limit);
     let result = (|| {
@@ -885,7 +885,7 @@ pub fn eval(ctx: &mut Ctx, args: &[Bytes], by_sha: bool, read_only: bool) -> Cmd
             keys: &args[3..3 + n],
             argv: &args[3 + n..],
             command: args,
-            debug: debug_link.map(|link| (link, &args[1][..])),
+            debug: debug.start().map(|link| (link, &args[1][..])),
         };
         engine.invoke(ctx, inv)
     })();

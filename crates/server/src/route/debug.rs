@@ -53,6 +53,9 @@ pub async fn run(conn: &mut Connection, reg: &'static Registered, args: Vec<Byte
             warn!("Redis synchronous debugging eval session started");
             let link = conn.debug_link();
             let ran = super::script::run_here(conn, &command, give(link)).await;
+            // Not left for another client's EVAL when this one failed
+            // before its script ran (a bad key count …).
+            conn.core.shard.borrow_mut().state.scripting.debug_link = None;
             warn!("Redis synchronous debugging eval session ended");
             ran
         }
