@@ -489,8 +489,8 @@ struct Invocation<'a> {
     keys: &'a [Bytes],
     argv: &'a [Bytes],
     command: &'a [Bytes],
-    /// A debugging run: its client, and the script's source.
-    debug: Option<(Box<dyn debugger::Link>, &'a [u8])>,
+    /// A debugging run's client (EVAL's script, `command[1]`, is the source).
+    debug: debugger::Pending,
 }
 
 impl LuaEngine {
@@ -617,7 +617,7 @@ impl LuaEngine {
 
     /// Runs a script or function against `ctx`'s keyspace and writes its
     /// result (or error) as the reply.
-    fn invoke(&mut self, ctx: &mut Ctx, inv: Invocation) -> CmdResult {
+    fn invoke(&mut self, ctx: &mut Ctx, mut inv: Invocation) -> CmdResult {
         let compat = inv.flags & flag::EVAL_COMPAT != 0;
         if !compat && inv.flags & flag::NO_WRITES == 0 && inv.read_only_command {
             return Err(CmdError::new(
@@ -646,6 +646,10 @@ impl LuaEngine {
             settings.allow_undeclared_keys || inv.flags & flag::ALLOW_UNDECLARED != 0;
         self.run.libraries.set((self.libraries.libs.len(), self.libraries.function_count()));
         let busy_ms = settings.busy_reply_threshold_ms;
+        let session = match inv.debug.start() {
+            Some(link) => Some(self.debug_session(link, &inv.command[1]).map_err(lua_error)?),
+            None => None,
+        };
         self.run.begin(inv.name.clone(), inv.command, inv.eval, busy_ms);
         // The script's commands are held to the state it started in
         // (`CallCtx::oom`), not refused by the shard's own check.
@@ -672,10 +676,6 @@ impl LuaEngine {
             reply: Vec::new(),
         });
         let entered = self.calls.enter(&call_ctx);
-        let session = match inv.debug {
-            Some((link, body)) => Some(self.debug_session(link, body).map_err(lua_error)?),
-            None => None,
-        };
         let outcome = match arrays {
             None => self.sandbox.run_eval.call::<MultiValue>(inv.function.clone()),
             Some((keys, argv)) => {
@@ -860,7 +860,7 @@ fn script_error(value: Option<&Value>, name: &str) -> CmdError {
 
 /// EVAL, EVALSHA, EVAL_RO, EVALSHA_RO.
 pub fn eval(ctx: &mut Ctx, args: &[Bytes], by_sha: bool, read_only: bool) -> CmdResult {
-    let mut debug = debugger::Pending(ctx.ks.state.scripting.debug_link.take());
+    let debug = debugger::Pending(ctx.ks.state.scripting.debug_link.take());
     if by_sha && args[1].len() != 40 {
         return Err(NOSCRIPT);
     }
@@ -885,7 +885,7 @@ pub fn eval(ctx: &mut Ctx, args: &[Bytes], by_sha: bool, read_only: bool) -> Cmd
             keys: &args[3..3 + n],
             argv: &args[3 + n..],
             command: args,
-            debug: debug.start().map(|link| (link, &args[1][..])),
+            debug,
         };
         engine.invoke(ctx, inv)
     })();
@@ -917,7 +917,7 @@ pub fn fcall(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> CmdResult {
         keys: &args[3..3 + n],
         argv: &args[3 + n..],
         command: args,
-        debug: None,
+        debug: debugger::Pending(None),
     };
     let result = engine.invoke(ctx, inv);
     ctx.ks.state.scripting.put_back(engine);
