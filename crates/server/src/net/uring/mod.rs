@@ -326,11 +326,7 @@ impl Driver {
             self.schedule(shared);
         }
         self.turn(&hold, false);
-        if !self.held.borrow().is_empty() {
-            if let Some(waker) = self.parked.take() {
-                waker.wake();
-            }
-        }
+        self.admit_held_soon();
     }
 
     /// While a debugging session blocks the core (from the script's hook,
@@ -348,7 +344,15 @@ impl Driver {
         unsafe { libc::poll(fds.as_mut_ptr(), 2, DEBUGGER_WAIT.as_millis() as i32) };
         let hold = |stream: UringStream| self.held.borrow_mut().push(stream);
         self.turn(&hold, true);
+        self.admit_held_soon();
+    }
+
+    /// Has the driver's next turn admit the connections accepted while the
+    /// core was blocked (a parked driver turns even though the ring has
+    /// nothing to say).
+    fn admit_held_soon(&self) {
         if !self.held.borrow().is_empty() {
+            self.signalled.set(true);
             if let Some(waker) = self.parked.take() {
                 waker.wake();
             }
