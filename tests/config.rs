@@ -312,3 +312,56 @@ fn set_port_and_bind_move_every_shards_listeners() {
     assert_eq!(config_get(&mut moved, &["bind"])[0].1, "127.0.0.2");
     drop(taken);
 }
+
+#[test]
+fn debug_and_protected_configs_as_enable_settings_allow() {
+    let dir = common::temp_dir("protected");
+    let dir_arg = dir.to_str().unwrap();
+    // Redis's defaults: neither is allowed.
+    let server = Server::start_with(&[
+        "--shards",
+        "2",
+        "--enable-debug-command",
+        "no",
+        "--enable-protected-configs",
+        "no",
+    ]);
+    let mut c = server.client();
+    let err = q::<String>(&mut c, &["DEBUG", "HELP"]).unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "DEBUG command not allowed. If the enable-debug-command option is set to \"local\""
+        ),
+        "{err}"
+    );
+    let err = q::<String>(&mut c, &["CONFIG", "SET", "dir", dir_arg]).unwrap_err();
+    assert!(
+        err.to_string().contains(
+            "CONFIG SET failed (possibly related to argument 'dir') - can't set protected config"
+        ),
+        "{err}"
+    );
+    // Inside MULTI the refusal fails the transaction, as any rejected command.
+    let mut raw = server.raw();
+    assert_eq!(raw.call(&["MULTI"]), "+OK\r\n");
+    assert!(raw.call(&["DEBUG", "HELP"]).starts_with("-ERR DEBUG command not allowed"));
+    assert!(raw.call(&["EXEC"]).starts_with("-EXECABORT"));
+    let err = q::<String>(&mut c, &["CONFIG", "SET", "enable-debug-command", "yes"]).unwrap_err();
+    assert!(err.to_string().contains("can't set immutable config"), "{err}");
+    drop(server);
+    // `local`: a client on a loopback address may.
+    let server = Server::start_with(&[
+        "--shards",
+        "2",
+        "--enable-debug-command",
+        "local",
+        "--enable-protected-configs",
+        "local",
+    ]);
+    let mut c = server.client();
+    let help: Vec<String> = q(&mut c, &["DEBUG", "HELP"]).unwrap();
+    assert!(!help.is_empty());
+    assert_eq!(q::<String>(&mut c, &["CONFIG", "SET", "dir", dir_arg]).unwrap(), "OK");
+    assert_eq!(config_get(&mut c, &["enable-debug-command"])[0].1, "local");
+    let _ = std::fs::remove_dir_all(&dir);
+}

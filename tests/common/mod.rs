@@ -103,6 +103,13 @@ impl Server {
         if !args.contains(&"--save") {
             defaults.extend(["--save".to_string(), String::new()]);
         }
+        // The tests use DEBUG and CONFIG SET dir, which Redis (and ringdb)
+        // refuse by default, as Redis's own test suite turns them on.
+        for action in ["--enable-debug-command", "--enable-protected-configs"] {
+            if !args.contains(&action) {
+                defaults.extend([action.to_string(), "yes".to_string()]);
+            }
+        }
         // CI runs every test on each socket backend.
         if let Ok(backend) = std::env::var("RINGDB_IO_BACKEND") {
             if !args.contains(&"--io-backend") {

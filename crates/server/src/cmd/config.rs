@@ -78,7 +78,12 @@ fn matching(config: &Config, patterns: &[Bytes]) -> Vec<Found> {
 /// with canonical names, or Redis's error for the first problem: an unknown
 /// name wins over everything, then an immutable or duplicate setting, then
 /// the first value that cannot be used.
-fn validate(config: &Config, pairs: &[Bytes]) -> Result<Vec<(&'static str, String)>, CmdError> {
+/// `local`: the client is on a loopback address (protected settings).
+fn validate(
+    config: &Config,
+    pairs: &[Bytes],
+    local: bool,
+) -> Result<Vec<(&'static str, String)>, CmdError> {
     let mut checked: Vec<(&'static str, String)> = Vec::with_capacity(pairs.len() / 2);
     let mut first_problem: Option<CmdError> = None;
     for pair in pairs.chunks(2) {
@@ -94,6 +99,8 @@ fn validate(config: &Config, pairs: &[Bytes]) -> Result<Vec<(&'static str, Strin
         }
         if !setting.mutable {
             first_problem = Some(set_failed(&text(name), "can't set immutable config"));
+        } else if setting.protected && !config.allows("enable-protected-configs", local) {
+            first_problem = Some(set_failed(&text(name), "can't set protected config"));
         } else if checked.iter().any(|(n, _)| *n == setting.name) {
             first_problem = Some(set_failed(&text(name), "duplicate parameter"));
         }
@@ -186,7 +193,7 @@ pub async fn set(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     if !args.len().is_multiple_of(2) {
         return Err(SYNTAX);
     }
-    let pairs = validate(&conn.core.config.borrow(), &args[2..])?;
+    let pairs = validate(&conn.core.config.borrow(), &args[2..], conn.is_local())?;
     // The sockets first: a port or address that cannot be had leaves
     // everything else as it was (the OOM score included).
     let sockets = rebind(&conn.core, &pairs)?;
@@ -268,7 +275,7 @@ mod tests {
     }
 
     fn err(s: &str) -> String {
-        validate(&Config::default(), &args(s))
+        validate(&Config::default(), &args(s), true)
             .err()
             .map(|e| e.text().to_string())
             .unwrap_or_default()
@@ -296,7 +303,7 @@ mod tests {
             err("Databases 3"),
             "ERR CONFIG SET failed (possibly related to argument 'Databases') - can't set immutable config"
         );
-        let ok = validate(&Config::default(), &args("HZ 20 maxmemory-policy ALLKEYS-LFU"))
+        let ok = validate(&Config::default(), &args("HZ 20 maxmemory-policy ALLKEYS-LFU"), true)
             .unwrap_or_default();
         assert_eq!(
             ok,

@@ -348,6 +348,17 @@ impl Config {
         self.get("requirepass").filter(|p| !p.is_empty())
     }
 
+    /// Whether a protected action (`enable-debug-command`,
+    /// `enable-protected-configs`) is allowed to a client, `local` if it
+    /// is on a loopback address (Redis's `allowProtectedAction`).
+    pub fn allows(&self, action: &str, local: bool) -> bool {
+        match self.get(action) {
+            Some(v) if v.eq_ignore_ascii_case("yes") => true,
+            Some(v) if v.eq_ignore_ascii_case("local") => local,
+            _ => false,
+        }
+    }
+
     pub fn protected_mode(&self) -> bool {
         self.flag("protected-mode")
     }

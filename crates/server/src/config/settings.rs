@@ -57,6 +57,9 @@ pub struct Setting {
     pub mutable: bool,
     /// Never shown in logs (passwords).
     pub sensitive: bool,
+    /// CONFIG SET changes it only as `enable-protected-configs` allows
+    /// (Redis's PROTECTED_CONFIG: where files are written).
+    pub protected: bool,
     /// Redis's older name, accepted everywhere the name is
     /// (`hash-max-ziplist-entries` for `hash-max-listpack-entries`).
     pub alias: Option<&'static str>,
@@ -78,7 +81,12 @@ const fn s(
     mutable: bool,
     help: &'static str,
 ) -> Setting {
-    Setting { name, default, kind, mutable, sensitive: false, alias: None, help }
+    Setting { name, default, kind, mutable, sensitive: false, protected: false, alias: None, help }
+}
+
+/// A setting only `enable-protected-configs` lets CONFIG SET change.
+const fn protected(setting: Setting) -> Setting {
+    Setting { protected: true, ..setting }
 }
 
 /// A setting with Redis's older name as an alias.
@@ -99,6 +107,9 @@ const MAXMEMORY_POLICIES: &[&str] = &[
 
 /// What a signal's shutdown does (Redis's `shutdown_on_sig_enum`).
 pub const SHUTDOWN_FLAGS: &[&str] = &["default", "save", "nosave", "now", "force"];
+
+/// Who may take a protected action (Redis's `protected_action_enum`).
+const PROTECTED_ACTION: &[&str] = &["no", "yes", "local"];
 
 const INT_MAX: i64 = i32::MAX as i64;
 const INT_MIN: i64 = i32::MIN as i64;
@@ -220,10 +231,14 @@ pub static SETTINGS: &[Setting] = &[
       "Set the kernel's OOM score of the process from oom-score-adj-values: relative (or yes) adds it to the score ringdb started with, absolute sets it; no restores the original."),
     s("oom-score-adj-values", "0 200 800", Kind::OomScores, true,
       "OOM score adjustments for a primary, a replica and a background child, each between -2000 and 2000."),
-    s("dir", "./", Kind::Text, true,
-      "Directory the snapshot file is written to and loaded from."),
-    s("dbfilename", "dump.rdb", Kind::Text, true,
-      "Name of the snapshot file (Redis RDB version 10) in dir, loaded at start-up when present."),
+    protected(s("dir", "./", Kind::Text, true,
+      "Directory the snapshot file is written to and loaded from.")),
+    protected(s("dbfilename", "dump.rdb", Kind::Text, true,
+      "Name of the snapshot file (Redis RDB version 10) in dir, loaded at start-up when present.")),
+    s("enable-protected-configs", "no", Kind::Enum(PROTECTED_ACTION), false,
+      "Whether CONFIG SET may change dir and dbfilename: no, yes, or local (clients on a loopback address only)."),
+    s("enable-debug-command", "no", Kind::Enum(PROTECTED_ACTION), false,
+      "Whether DEBUG may run: no, yes, or local (clients on a loopback address only)."),
     s("save", "3600 1 300 100 60 10000", Kind::SavePoints, true,
       "Snapshot schedule: pairs of <seconds> <changes>, a background save when both are reached. Empty = never."),
     s("shutdown-on-sigint", "default", Kind::Flags(SHUTDOWN_FLAGS), true,

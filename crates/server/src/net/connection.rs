@@ -464,6 +464,12 @@ impl Connection {
     }
 
     /// Writes every pending reply.
+    /// The client is on a loopback address (Redis's `islocalClient`, for
+    /// the protected actions).
+    pub fn is_local(&self) -> bool {
+        self.handle.addr.parse::<std::net::SocketAddr>().is_ok_and(|a| a.ip().is_loopback())
+    }
+
     pub fn socket_fd(&self) -> std::os::fd::RawFd {
         self.socket.fd()
     }

@@ -86,6 +86,10 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
             reject(conn, &mut segment, Some(reg), &NOAUTH, skip).await;
             continue;
         }
+        if spec.has(flags::PROTECTED) && !protected_allowed(conn) {
+            reject(conn, &mut segment, Some(reg), &CmdError::new(DEBUG_NOT_ALLOWED), skip).await;
+            continue;
+        }
         if conn.core.shared.scripts.any_busy() && !spec.has(flags::ALLOW_BUSY) {
             if let Some(busy) = busy_error(&conn.core) {
                 reject(conn, &mut segment, Some(reg), &CmdError::new(busy), skip).await;
@@ -194,6 +198,14 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
     conn.meter.executing = 0;
     conn.meter.argv_mem = 0;
     conn.core.publish_durably().await;
+}
+
+/// Redis's refusal of DEBUG (the one PROTECTED row) unless
+/// `enable-debug-command` allows it to this client.
+const DEBUG_NOT_ALLOWED: &str = "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you can run it from a local connection, otherwise you need to set this option in the configuration file, and then restart the server.";
+
+fn protected_allowed(conn: &Connection) -> bool {
+    conn.core.config.borrow().allows("enable-debug-command", conn.is_local())
 }
 
 /// Whether CLIENT CACHING stops applying once this command has run: it
