@@ -571,11 +571,13 @@ mod tests {
         assert!(out.keys.iter().all(|k| k.readers == vec![Reader { core: 1, id: 4 }]));
         // Expiry is nobody's change.
         execute(&mut shard, &reader, "get h:x");
-        execute(&mut shard, &writer, "pexpire h:x 1");
+        // Long enough that the read below is surely before it expires, even
+        // on a loaded machine.
+        execute(&mut shard, &writer, "pexpire h:x 200");
         let _ = shard.state.funnel.tracking.take_outbox();
         execute(&mut shard, &reader, "get h:x");
         shard.state.funnel.tracking.note_prefix(Bytes::from_static(b"h:"), 0, true);
-        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::thread::sleep(std::time::Duration::from_millis(250));
         execute(&mut shard, &reader, "get h:x");
         let out = shard.state.funnel.tracking.take_outbox().unwrap();
         assert_eq!(out.keys.len(), 1);
