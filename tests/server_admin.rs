@@ -366,3 +366,25 @@ fn a_signal_whose_save_fails_keeps_serving_and_abort_cancels_a_pending_one() {
     std::thread::sleep(std::time::Duration::from_millis(100));
     assert_eq!(q::<String>(&mut c, &["PING"]).unwrap(), "PONG");
 }
+
+#[test]
+fn debug_populate_makes_keys_on_every_shard_as_redis() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    q::<()>(&mut c, &["SET", "key:3", "mine"]).unwrap();
+    assert_eq!(q::<String>(&mut c, &["DEBUG", "POPULATE", "1000"]).unwrap(), "OK");
+    assert_eq!(q::<i64>(&mut c, &["DBSIZE"]).unwrap(), 1000);
+    // An existing key is left alone.
+    assert_eq!(q::<String>(&mut c, &["GET", "key:3"]).unwrap(), "mine");
+    assert_eq!(q::<String>(&mut c, &["GET", "key:999"]).unwrap(), "value:999");
+    let per_shard = common::info_field(&mut c, "keyspace", "db0");
+    assert!(per_shard.starts_with("keys=1000"), "{per_shard}");
+    // A prefix and a size: zero-padded, or cut.
+    q::<String>(&mut c, &["DEBUG", "POPULATE", "3", "big", "10"]).unwrap();
+    let v: Vec<u8> = q(&mut c, &["GET", "big:1"]).unwrap();
+    assert_eq!(v, b"value:1\0\0\0");
+    q::<String>(&mut c, &["DEBUG", "POPULATE", "3", "small", "3"]).unwrap();
+    assert_eq!(q::<String>(&mut c, &["GET", "small:2"]).unwrap(), "val");
+    let err = q::<String>(&mut c, &["DEBUG", "POPULATE", "-1"]).unwrap_err();
+    assert!(err.to_string().contains("value is out of range, must be positive"), "{err}");
+}

@@ -189,6 +189,11 @@ const DEBUG_HELP: &[&str] = &[
     "    true, false.",
     "SET-DISABLE-DENY-SCRIPTS <0|1>",
     "    Setting it to 1 lets scripts call commands flagged 'noscript' (for tests).",
+    "POPULATE <count> [<prefix>] [<size>]",
+    "    Create <count> string keys named key:<num>. If <prefix> is specified then",
+    "    it is used instead of the 'key' prefix. These are not propagated to",
+    "    replicas. Cluster slots are not respected so keys not belonging to the",
+    "    current node can be created in cluster mode.",
     "PAUSE-CRON <0|1>",
     "    Stop periodic cron job processing.",
     "SET-ACTIVE-EXPIRE <0|1>",
@@ -228,6 +233,8 @@ pub async fn debug(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     } else if is(sub, "set-disable-deny-scripts") && argc == 3 {
         conn.core.shared.scripts.set_deny_disabled(atoi(&args[2]) != 0);
         conn.reply().ok();
+    } else if is(sub, "populate") && (3..=5).contains(&argc) {
+        populate(conn, args).await?;
     } else if is(sub, "pause-cron") && argc == 3 {
         let paused = atoi(&args[2]) != 0;
         conn.core.shared.cron_paused.store(paused, std::sync::atomic::Ordering::Relaxed);
@@ -415,6 +422,57 @@ async fn sleep_all(conn: &mut Connection, seconds: &[u8]) -> CmdResult {
 /// Runs `f` with the entry stored at `key` in the caller's database, on the
 /// shard that owns it; a missing key is `ERR no such key`. Like Redis's
 /// debug lookups it neither expires the key nor touches its access time.
+/// DEBUG POPULATE count [prefix] [size]: `prefix:0` … `prefix:count-1`
+/// (`key` by default) set to `value:<n>`, zero-padded or cut to `size`
+/// bytes when given; keys that exist are left alone, as Redis does. Each
+/// shard makes its own keys, through SET NX so that the change reaches
+/// WATCH, tracking and the log as any write.
+async fn populate(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    const NOT_POSITIVE: CmdError = CmdError::new("ERR value is out of range, must be positive");
+    let positive = |a: &Bytes| parse_i64(a).filter(|n| *n >= 0).ok_or(NOT_POSITIVE);
+    let count = positive(&args[2])? as u64;
+    let size = match args.get(4) {
+        Some(a) => positive(a)? as usize,
+        None => 0,
+    };
+    let prefix = args.get(3).map_or_else(|| Bytes::from_static(b"key"), Bytes::clone);
+    let client = ringdb_engine::command::ClientInfo { db: conn.state.db, ..conn.state.info() };
+    let set = ringdb_engine::command::table().get(b"set").ok_or(CmdError::new("ERR no SET row"))?;
+    conn.core
+        .invoke_on_all(move |core| {
+            let slot_map = core.shared.slot_map;
+            let mut reply = Vec::new();
+            {
+                let mut shard = core.shard.borrow_mut();
+                for j in 0..count {
+                    let mut key = prefix.to_vec();
+                    key.extend_from_slice(format!(":{j}").as_bytes());
+                    if slot_map.shard_of_key(&key) != core.id {
+                        continue;
+                    }
+                    let mut value = format!("value:{j}").into_bytes();
+                    if size > 0 {
+                        value.resize(size, 0);
+                    }
+                    let args = vec![
+                        Bytes::from_static(b"set"),
+                        Bytes::from(key),
+                        Bytes::from(value),
+                        Bytes::from_static(b"nx"),
+                    ];
+                    let cmd =
+                        ringdb_engine::ShardCommand { id: set.id, spec: set.spec, args, client };
+                    reply.clear();
+                    shard.execute(&cmd, &mut reply);
+                }
+            }
+            core.publish_changes();
+        })
+        .await?;
+    conn.reply().ok();
+    Ok(())
+}
+
 async fn on_key_owner<R, F>(
     conn: &Connection,
     key: &Bytes,
