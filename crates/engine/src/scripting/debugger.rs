@@ -21,13 +21,17 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 use std::time::Instant;
 
+/// How long a [`Link::send`] waits for a client that reads nothing before
+/// the client counts as gone (Redis's send timeout on a debugging client).
+pub const SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The debugging client's connection, blocking.
 pub trait Link {
     /// Waits for bytes from the client and appends them to `into`; `false`
     /// once the client has gone.
     fn recv(&mut self, into: &mut Vec<u8>) -> bool;
-    /// Sends `bytes`, waiting a bounded time (Redis's 5 s send timeout); a
-    /// failure shows at the next `recv`.
+    /// Sends `bytes`, waiting [`SEND_TIMEOUT`] at most; a failure shows at
+    /// the next `recv`.
     fn send(&mut self, bytes: &[u8]);
 }
 
@@ -561,16 +565,7 @@ fn eval(lua: &Lua, ldb: &DebugState, args: &[Vec<u8>]) {
             cat_value(&mut line, &v, 0);
             ldb.log_trimmed(line);
         }
-        Err(e) => ldb.log(format!("<error> {}", lua_message(&e))),
-    }
-}
-
-fn lua_message(e: &mlua::Error) -> String {
-    match e {
-        mlua::Error::SyntaxError { message, .. } => message.clone(),
-        mlua::Error::RuntimeError(m) | mlua::Error::MemoryError(m) => m.clone(),
-        mlua::Error::CallbackError { cause, .. } => lua_message(cause),
-        other => other.to_string(),
+        Err(e) => ldb.log(format!("<error> {}", super::syntax(&e))),
     }
 }
 

@@ -3,12 +3,9 @@
 //! only when their task polls, and that task runs the session) and for a
 //! forked session (whose process must not touch the parent's rings).
 
-use ringdb_engine::scripting::debugger::Link;
+use ringdb_engine::scripting::debugger::{Link, SEND_TIMEOUT};
 use std::os::fd::RawFd;
-use std::time::{Duration, Instant};
-
-/// Redis's send timeout on a debugging client.
-const SEND_TIMEOUT: Duration = Duration::from_secs(5);
+use std::time::Instant;
 
 pub struct FdLink {
     fd: RawFd,

@@ -263,9 +263,7 @@ pub async fn run_here(
     prepare(&mut core.shard.borrow_mut());
     let log = NodeLog::Own(core.shard.borrow_mut().state.random());
     let mut done = run_lent(&core, &mut loans, std::iter::once((command, log)));
-    let published = give_back(&core, loans);
-    core.shard.borrow_mut().tx_release(&vec![(WHOLE_SHARD, LockMode::Exclusive)]);
-    wait_published(published).await;
+    release_here(&core, loans).await;
     let (out, _) = done.pop().ok_or(NO_ANSWER)?;
     conn.out.extend_from_slice(&out);
     Ok(())
@@ -296,9 +294,7 @@ pub async fn fork_here(
         let out = done.pop().map(|(out, _)| out).unwrap_or_default();
         super::debug::child_exits(&mut FdLink::new(fd), &out);
     }
-    let published = give_back(&core, loans);
-    core.shard.borrow_mut().tx_release(&vec![(WHOLE_SHARD, LockMode::Exclusive)]);
-    wait_published(published).await;
+    release_here(&core, loans).await;
     if pid < 0 {
         let e = std::io::Error::last_os_error();
         return Err(CmdError::owned(format!(
@@ -306,6 +302,14 @@ pub async fn fork_here(
         )));
     }
     Ok(pid)
+}
+
+/// Ends a hold [`run_here`] or [`fork_here`] took: the loans back, this
+/// shard's lock released, once every shard has published.
+async fn release_here(core: &Rc<Core>, loans: Vec<Loan>) {
+    let published = give_back(core, loans);
+    core.shard.borrow_mut().tx_release(&vec![(WHOLE_SHARD, LockMode::Exclusive)]);
+    wait_published(published).await;
 }
 
 /// What a node-wide run gives its client: its reply and its report.

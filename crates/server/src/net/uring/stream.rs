@@ -14,7 +14,7 @@
 use super::Driver;
 use crate::route::busy::Idle;
 use bytes::BytesMut;
-use ringdb_engine::scripting::debugger::Link;
+use ringdb_engine::scripting::debugger::{Link, SEND_TIMEOUT};
 use ringdb_protocol::Output;
 use std::cell::{Cell, RefCell};
 use std::future::poll_fn;
@@ -291,7 +291,7 @@ impl Link for UringLink {
             st.pending.extend_from_slice(bytes);
         }
         self.driver.schedule(&self.shared);
-        let deadline = std::time::Instant::now() + DEBUGGER_SEND_TIMEOUT;
+        let deadline = std::time::Instant::now() + SEND_TIMEOUT;
         loop {
             {
                 let st = self.shared.st.borrow();
@@ -308,9 +308,6 @@ impl Link for UringLink {
         }
     }
 }
-
-/// Redis's send timeout on a debugging client.
-const DEBUGGER_SEND_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Drop for UringStream {
     /// The connection is done: the driver sends what is left, then closes.
