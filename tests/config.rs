@@ -365,3 +365,59 @@ fn debug_and_protected_configs_as_enable_settings_allow() {
     assert_eq!(config_get(&mut c, &["enable-debug-command"])[0].1, "local");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn process_title_follows_the_template() {
+    let server = Server::start_with(&["--shards", "2", "--bind", "127.0.0.1"]);
+    let mut c = server.client();
+    let pid = common::info_field(&mut c, "server", "process_id");
+    let cmdline = || {
+        let raw = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap();
+        String::from_utf8_lossy(&raw).trim_end_matches('\0').to_string()
+    };
+    // Redis's default template: the program, then the first address.
+    let title = cmdline();
+    assert!(title.ends_with(&format!("ringdb 127.0.0.1:{}", server.port)), "{title:?}");
+    let _: () = q(
+        &mut c,
+        &[
+            "CONFIG",
+            "SET",
+            "proc-title-template",
+            "TEST {title} {port} {{x} {tls-port} {config-file}",
+        ],
+    )
+    .unwrap();
+    let title = cmdline();
+    let words: Vec<&str> = title.split(' ').collect();
+    assert_eq!(words[0], "TEST");
+    assert!(words[1].ends_with("/ringdb"), "{title:?}");
+    assert_eq!(words[2..], [server.port.to_string().as_str(), "{x}", "0", "-"], "{title:?}");
+    let err =
+        q::<()>(&mut c, &["CONFIG", "SET", "proc-title-template", "{invalid-var}"]).unwrap_err();
+    assert!(
+        err.to_string().contains("template format is invalid or contains unknown variables"),
+        "{err}"
+    );
+    // The environment moved out of the way is still the process's.
+    let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+    assert!(!environ.is_empty());
+}
+
+#[test]
+fn own_immutable_settings_take_their_own_value_and_hidden_ones_need_their_name() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let _: () = q(&mut c, &["CONFIG", "SET", "shards", "2", "pin-cpus", "no"]).unwrap();
+    let err = q::<()>(&mut c, &["CONFIG", "SET", "shards", "3"]).unwrap_err();
+    assert!(err.to_string().contains("can't set immutable config"), "{err}");
+    // Redis's own immutable settings refuse even their value.
+    let err = q::<()>(&mut c, &["CONFIG", "SET", "daemonize", "no"]).unwrap_err();
+    assert!(err.to_string().contains("can't set immutable config"), "{err}");
+    let all = config_get(&mut c, &["*"]);
+    assert!(!all.iter().any(|(n, _)| n == "rdb-key-save-delay"), "hidden from patterns");
+    assert_eq!(
+        config_get(&mut c, &["rdb-key-save-delay"]),
+        [("rdb-key-save-delay".to_string(), "0".to_string())]
+    );
+}

@@ -160,10 +160,7 @@ impl Server {
 
     /// A raw socket for protocol-level tests.
     pub fn raw(&self) -> Raw {
-        let s = TcpStream::connect(("127.0.0.1", self.port)).expect("connect");
-        s.set_read_timeout(Some(Duration::from_secs(10))).ok();
-        s.set_nodelay(true).ok();
-        Raw { stream: s, buf: Vec::new() }
+        Raw::connect(std::net::Ipv4Addr::LOCALHOST.into(), self.port)
     }
 
     /// Whether the process is still running.
@@ -209,6 +206,14 @@ pub struct Raw {
 }
 
 impl Raw {
+    /// A raw connection to `ip:port`.
+    pub fn connect(ip: std::net::IpAddr, port: u16) -> Raw {
+        let s = TcpStream::connect((ip, port)).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(10))).ok();
+        s.set_nodelay(true).ok();
+        Raw { stream: s, buf: Vec::new() }
+    }
+
     pub fn send(&mut self, bytes: &[u8]) {
         self.stream.write_all(bytes).expect("write");
     }

@@ -16,7 +16,9 @@
 //!   `ringdb check-aof`, the offline check of the logs;
 //! - [`logging`]: `tracing` set up with Redis's log levels;
 //! - [`memory`]: allocation accounting for INFO memory;
-//! - [`metrics`]: the per-core sampler of INFO's instantaneous rates.
+//! - [`metrics`]: the per-core sampler of INFO's instantaneous rates;
+//! - [`process`], [`proctitle`]: the process as supervisors see it (daemon,
+//!   pid file, OOM score) and the title `ps` shows.
 //!
 //! Commands that run on a shard are parsed by `ringdb-protocol`, looked up in
 //! the table of `ringdb-engine`, executed by the engine's command families,
@@ -36,5 +38,6 @@ pub mod net;
 pub mod node;
 pub mod persist;
 pub mod process;
+pub mod proctitle;
 pub mod push;
 pub mod route;

@@ -18,6 +18,8 @@ fn main() {
         std::process::exit(check_aof(&args[2..]));
     }
     let cli = Cli::parse();
+    // Before any thread, and after the last read of the arguments.
+    ringdb::proctitle::init();
     match &cli.action {
         Action::Serve | Action::PrintConfig(_) => {}
         Action::Version => {

@@ -487,12 +487,6 @@ pub fn run_id(seed: u64) -> String {
         .collect()
 }
 
-fn is_loopback(addr: &str) -> bool {
-    addr == "localhost"
-        || addr.parse::<std::net::IpAddr>().map(|ip| ip.is_loopback()).unwrap_or(false)
-        || addr == "-::1"
-}
-
 /// Descriptors kept beside the clients' (listeners, rings, files), as
 /// Redis's CONFIG_MIN_RESERVED_FDS.
 const RESERVED_FDS: u64 = 32;
@@ -525,16 +519,7 @@ fn raise_open_files_limit(maxclients: usize) {
 pub fn run(config: Config) -> Result<(), String> {
     let bind = config.bind();
     if bind.is_empty() {
-        return Err("bind: no address to listen on".into());
-    }
-    if config.protected_mode()
-        && config.requirepass().is_none()
-        && !bind.iter().all(|a| is_loopback(a))
-    {
-        return Err(format!(
-            "refusing to listen on {} without a password: set requirepass, or protected-mode no",
-            bind.join(" ")
-        ));
+        return Err(listener::NOWHERE.into());
     }
     raise_open_files_limit(config.maxclients());
     let seed = random_seed();
@@ -675,6 +660,7 @@ pub fn run(config: Config) -> Result<(), String> {
             None => format!("{i}->unpinned"),
         })
         .collect();
+    crate::proctitle::refresh(&config, port);
     info!(
         address = %bind.iter().map(|a| format!("{a}:{port}")).collect::<Vec<_>>().join(" "),
         shards,

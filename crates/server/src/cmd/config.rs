@@ -97,7 +97,7 @@ fn validate(
         if first_problem.is_some() {
             continue;
         }
-        if !setting.mutable {
+        if !setting.mutable && !config.keeps_own(setting, &String::from_utf8_lossy(value)) {
             first_problem = Some(set_failed(&text(name), "can't set immutable config"));
         } else if setting.protected && !config.allows("enable-protected-configs", local) {
             first_problem = Some(set_failed(&text(name), "can't set protected config"));
@@ -128,17 +128,22 @@ fn set_failed(name: &str, reason: &str) -> CmdError {
 }
 
 /// What a change applies to the process itself, once, before the cores take
-/// it (so that a failure leaves the configuration as it was): the OOM score.
-fn apply_to_process(config: &Config, pairs: &[(&'static str, String)]) -> CmdResult {
-    let Some((name, _)) = pairs.iter().find(|(n, _)| n.starts_with("oom-score-adj")) else {
-        return Ok(());
-    };
-    let mut next = config.clone();
+/// it (so that a failure leaves the configuration as it was): the OOM
+/// score, then the process title.
+fn apply_to_process(core: &Core, pairs: &[(&'static str, String)]) -> CmdResult {
+    let changes = |prefix: &str| pairs.iter().find(|(n, _)| n.starts_with(prefix));
+    let mut next = core.config.borrow().clone();
     for (n, value) in pairs {
         let _ = next.set(n, value);
     }
-    let (mode, value) = next.oom_score();
-    crate::process::apply_oom_score(mode, value).map_err(|e| set_failed(name, &e))
+    if let Some((name, _)) = changes("oom-score-adj") {
+        let (mode, value) = next.oom_score();
+        crate::process::apply_oom_score(mode, value).map_err(|e| set_failed(name, &e))?;
+    }
+    if changes("proc-title-template").is_some() {
+        crate::proctitle::refresh(&next, core.shared.port);
+    }
+    Ok(())
 }
 
 /// New listening sockets, one set per shard, when the pairs change `bind`
@@ -197,7 +202,7 @@ pub async fn set(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     // The sockets first: a port or address that cannot be had leaves
     // everything else as it was (the OOM score included).
     let sockets = rebind(&conn.core, &pairs)?;
-    apply_to_process(&conn.core.config.borrow(), &pairs)?;
+    apply_to_process(&conn.core, &pairs)?;
     conn.core.invoke_on_all(move |core| apply(core, &pairs)).await?;
     if let Some(sockets) = sockets {
         let sockets = std::sync::Arc::new(std::sync::Mutex::new(sockets));
@@ -331,6 +336,8 @@ mod tests {
         );
         assert_eq!(found[0].value, "10");
         let all = matching(&config, &args("*"));
-        assert_eq!(all.len(), crate::config::settings::SETTINGS.len());
+        // Every setting but the hidden ones.
+        let shown = crate::config::settings::SETTINGS.iter().filter(|s| !s.hidden).count();
+        assert_eq!(all.len(), shown);
     }
 }

@@ -263,9 +263,19 @@ impl Config {
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
         let setting = find(name).ok_or_else(|| "Unknown option".to_string())?;
         if !setting.mutable {
+            if self.keeps_own(setting, value) {
+                return Ok(());
+            }
             return Err("can't set immutable config".into());
         }
         self.set_any(name, value)
+    }
+
+    /// Whether `value` is what `setting`, one of ringdb's own, has now: a
+    /// CONFIG SET of it changes nothing and is accepted even when the
+    /// setting is immutable (see [`Setting::own`]).
+    pub fn keeps_own(&self, setting: &Setting, value: &str) -> bool {
+        setting.own && normalize(setting, value).ok().as_deref() == self.get(setting.name)
     }
 
     pub fn get(&self, name: &str) -> Option<&str> {
@@ -277,7 +287,9 @@ impl Config {
         SETTINGS
             .iter()
             .zip(&self.values)
-            .filter(|(s, _)| ringdb_types::glob::glob_match(pattern, s.name.as_bytes(), true))
+            .filter(|(s, _)| {
+                !s.hidden && ringdb_types::glob::glob_match(pattern, s.name.as_bytes(), true)
+            })
             .map(|(s, v)| (s, v.as_str()))
             .collect()
     }
@@ -685,6 +697,7 @@ impl Config {
                     Kind::Float { .. } => v.parse::<f64>().unwrap_or(0.0).into(),
                     Kind::Enum(_)
                     | Kind::Text
+                    | Kind::TitleTemplate
                     | Kind::Words
                     | Kind::BufferLimits
                     | Kind::NotifyEvents
@@ -727,7 +740,7 @@ fn redis_lines(s: &Setting, v: &str) -> Vec<String> {
             vec![format!("{} {}", s.name, words.join(" "))]
         }
         Kind::Percentiles | Kind::Words | Kind::OomScores => vec![format!("{} \"\"", s.name)],
-        Kind::Text | Kind::NotifyEvents | Kind::HotkeysRules => {
+        Kind::Text | Kind::TitleTemplate | Kind::NotifyEvents | Kind::HotkeysRules => {
             vec![format!("{} {}", s.name, redis_conf::repr(v))]
         }
         Kind::Bool
@@ -747,6 +760,7 @@ fn toml_value(s: &Setting, v: &str) -> String {
         Kind::Int { .. } | Kind::Memory { .. } | Kind::Float { .. } => v.to_string(),
         Kind::Enum(_)
         | Kind::Text
+        | Kind::TitleTemplate
         | Kind::Words
         | Kind::BufferLimits
         | Kind::NotifyEvents

@@ -271,7 +271,6 @@ pub const BEHAVES_AS: &[(&str, &str)] = &[
     ("lazyfree-lazy-server-del", "no"),
     ("no-appendfsync-on-rewrite", "no"),
     ("replica-serve-stale-data", "yes"),
-    ("set-proc-title", "no"),
     ("slave-serve-stale-data", "yes"),
     ("supervised", "no"),
 ];
@@ -337,7 +336,6 @@ pub const REDIS_ONLY: &[&str] = &[
     "min-slaves-max-lag",
     "min-slaves-to-write",
     "no-appendfsync-on-rewrite",
-    "proc-title-template",
     "propagation-error-behavior",
     "rdb-del-sync-files",
     "rdb-save-incremental-fsync",
@@ -362,7 +360,6 @@ pub const REDIS_ONLY: &[&str] = &[
     "replica-serve-stale-data",
     "replicaof",
     "sanitize-dump-payload",
-    "set-proc-title",
     "shutdown-timeout",
     "slave-announce-ip",
     "slave-announce-port",

@@ -42,6 +42,8 @@ pub enum Kind {
     /// `oom-score-adj-values`: three scores between -2000 and 2000 (primary,
     /// replica, background child).
     OomScores,
+    /// `proc-title-template`: text with `{variables}` ([`crate::proctitle`]).
+    TitleTemplate,
     /// Any of these words, separated by spaces, as a set of flags
     /// (Redis's multi-argument enums); the first word is the empty set
     /// and is printed only for it.
@@ -60,6 +62,13 @@ pub struct Setting {
     /// CONFIG SET changes it only as `enable-protected-configs` allows
     /// (Redis's PROTECTED_CONFIG: where files are written).
     pub protected: bool,
+    /// ringdb's own, not Redis's: an immutable one accepts CONFIG SET of
+    /// the value it has, so that tools which set back every CONFIG GET *
+    /// pair (Redis's own suite does) pass over it.
+    pub own: bool,
+    /// Left out of CONFIG GET patterns, shown only when asked for by name
+    /// (Redis's HIDDEN_CONFIG: settings for tests).
+    pub hidden: bool,
     /// Redis's older name, accepted everywhere the name is
     /// (`hash-max-ziplist-entries` for `hash-max-listpack-entries`).
     pub alias: Option<&'static str>,
@@ -81,7 +90,28 @@ const fn s(
     mutable: bool,
     help: &'static str,
 ) -> Setting {
-    Setting { name, default, kind, mutable, sensitive: false, protected: false, alias: None, help }
+    Setting {
+        name,
+        default,
+        kind,
+        mutable,
+        sensitive: false,
+        protected: false,
+        own: false,
+        hidden: false,
+        alias: None,
+        help,
+    }
+}
+
+/// A setting Redis does not have.
+const fn own(setting: Setting) -> Setting {
+    Setting { own: true, ..setting }
+}
+
+/// A setting CONFIG GET shows only when named.
+const fn hidden(setting: Setting) -> Setting {
+    Setting { hidden: true, ..setting }
 }
 
 /// A setting only `enable-protected-configs` lets CONFIG SET change.
@@ -116,22 +146,22 @@ const INT_MIN: i64 = i32::MIN as i64;
 const MB: i64 = 1024 * 1024;
 
 pub static SETTINGS: &[Setting] = &[
-    s("bind", "127.0.0.1", Kind::Words, true,
-      "Addresses to listen on, separated by spaces. A non-loopback address needs requirepass or protected-mode no."),
+    s("bind", "* -::*", Kind::Words, true,
+      "Addresses to listen on, separated by spaces: * is every IPv4 address, ::* every IPv6 one, and a leading - makes an address optional. With protected-mode and no password, only loopback clients are served."),
     s("port", "6379", Kind::Int { min: 0, max: 65535 }, true,
       "TCP port. Every shard listens on it (SO_REUSEPORT) and the kernel spreads connections over them."),
-    s("shards", "0", Kind::Int { min: 0, max: 1024 }, false,
-      "Number of shards (one per core). 0 = one per CPU this process may run on (its affinity mask)."),
-    s("pin-cpus", "yes", Kind::Bool, false,
-      "Pin each shard to its own CPU of the affinity mask."),
-    s("io-backend", "auto", Kind::Enum(&["auto", "uring", "glommio"]), false,
-      "Client sockets: uring (each shard's own io_uring ring: multishot accept and receive, batched sends), glommio (glommio's TcpStream), or auto (uring when the kernel supports it)."),
+    own(s("shards", "0", Kind::Int { min: 0, max: 1024 }, false,
+      "Number of shards (one per core). 0 = one per CPU this process may run on (its affinity mask).")),
+    own(s("pin-cpus", "yes", Kind::Bool, false,
+      "Pin each shard to its own CPU of the affinity mask.")),
+    own(s("io-backend", "auto", Kind::Enum(&["auto", "uring", "glommio"]), false,
+      "Client sockets: uring (each shard's own io_uring ring: multishot accept and receive, batched sends), glommio (glommio's TcpStream), or auto (uring when the kernel supports it).")),
     s("databases", "16", Kind::Int { min: 1, max: INT_MAX }, false,
       "Number of logical databases (SELECT 0 .. databases-1)."),
     Setting { sensitive: true, ..s("requirepass", "", Kind::Text, true,
       "Password clients must give with AUTH or HELLO before other commands. Empty = no password.") },
     s("protected-mode", "yes", Kind::Bool, true,
-      "Refuse to listen on a non-loopback address when no password is set."),
+      "With no password set, answer clients from other hosts with -DENIED and close (Redis's protected mode)."),
     s("maxclients", "10000", Kind::Int { min: 1, max: u32::MAX as i64 }, true,
       "Most clients connected at once, over all shards; more get 'ERR max number of clients reached'."),
     s("proto-max-bulk-len", "536870912", Kind::Memory { min: MB, max: i64::MAX }, true,
@@ -193,18 +223,18 @@ pub static SETTINGS: &[Setting] = &[
     aliased(s("busy-reply-threshold", "5000", Kind::Int { min: 0, max: i64::MAX }, true,
       "Milliseconds a script may run before other clients get BUSY and SCRIPT KILL / FUNCTION KILL may stop it (0 = never)."),
       "lua-time-limit"),
-    s("lua-memory-limit", "268435456", Kind::Memory { min: 0, max: i64::MAX }, true,
-      "Most memory one shard's Lua state may use (0 = no limit); past it a script fails with 'not enough memory'."),
-    s("lua-allow-undeclared-keys", "yes", Kind::Bool, true,
-      "Let scripts touch keys they did not declare in KEYS, on any shard, as Redis does (a script that leaves its shard runs with every shard held); no refuses them."),
+    own(s("lua-memory-limit", "268435456", Kind::Memory { min: 0, max: i64::MAX }, true,
+      "Most memory one shard's Lua state may use (0 = no limit); past it a script fails with 'not enough memory'.")),
+    own(s("lua-allow-undeclared-keys", "yes", Kind::Bool, true,
+      "Let scripts touch keys they did not declare in KEYS, on any shard, as Redis does (a script that leaves its shard runs with every shard held); no refuses them.")),
     s("tracking-table-max-keys", "1000000", Kind::Int { min: 0, max: i64::MAX }, true,
       "Most keys the client-side caching table remembers over all shards (0 = no limit); past it keys are invalidated as if changed."),
     s("hll-sparse-max-bytes", "3000", Kind::Memory { min: 0, max: i64::MAX }, true,
       "A sparse HyperLogLog that would grow past this many bytes becomes dense (12 KiB), as in Redis."),
-    s("bf-error-rate", "0.01", Kind::Float { min: 0.0, max: 1.0 }, true,
-      "False-positive rate of the Bloom filters BF.ADD, BF.MADD and BF.INSERT create, as RedisBloom's ERROR_RATE."),
-    s("bf-initial-size", "100", Kind::Int { min: 1, max: 1 << 30 }, true,
-      "Capacity of the Bloom filters BF.ADD, BF.MADD and BF.INSERT create, as RedisBloom's INITIAL_SIZE."),
+    own(s("bf-error-rate", "0.01", Kind::Float { min: 0.0, max: 1.0 }, true,
+      "False-positive rate of the Bloom filters BF.ADD, BF.MADD and BF.INSERT create, as RedisBloom's ERROR_RATE.")),
+    own(s("bf-initial-size", "100", Kind::Int { min: 1, max: 1 << 30 }, true,
+      "Capacity of the Bloom filters BF.ADD, BF.MADD and BF.INSERT create, as RedisBloom's INITIAL_SIZE.")),
     s("slowlog-log-slower-than", "10000", Kind::Int { min: -1, max: i64::MAX }, true,
       "Commands that run at least this many microseconds are recorded in the slow log (SLOWLOG GET); 0 records every command, -1 none."),
     s("slowlog-max-len", "128", Kind::Int { min: 0, max: i64::MAX }, true,
@@ -215,10 +245,14 @@ pub static SETTINGS: &[Setting] = &[
       "The percentiles of each command's latency INFO latencystats shows."),
     s("latency-monitor-threshold", "0", Kind::Int { min: 0, max: i64::MAX }, true,
       "The latency monitor records events (commands, expiry and eviction cycles) that take at least this many milliseconds (LATENCY LATEST, HISTORY, GRAPH, DOCTOR); 0 = off."),
-    s("watch-coalesce-ms", "0", Kind::Int { min: 0, max: 60_000 }, true,
-      "Reactive queries (GET.WATCH …): re-run a changed query at most once per this many milliseconds, so a burst of writes sends its watchers the latest result rather than every one (0 = push every change)."),
+    own(s("watch-coalesce-ms", "0", Kind::Int { min: 0, max: 60_000 }, true,
+      "Reactive queries (GET.WATCH …): re-run a changed query at most once per this many milliseconds, so a burst of writes sends its watchers the latest result rather than every one (0 = push every change).")),
     s("daemonize", "no", Kind::Bool, false,
       "Run in the background: fork at start-up, detach from the terminal, and write pidfile (/var/run/redis_<port>.pid when pidfile is empty)."),
+    s("set-proc-title", "yes", Kind::Bool, false,
+      "Show proc-title-template as the process's command line (ps, top)."),
+    s("proc-title-template", crate::proctitle::DEFAULT_TEMPLATE, Kind::TitleTemplate, true,
+      "The process title: {title} (the program as started), {listen-addr}, {server-mode}, {port}, {tls-port}, {unixsocket}, {config-file}; {{ is a brace."),
     s("pidfile", "", Kind::Text, false,
       "File the process id is written to at start-up and removed from at shutdown. Empty = none (unless daemonize)."),
     s("always-show-logo", "no", Kind::Bool, false,
@@ -249,8 +283,8 @@ pub static SETTINGS: &[Setting] = &[
       "Compress strings in snapshots with LZF, as Redis does."),
     s("rdbchecksum", "yes", Kind::Bool, true,
       "Write a CRC64 at the end of snapshots and check it when loading."),
-    s("rdb-key-save-delay", "0", Kind::Int { min: INT_MIN, max: INT_MAX }, true,
-      "For tests, as Redis's: microseconds the snapshot and log-rewrite writer waits per key written (-n: 1 in n keys waits 1 microsecond). The shards keep serving meanwhile."),
+    hidden(s("rdb-key-save-delay", "0", Kind::Int { min: INT_MIN, max: INT_MAX }, true,
+      "For tests, as Redis's: microseconds the snapshot and log-rewrite writer waits per key written (-n: 1 in n keys waits 1 microsecond). The shards keep serving meanwhile.")),
     s("appendonly", "no", Kind::Bool, true,
       "Keep an append-only log per shard of every write, replayed at start-up (instead of the snapshot)."),
     s("appendfsync", "everysec", Kind::Enum(&["always", "everysec", "no"]), true,
@@ -267,18 +301,18 @@ pub static SETTINGS: &[Setting] = &[
       "A rewritten log starts with an RDB snapshot of the shard (compact, fast to load), as Redis's base file does."),
     s("aof-load-truncated", "yes", Kind::Bool, true,
       "At start-up, cut off a log's torn last record (and say so) rather than refuse to start."),
-    s("hotkeys-rules", "", Kind::HotkeysRules, true,
-      "Hot-key rules, as HOTKEYS RULES SET takes them, separated by ';': name (PATTERN glob | PREFIX prefix) INTERVAL seconds THRESHOLD n DURATION seconds [COUNT reads|writes|both]. HOTKEYS RULES SET/DEL change it; CONFIG REWRITE keeps it."),
-    s("hotkeys-max-keys", "10000", Kind::Int { min: 1, max: 10_000_000 }, true,
-      "Most keys each shard counts against hot-key rules; the least recently accessed is forgotten to make room (INFO hotkeys: hotkeys_evicted_keys)."),
-    s("hotkeys-replicate-reads", "no", Kind::Bool, true,
-      "While a key is hot, every core keeps a copy of it and answers GET of it without a hop to its owner; a write empties every copy before it is acknowledged (see the README)."),
-    s("io-memory", "1048576", Kind::Memory { min: 512 * 1024, max: i64::MAX }, false,
-      "Memory each shard registers with io_uring for its I/O buffers (counts against ulimit -l)."),
-    s("task-quota", "500", Kind::Int { min: 50, max: 100_000 }, false,
-      "Microseconds a busy shard runs its own work before it looks for replies and jobs from other cores, timers and file completions (glommio's preemption timer, Seastar's task quota). Bounds how long a cross-shard request waits behind a core that is never idle."),
-    s("spin-before-park", "50", Kind::Int { min: 0, max: 1_000_000 }, false,
-      "Longest an idle shard spins before sleeping, in microseconds (0 = never: idle CPU over latency). The uring backend's network ring adapts its spin up to this, as KVM's halt polling does: longer while clients come back soon after it would have slept (clients that wait for each reply, as BLPOP consumers do), none while idle periods are longer. With io-backend glommio the executor spins this long."),
+    own(s("hotkeys-rules", "", Kind::HotkeysRules, true,
+      "Hot-key rules, as HOTKEYS RULES SET takes them, separated by ';': name (PATTERN glob | PREFIX prefix) INTERVAL seconds THRESHOLD n DURATION seconds [COUNT reads|writes|both]. HOTKEYS RULES SET/DEL change it; CONFIG REWRITE keeps it.")),
+    own(s("hotkeys-max-keys", "10000", Kind::Int { min: 1, max: 10_000_000 }, true,
+      "Most keys each shard counts against hot-key rules; the least recently accessed is forgotten to make room (INFO hotkeys: hotkeys_evicted_keys).")),
+    own(s("hotkeys-replicate-reads", "no", Kind::Bool, true,
+      "While a key is hot, every core keeps a copy of it and answers GET of it without a hop to its owner; a write empties every copy before it is acknowledged (see the README).")),
+    own(s("io-memory", "1048576", Kind::Memory { min: 512 * 1024, max: i64::MAX }, false,
+      "Memory each shard registers with io_uring for its I/O buffers (counts against ulimit -l).")),
+    own(s("task-quota", "500", Kind::Int { min: 50, max: 100_000 }, false,
+      "Microseconds a busy shard runs its own work before it looks for replies and jobs from other cores, timers and file completions (glommio's preemption timer, Seastar's task quota). Bounds how long a cross-shard request waits behind a core that is never idle.")),
+    own(s("spin-before-park", "50", Kind::Int { min: 0, max: 1_000_000 }, false,
+      "Longest an idle shard spins before sleeping, in microseconds (0 = never: idle CPU over latency). The uring backend's network ring adapts its spin up to this, as KVM's halt polling does: longer while clients come back soon after it would have slept (clients that wait for each reply, as BLPOP consumers do), none while idle periods are longer. With io-backend glommio the executor spins this long.")),
 ];
 
 pub fn find(name: &str) -> Option<&'static Setting> {
@@ -329,6 +363,7 @@ pub fn normalize(setting: &Setting, value: &str) -> Result<String, String> {
             }
         }
         Kind::Text => Ok(value.to_string()),
+        Kind::TitleTemplate => crate::proctitle::validate(value).map(|()| value.to_string()),
         Kind::Words => Ok(value.split_whitespace().collect::<Vec<_>>().join(" ")),
         Kind::BufferLimits => merge_buffer_limits(setting.default, value),
         Kind::SavePoints => parse_save_points(value).map(|points| {

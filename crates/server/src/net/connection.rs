@@ -231,12 +231,13 @@ impl Connection {
         core.shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
     }
 
-    /// Protected mode with no password: only loopback clients are served.
+    /// Protected mode with no password: only loopback clients are served
+    /// (Redis 7 turns the others away whatever `bind` says).
     fn denied_by_protected_mode(core: &Core, peer: Option<std::net::SocketAddr>) -> bool {
         let config = core.config.borrow();
         config.protected_mode()
             && config.requirepass().is_none()
-            && peer.is_some_and(|a| !a.ip().is_loopback())
+            && peer.is_some_and(|a| !is_loopback(a))
     }
 
     /// Whether a connection accepted while a script blocks the core may be
@@ -463,11 +464,10 @@ impl Connection {
         }
     }
 
-    /// Writes every pending reply.
     /// The client is on a loopback address (Redis's `islocalClient`, for
     /// the protected actions).
     pub fn is_local(&self) -> bool {
-        self.handle.addr.parse::<std::net::SocketAddr>().is_ok_and(|a| a.ip().is_loopback())
+        self.handle.addr.parse::<std::net::SocketAddr>().is_ok_and(is_loopback)
     }
 
     pub fn socket_fd(&self) -> std::os::fd::RawFd {
@@ -572,4 +572,10 @@ impl Connection {
         view.rbp = self.meter.reply_peak.max(self.out.size());
         view.obuf = self.socket.unsent();
     }
+}
+
+/// Whether a peer is this host (127.0.0.0/8 or ::1, also as an IPv4-mapped
+/// IPv6 address).
+fn is_loopback(peer: std::net::SocketAddr) -> bool {
+    peer.ip().to_canonical().is_loopback()
 }

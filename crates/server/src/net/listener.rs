@@ -23,20 +23,61 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 use tracing::{debug, warn};
 
-fn resolve(addr: &str, port: u16) -> Result<SocketAddr, String> {
-    let host = addr.trim_start_matches('-');
-    let host = if host == "*" { "0.0.0.0" } else { host };
-    (host, port)
-        .to_socket_addrs()
-        .map_err(|e| format!("bad bind address {addr}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("bad bind address {addr}"))
+/// A bind address as Redis reads it: `*` is every IPv4 address, `::*`
+/// every IPv6 one, and a leading `-` makes it optional (skipped when this
+/// host does not have it).
+struct BindAddress<'a> {
+    text: &'a str,
+    optional: bool,
 }
 
-fn socket_for(addr: SocketAddr) -> Result<socket2::Socket, String> {
-    let domain = if addr.is_ipv6() { Domain::IPV6 } else { Domain::IPV4 };
-    socket2::Socket::new(domain, Type::STREAM, Some(Protocol::TCP)).map_err(|e| e.to_string())
+impl<'a> BindAddress<'a> {
+    fn parse(text: &'a str) -> Self {
+        match text.strip_prefix('-') {
+            Some(rest) => BindAddress { text: rest, optional: true },
+            None => BindAddress { text, optional: false },
+        }
+    }
+
+    fn resolve(&self, port: u16) -> Result<SocketAddr, String> {
+        let host = match self.text {
+            "*" => "0.0.0.0",
+            "::*" => "::",
+            host => host,
+        };
+        (host, port)
+            .to_socket_addrs()
+            .map_err(|e| format!("bad bind address {}: {e}", self.text))?
+            .next()
+            .ok_or_else(|| format!("bad bind address {}", self.text))
+    }
 }
+
+/// Whether a failure to listen on an address means only that this host
+/// lacks it or its protocol (no IPv6, say): Redis's `listenToPort` then
+/// goes on with the other addresses, optional or not, except that a
+/// missing address stops start-up unless it is optional.
+fn host_lacks(error: &std::io::Error, optional: bool) -> bool {
+    match error.raw_os_error() {
+        Some(libc::EADDRNOTAVAIL) => optional,
+        Some(
+            libc::ENOPROTOOPT
+            | libc::EPROTONOSUPPORT
+            | libc::ESOCKTNOSUPPORT
+            | libc::EPFNOSUPPORT
+            | libc::EAFNOSUPPORT,
+        ) => true,
+        _ => false,
+    }
+}
+
+fn socket_for(addr: SocketAddr) -> std::io::Result<socket2::Socket> {
+    let domain = if addr.is_ipv6() { Domain::IPV6 } else { Domain::IPV4 };
+    socket2::Socket::new(domain, Type::STREAM, Some(Protocol::TCP))
+}
+
+/// Redis's words when no address can be listened on.
+pub const NOWHERE: &str = "Configured to not listen anywhere, exiting.";
 
 /// Binds `shards` listening sockets per address. Returns the port (resolved
 /// when 0 was asked for) and, per shard, its sockets.
@@ -59,53 +100,72 @@ fn bind_sockets(
 ) -> Result<(u16, Vec<Vec<OwnedFd>>), String> {
     let mut per_shard: Vec<Vec<OwnedFd>> = (0..shards).map(|_| Vec::new()).collect();
     let mut port = port;
-    for address in addresses {
-        let mut addr = resolve(address, port)?;
-        if !probe {
-            bind_per_shard(addr, backlog, &mut per_shard)?;
-            continue;
+    for text in addresses {
+        let address = BindAddress::parse(text);
+        let mut addr = address.resolve(port)?;
+        let bound = match probe {
+            true => probe_port(addr),
+            false => Ok(port),
         }
-        // Probe: fails if anything at all listens on the port already.
-        let probe = socket_for(addr)?;
-        probe.set_reuse_address(true).map_err(|e| e.to_string())?;
-        probe.bind(&addr.into()).map_err(|e| {
-            // Redis's words: scripts (and Redis's test suite) retry another
-            // port when they read them.
-            format!(
-                "Could not create server TCP listening socket {addr}: bind: {e}. \
-                 Failed listening on port {port} (TCP), aborting."
-            )
-        })?;
-        if port == 0 {
-            port =
-                probe.local_addr().ok().and_then(|a| a.as_socket()).map(|a| a.port()).unwrap_or(0);
-            addr.set_port(port);
+        .and_then(|found| {
+            addr.set_port(found);
+            bind_per_shard(addr, backlog, shards)
+        });
+        match bound {
+            Ok(fds) => {
+                port = addr.port();
+                for (shard, fd) in per_shard.iter_mut().zip(fds) {
+                    shard.push(fd);
+                }
+            }
+            Err(e) if host_lacks(&e, address.optional) => {
+                warn!("Could not create server TCP listening socket {text}:{port}: {e}");
+            }
+            // Redis's words: scripts (and Redis's test suite) retry
+            // another port when they read them.
+            Err(e) => {
+                return Err(format!(
+                    "Could not create server TCP listening socket {addr}: bind: {e}. \
+                     Failed listening on port {port} (TCP), aborting."
+                ))
+            }
         }
-        drop(probe);
-        bind_per_shard(addr, backlog, &mut per_shard)?;
+    }
+    if per_shard.iter().all(Vec::is_empty) {
+        return Err(NOWHERE.into());
     }
     Ok((port, per_shard))
 }
 
-/// One SO_REUSEPORT listening socket on `addr` for each shard.
-fn bind_per_shard(
-    addr: SocketAddr,
-    backlog: i32,
-    per_shard: &mut [Vec<OwnedFd>],
-) -> Result<(), String> {
-    for fds in per_shard.iter_mut() {
-        let sock = socket_for(addr)?;
-        sock.set_reuse_address(true).map_err(|e| e.to_string())?;
-        sock.set_reuse_port(true).map_err(|e| e.to_string())?;
-        if addr.is_ipv6() {
-            sock.set_only_v6(true).map_err(|e| e.to_string())?;
-        }
-        sock.bind(&addr.into()).map_err(|e| format!("could not bind {addr}: {e}"))?;
-        sock.listen(backlog).map_err(|e| format!("could not listen on {addr}: {e}"))?;
-        sock.set_nonblocking(true).map_err(|e| e.to_string())?;
-        fds.push(OwnedFd::from(sock));
+/// Binds `addr` without SO_REUSEPORT and lets go at once: fails if anything
+/// at all listens on the port already. Returns the port (the one the
+/// kernel chose, for port 0).
+fn probe_port(addr: SocketAddr) -> std::io::Result<u16> {
+    let probe = socket_for(addr)?;
+    probe.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        probe.set_only_v6(true)?;
     }
-    Ok(())
+    probe.bind(&addr.into())?;
+    Ok(probe.local_addr()?.as_socket().map_or(addr.port(), |a| a.port()))
+}
+
+/// One SO_REUSEPORT listening socket on `addr` for each shard.
+fn bind_per_shard(addr: SocketAddr, backlog: i32, shards: usize) -> std::io::Result<Vec<OwnedFd>> {
+    (0..shards)
+        .map(|_| {
+            let sock = socket_for(addr)?;
+            sock.set_reuse_address(true)?;
+            sock.set_reuse_port(true)?;
+            if addr.is_ipv6() {
+                sock.set_only_v6(true)?;
+            }
+            sock.bind(&addr.into())?;
+            sock.listen(backlog)?;
+            sock.set_nonblocking(true)?;
+            Ok(OwnedFd::from(sock))
+        })
+        .collect()
 }
 
 /// Starts accepting on this shard's listening sockets, on the backend the
