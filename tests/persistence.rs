@@ -1182,3 +1182,60 @@ fn check_aof_finds_and_fixes_a_corrupted_log() {
     assert_eq!(v[0], v[1], "no half MSET");
     assert!(v[0].as_deref() != Some("19"), "the last MSETs were cut off: {v:?}");
 }
+
+#[test]
+fn a_big_snapshot_loads_while_the_server_answers_loading() {
+    let dir = TempDir::new("loading");
+    {
+        // Uncompressed, as Redis's test of it: 20 MB.
+        let server = server_on(&dir, &["--rdbcompression", "no"]);
+        let mut c = server.client();
+        let _: () = q(&mut c, &["DEBUG", "POPULATE", "20000", "key", "1000"]).unwrap();
+        let _: () = q(&mut c, &["SAVE"]).unwrap();
+    }
+    // 10,000 keys a shard at 100 µs each: a second or more of loading,
+    // serving the clients every 1 KiB of the file.
+    let args = ["--key-load-delay", "100", "--loading-process-events-interval-bytes", "1024"];
+    let mut flags = vec!["--shards", "2", "--dir", dir.str()];
+    flags.extend_from_slice(&args);
+    let server = Server::start_loading(&flags);
+    let mut c = server.client();
+    assert_eq!(info_field(&mut c, "loading"), "1");
+    let total: usize = info_field(&mut c, "loading_total_bytes").parse().unwrap();
+    assert!(total > 20_000_000, "{total}");
+    info_field(&mut c, "loading_loaded_perc").parse::<f64>().unwrap();
+    let mut raw = server.raw();
+    let loading = "-LOADING Redis is loading the dataset in memory\r\n";
+    for cmd in [&["GET", "key:1"][..], &["PING"], &["SET", "a", "b"], &["DBSIZE"]] {
+        assert_eq!(raw.call(cmd), loading, "{cmd:?}");
+    }
+    // Commands flagged `loading` run; settings of where the data is wait.
+    assert_eq!(raw.call(&["CONFIG", "SET", "loglevel", "debug"]), "+OK\r\n");
+    assert_eq!(raw.call(&["CONFIG", "SET", "dir", "/tmp"]), loading);
+    // Hidden settings are there when named.
+    let delay: Vec<String> = q(&mut c, &["CONFIG", "GET", "key-load-delay"]).unwrap();
+    assert_eq!(delay, ["key-load-delay", "100"]);
+    let listed: Vec<String> = q(&mut c, &["CONFIG", "GET", "*"]).unwrap();
+    assert!(!listed.iter().any(|n| n == "key-load-delay"));
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while info_field(&mut c, "loading") != "0" {
+        assert!(Instant::now() < deadline, "the load does not end");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(q::<usize>(&mut c, &["DBSIZE"]).unwrap(), 20000);
+    assert_eq!(q::<String>(&mut c, &["GET", "key:7"]).unwrap().len(), 1000);
+    assert_eq!(q::<String>(&mut c, &["CONFIG", "SET", "dir", dir.str()]).unwrap(), "OK");
+    drop(server);
+
+    // SHUTDOWN SAVE while loading exits without saving (as Redis): the
+    // file is what was being loaded. DEBUG cannot change the data then.
+    let file = std::fs::read(dir.0.join("dump.rdb")).unwrap();
+    let mut server = Server::start_loading(&flags);
+    let mut raw = server.raw();
+    assert_eq!(raw.call(&["DEBUG", "POPULATE", "10"]), loading);
+    assert_eq!(raw.call(&["DEBUG", "RELOAD"]), loading);
+    raw.cmd(&[b"SHUTDOWN", b"SAVE"]);
+    assert!(raw.is_closed());
+    assert!(server.exit_code(Duration::from_secs(10)).is_some());
+    assert!(std::fs::read(dir.0.join("dump.rdb")).unwrap() == file, "the file changed");
+}

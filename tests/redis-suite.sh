@@ -96,7 +96,7 @@ for unit in "${units[@]}"; do
         dir=${TREE[$s]} log=$OUT/$s-${unit//\//_}.log
         rm -rf "$dir/tests/tmp"; mkdir -p "$dir/tests/tmp"
         (cd "$dir" && timeout ${UNIT_TIMEOUT:-1800} ./runtest $FLAGS --single "$unit" >"$log" 2>&1)
-        ok=$(count "$log" '^\[ok\]') err=$(count "$log" '^\[err\]\|^\[exception\]\|^\[timeout\]')
+        ok=$(count "$log" '^\[ok\]') err=$(count "$log" '^\[err\]\|^\[exception\]\|^\[timeout\]\|^\[TIMEOUT\]')
         if [ $s = ringdb ]; then
             # What the suite cannot see: panics in the logs, servers left behind.
             panics=$(grep -l "panicked at" "$dir"/tests/tmp/*/std* 2>/dev/null | wc -l)

@@ -48,14 +48,14 @@ fn free_port() -> u16 {
     }
 }
 
-/// Whether the server answering on `port` is the process `pid` (another
-/// process may share the port through SO_REUSEPORT). A server that wants a
-/// password cannot say: taken as yes.
-fn answers_as(port: u16, pid: u32) -> bool {
-    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { return false };
+/// The server's reply to INFO `section`, as text, read up to the end of
+/// the line that starts with `field` (empty when it cannot be had).
+fn info_up_to(port: u16, section: &str, field: &str) -> String {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else { return String::new() };
     s.set_read_timeout(Some(Duration::from_secs(5))).ok();
-    if s.write_all(b"*2\r\n$4\r\nINFO\r\n$6\r\nserver\r\n").is_err() {
-        return false;
+    let request = format!("*2\r\n$4\r\nINFO\r\n${}\r\n{section}\r\n", section.len());
+    if s.write_all(request.as_bytes()).is_err() {
+        return String::new();
     }
     let mut reply = Vec::new();
     let mut chunk = [0u8; 4096];
@@ -65,14 +65,35 @@ fn answers_as(port: u16, pid: u32) -> bool {
         }
         reply.extend_from_slice(&chunk[..n]);
         let text = String::from_utf8_lossy(&reply);
-        if text.starts_with('-') {
-            return true;
-        }
-        if let Some(line) = text.lines().find(|l| l.starts_with("process_id:")) {
-            return line.trim() == format!("process_id:{pid}");
+        let line_read =
+            text.split_once(&format!("\n{field}")).is_some_and(|(_, rest)| rest.contains("\r\n"));
+        if text.starts_with('-') || line_read {
+            return text.into_owned();
         }
     }
-    false
+    String::new()
+}
+
+/// Waits until the server on `port` has loaded its data (INFO
+/// `loading:0`): until then it answers most commands with -LOADING.
+fn wait_loaded(port: u16) {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        let info = info_up_to(port, "persistence", "loading:");
+        if info.starts_with('-') || info.lines().any(|l| l.trim() == "loading:0") {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the server on port {port} does not end loading");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Whether the server answering on `port` is the process `pid` (another
+/// process may share the port through SO_REUSEPORT). A server that wants a
+/// password cannot say: taken as yes.
+fn answers_as(port: u16, pid: u32) -> bool {
+    let info = info_up_to(port, "server", "process_id:");
+    info.starts_with('-') || info.lines().any(|l| l.trim() == format!("process_id:{pid}"))
 }
 
 impl Server {
@@ -85,13 +106,23 @@ impl Server {
     /// Unless they say otherwise, it never saves on its own (`save ""`) and
     /// its `dir` is a temporary directory of its own.
     pub fn start_with(args: &[&str]) -> Server {
+        let server = Self::launch(None, args);
+        wait_loaded(server.port);
+        server
+    }
+
+    /// As [`Server::start_with`], but returned as soon as it listens, while
+    /// it may still be loading its data.
+    pub fn start_loading(args: &[&str]) -> Server {
         Self::launch(None, args)
     }
 
     /// A server started as redis-server is: its configuration file first
     /// (either format), then these options.
     pub fn start_from(file: &std::path::Path, args: &[&str]) -> Server {
-        Self::launch(Some(file), args)
+        let server = Self::launch(Some(file), args);
+        wait_loaded(server.port);
+        server
     }
 
     fn launch(file: Option<&std::path::Path>, args: &[&str]) -> Server {

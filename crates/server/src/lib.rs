@@ -30,6 +30,7 @@ pub mod check_aof;
 pub mod cmd;
 pub mod config;
 pub mod expiry;
+pub mod loading;
 pub mod logging;
 pub mod memory;
 pub mod mesh;

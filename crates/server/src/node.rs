@@ -70,6 +70,8 @@ pub struct Shared {
     pub scripts: Arc<ringdb_engine::scripting::monitor::ScriptMonitor>,
     /// Snapshot state: last save, background save in progress, counters.
     pub persist: crate::persist::Persistence,
+    /// Whether the shards are still loading their data (start-up).
+    pub loading: crate::loading::Loading,
 }
 
 impl Shared {
@@ -569,6 +571,7 @@ pub fn run(config: Config) -> Result<(), String> {
         connected_clients: AtomicUsize::new(0),
         scripts: Arc::new(ringdb_engine::scripting::monitor::ScriptMonitor::new(shards)),
         persist: crate::persist::Persistence::default(),
+        loading: Default::default(),
     });
     // The snapshot file, read once; every shard loads its own keys from it.
     let rdb_path = config.rdb_path();
@@ -583,6 +586,9 @@ pub fn run(config: Config) -> Result<(), String> {
     } else {
         Default::default()
     });
+    if from_logs || rdb.is_some() {
+        shared.loading.begin(shards, rdb.as_ref().as_ref().map_or(0, Vec::len));
+    }
 
     // The start-up baseline of MEMORY STATS: before any shard loads data.
     crate::memory::mark_startup();
@@ -812,39 +818,9 @@ async fn core_main(
                 .and_then(|c| c.push.try_borrow().ok().map(|h| h.receivers(kind, channel)))
                 .unwrap_or(0)
         }));
-    // Load this shard's keys before serving anything.
-    let mut keys = 0;
-    if let Some(data) = rdb.as_ref() {
-        let path = core.config.borrow().rdb_path();
-        match crate::persist::load_shard(&core, data, &path, false) {
-            Ok(n) => keys = n,
-            Err(e) => {
-                let _ = ready.send(Err(e));
-                return;
-            }
-        }
-    }
-    drop(rdb);
-    if core.config.borrow().get("appendonly") == Some("yes") {
-        let replayed = crate::aof::replay_shard(&core, core.shared.shards(), &committed)
-            .and_then(|records| crate::aof::open(&core).map(|()| records));
-        match replayed {
-            Ok(records) if records > 0 => info!(shard = id.0, records, "append-only log replayed"),
-            Ok(_) => {}
-            Err(e) => {
-                let _ = ready.send(Err(e));
-                return;
-            }
-        }
-        keys += core.shard.borrow().keyspace.iter().map(|db| db.len()).sum::<usize>();
-    }
+    // The core listens first and loads after: meanwhile its clients get
+    // INFO and `-LOADING` (crate::loading), as Redis's do.
     glommio::spawn_local(crate::mesh::serve(core.clone(), mesh_rx)).detach();
-    glommio::spawn_local(crate::aof::sync_loop(core.clone())).detach();
-    if id.0 == 0 {
-        glommio::spawn_local(crate::persist::cron(core.clone())).detach();
-    }
-    glommio::spawn_local(crate::expiry::run(core.clone())).detach();
-    glommio::spawn_local(crate::metrics::run(core.clone())).detach();
     match listener::start(&core, listeners) {
         Ok(backend) => core.io_backend.set(backend),
         Err(e) => {
@@ -852,7 +828,47 @@ async fn core_main(
             return;
         }
     }
+    let loaded = load(&core, &rdb, &committed).await;
+    core.shared.loading.shard_done();
+    drop(rdb);
+    let keys = match loaded {
+        Ok(keys) => keys,
+        Err(e) => {
+            let _ = ready.send(Err(e));
+            return;
+        }
+    };
+    glommio::spawn_local(crate::aof::sync_loop(core.clone())).detach();
+    if id.0 == 0 {
+        glommio::spawn_local(crate::persist::cron(core.clone())).detach();
+    }
+    glommio::spawn_local(crate::expiry::run(core.clone())).detach();
+    glommio::spawn_local(crate::metrics::run(core.clone())).detach();
     let _ = ready.send(Ok(keys));
     // A core lives until the process exits.
     futures_lite::future::pending::<()>().await;
+}
+
+/// This shard's data at start-up: its keys of the snapshot, or its
+/// append-only log replayed (then opened for writing). Returns the keys.
+async fn load(
+    core: &Rc<Core>,
+    rdb: &Option<Vec<u8>>,
+    committed: &crate::aof::Committed,
+) -> Result<usize, String> {
+    let mut keys = 0;
+    if let Some(data) = rdb {
+        let path = core.config.borrow().rdb_path();
+        keys = crate::persist::load_at_start(core, data, &path).await?;
+    }
+    if core.config.borrow().get("appendonly") == Some("yes") {
+        let records = crate::aof::replay_shard(core, core.shared.shards(), committed)?;
+        crate::aof::open(core)?;
+        if records > 0 {
+            info!(shard = core.id.0, records, "append-only log replayed");
+        }
+        // The log goes on from the snapshot it may start with.
+        keys = core.shard.borrow().keyspace.iter().map(|db| db.len()).sum::<usize>();
+    }
+    Ok(keys)
 }

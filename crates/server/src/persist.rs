@@ -34,6 +34,7 @@ use ringdb_engine::families::dump::load_limits;
 use ringdb_engine::locks::{LockMode, LockSet, WHOLE_SHARD};
 use ringdb_engine::persist::crc64;
 use ringdb_engine::persist::live::{Chunk, DbCount, Format, SnapshotParams};
+use ringdb_engine::persist::rdb::decode::LoadLimits;
 use ringdb_engine::persist::rdb::encode::{self, Encoder};
 use ringdb_engine::persist::snapshot;
 use ringdb_engine::shard::now_ms;
@@ -201,7 +202,7 @@ pub(crate) struct Target {
 
 /// `rdb-key-save-delay` now.
 pub(crate) fn key_delay(core: &Core) -> i64 {
-    core.config.borrow().get("rdb-key-save-delay").and_then(|v| v.parse().ok()).unwrap_or(0)
+    core.config.borrow().int("rdb-key-save-delay")
 }
 
 pub(crate) fn target(core: &Core) -> Target {
@@ -709,50 +710,103 @@ pub fn read_file(path: &Path) -> Result<Option<Vec<u8>>, String> {
     }
 }
 
-/// Loads this core's shard from a file's bytes (keys it owns, function
-/// libraries) into an empty keyspace.
-/// Loads this shard's keys (and the function libraries) from `data`;
-/// `merge` replaces what is already there instead of failing on it.
+/// Loads this shard's keys (and the function libraries) from `data` in
+/// one go (DEBUG RELOAD: every shard is held meanwhile); `merge` replaces
+/// what is already there instead of failing on it.
 pub fn load_shard(core: &Core, data: &[u8], path: &Path, merge: bool) -> Result<usize, String> {
-    let verify = core.config.borrow().rdbchecksum();
-    let mut shard = core.shard.borrow_mut();
-    let shard = &mut *shard;
-    let limits = load_limits(&shard.state.settings);
-    // Large files take a while: the progress is logged at most once a
-    // second per shard (keys loaded, how far into the file, the rate).
-    let started = std::time::Instant::now();
-    let mut logged = started;
-    let mut log_progress = |p: snapshot::Progress| {
-        if logged.elapsed() >= Duration::from_secs(1) {
-            logged = std::time::Instant::now();
+    let mut load = ShardLoad::new(core, data, path, merge)?;
+    loop {
+        if let Some(keys) = load.step(core, usize::MAX)? {
+            return Ok(keys);
+        }
+    }
+}
+
+/// Loads this shard's keys from the snapshot at start-up, serving the
+/// core's clients (INFO, `-LOADING`) every
+/// `loading-process-events-interval-bytes` of the file, as Redis does.
+pub async fn load_at_start(core: &Core, data: &[u8], path: &Path) -> Result<usize, String> {
+    let interval = core.config.borrow().int("loading-process-events-interval-bytes");
+    let mut load = ShardLoad::new(core, data, path, false)?;
+    loop {
+        let before = load.loader.position();
+        let done = load.step(core, interval.max(1) as usize)?;
+        core.shared.loading.advance(load.loader.position() - before);
+        if let Some(keys) = done {
+            return Ok(keys);
+        }
+        futures_lite::future::yield_now().await;
+    }
+}
+
+/// One shard's load of a file, a step at a time; the shard is borrowed
+/// only within a step.
+struct ShardLoad<'a> {
+    loader: snapshot::Loader<'a>,
+    limits: LoadLimits,
+    delay: crate::loading::KeyDelay,
+    path: &'a Path,
+    started: std::time::Instant,
+    logged: std::time::Instant,
+}
+
+impl<'a> ShardLoad<'a> {
+    fn new(core: &Core, data: &'a [u8], path: &'a Path, merge: bool) -> Result<Self, String> {
+        let (verify, delay) = {
+            let config = core.config.borrow();
+            (config.rdbchecksum(), config.int("key-load-delay"))
+        };
+        let loader = snapshot::Loader::new(data, verify, merge).map_err(|e| fatal(path, e))?;
+        let now = std::time::Instant::now();
+        Ok(ShardLoad {
+            loader,
+            limits: load_limits(&core.shard.borrow().state.settings),
+            delay: crate::loading::KeyDelay::new(delay),
+            path,
+            started: now,
+            logged: now,
+        })
+    }
+
+    /// Loads about `budget` more bytes; at the end, the keys loaded.
+    fn step(&mut self, core: &Core, budget: usize) -> Result<Option<usize>, String> {
+        let report = {
+            let mut shard = core.shard.borrow_mut();
+            let shard = &mut *shard;
+            let delay = &mut self.delay;
+            self.loader
+                .step(
+                    &mut shard.keyspace,
+                    &mut shard.state,
+                    &self.limits,
+                    now_ms(),
+                    budget,
+                    &mut || delay.after_key(),
+                )
+                .map_err(|e| fatal(self.path, e))?
+        };
+        // Large files take a while: the progress is logged at most once a
+        // second per shard (keys loaded, how far into the file, the rate).
+        if report.is_none() && self.logged.elapsed() >= Duration::from_secs(1) {
+            self.logged = std::time::Instant::now();
             info!(
                 shard = core.id.0,
                 "Loading {}: {} keys, {:.0}%, {:.0} keys/s",
-                path.display(),
-                p.keys,
-                p.position as f64 * 100.0 / p.total.max(1) as f64,
-                p.keys as f64 / started.elapsed().as_secs_f64()
+                self.path.display(),
+                self.loader.keys(),
+                self.loader.position() as f64 * 100.0 / self.loader.total().max(1) as f64,
+                self.loader.keys() as f64 / self.started.elapsed().as_secs_f64()
             );
         }
-    };
-    let (keyspace, state) = (&mut shard.keyspace, &mut shard.state);
-    let report = snapshot::load_reporting(
-        data,
-        keyspace,
-        state,
-        &limits,
-        now_ms(),
-        verify,
-        merge,
-        &mut log_progress,
+        Ok(report.map(|r| r.keys))
+    }
+}
+
+fn fatal(path: &Path, e: impl std::fmt::Display) -> String {
+    format!(
+        "Short read or OOM loading DB ({}): {e}. Unrecoverable error, aborting now.",
+        path.display()
     )
-    .map_err(|e| {
-        format!(
-            "Short read or OOM loading DB ({}): {e}. Unrecoverable error, aborting now.",
-            path.display()
-        )
-    })?;
-    Ok(report.keys)
 }
 
 /// DEBUG RELOAD's options (Redis's): NOSAVE loads the file as it is,

@@ -125,19 +125,6 @@ pub struct LoadReport {
     pub end: usize,
 }
 
-/// How far a load has gone ([`load_reporting`]).
-#[derive(Clone, Copy, Debug)]
-pub struct Progress {
-    /// Keys of this shard loaded so far.
-    pub keys: usize,
-    /// Bytes of the file read so far, of `total`.
-    pub position: usize,
-    pub total: usize,
-}
-
-/// Records read between two [`Progress`] reports.
-const PROGRESS_EVERY: usize = 1 << 16;
-
 /// Loads the keys this shard owns from an RDB file into `keyspace`
 /// (which should be empty), and the file's function libraries (every shard
 /// has them all). `verify`: check the CRC64 (`rdbchecksum`).
@@ -150,88 +137,119 @@ pub fn load(
     now_ms: u64,
     verify: bool,
 ) -> Result<LoadReport, RdbError> {
-    load_reporting(data, keyspace, state, limits, now_ms, verify, false, &mut |_| {})
+    let mut loader = Loader::new(data, verify, false)?;
+    loop {
+        if let Some(report) =
+            loader.step(keyspace, state, limits, now_ms, usize::MAX, &mut || {})?
+        {
+            return Ok(report);
+        }
+    }
 }
 
-/// [`load`], telling `progress` how far it is every [`PROGRESS_EVERY`]
-/// records (start-up logs it for large files). `merge` (DEBUG RELOAD
-/// MERGE): a key or function library already there is replaced; without
-/// it, one is an error.
-#[allow(clippy::too_many_arguments)]
-pub fn load_reporting(
-    data: &[u8],
-    keyspace: &mut Keyspace,
-    state: &mut ShardState,
-    limits: &LoadLimits,
-    now_ms: u64,
-    verify: bool,
+/// A load done a piece at a time, so that a shard loading a big file at
+/// start-up can serve between pieces (INFO `loading:1`, `-LOADING`), as
+/// Redis processes events every `loading-process-events-interval-bytes`.
+pub struct Loader<'a> {
+    reader: RdbReader<'a>,
+    report: LoadReport,
+    total: usize,
+    /// DEBUG RELOAD MERGE: a key or function library already there is
+    /// replaced; without it, one is an error.
     merge: bool,
-    progress: &mut dyn FnMut(Progress),
-) -> Result<LoadReport, RdbError> {
-    let mut reader = RdbReader::new(data, verify)?;
-    let mut report = LoadReport { version: reader.version, ..LoadReport::default() };
-    let mut records = 0usize;
-    loop {
-        records += 1;
-        if records.is_multiple_of(PROGRESS_EVERY) {
-            progress(Progress {
-                keys: report.keys,
-                position: reader.position(),
-                total: data.len(),
-            });
-        }
-        let record = reader.next_record()?;
-        let key = match record {
-            Record::End => {
-                report.end = reader.position();
-                return Ok(report);
+}
+
+impl<'a> Loader<'a> {
+    pub fn new(data: &'a [u8], verify: bool, merge: bool) -> Result<Self, RdbError> {
+        let reader = RdbReader::new(data, verify)?;
+        let report = LoadReport { version: reader.version, ..LoadReport::default() };
+        Ok(Loader { reader, report, total: data.len(), merge })
+    }
+
+    /// Bytes of the file read so far.
+    pub fn position(&self) -> usize {
+        self.reader.position()
+    }
+
+    /// The file's size.
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// Keys of this shard loaded so far.
+    pub fn keys(&self) -> usize {
+        self.report.keys
+    }
+
+    /// Loads records until `budget` more bytes of the file are read or the
+    /// file ends; at the end, what the whole load found. `per_key` runs
+    /// after every key loaded (`key-load-delay`).
+    pub fn step(
+        &mut self,
+        keyspace: &mut Keyspace,
+        state: &mut ShardState,
+        limits: &LoadLimits,
+        now_ms: u64,
+        budget: usize,
+        per_key: &mut dyn FnMut(),
+    ) -> Result<Option<LoadReport>, RdbError> {
+        let until = self.reader.position().saturating_add(budget);
+        let (reader, report, merge) = (&mut self.reader, &mut self.report, self.merge);
+        while reader.position() < until {
+            let key = match reader.next_record()? {
+                Record::End => {
+                    report.end = reader.position();
+                    return Ok(Some(std::mem::take(report)));
+                }
+                Record::Aux(..) => continue,
+                Record::Function(code) => {
+                    // As Redis, a library that does not load fails the whole load.
+                    let code = bytes::Bytes::copy_from_slice(&code);
+                    state.scripting.function_load(&code, merge).map_err(|e| RdbError {
+                        offset: reader.position(),
+                        reason: format!("a function library: {}", e.text()),
+                    })?;
+                    continue;
+                }
+                Record::Key(key) => key,
+            };
+            if key.db >= keyspace.db_count() {
+                return Err(RdbError {
+                    offset: key.value_offset,
+                    reason: format!(
+                        "FATAL: Data file was created with a Redis server configured to handle more than {} databases. Exiting",
+                        keyspace.db_count()
+                    ),
+                });
             }
-            Record::Aux(..) => continue,
-            Record::Function(code) => {
-                // As Redis, a library that does not load fails the whole load.
-                let code = bytes::Bytes::copy_from_slice(&code);
-                state.scripting.function_load(&code, merge).map_err(|e| RdbError {
-                    offset: reader.position(),
-                    reason: format!("a function library: {}", e.text()),
-                })?;
+            if !keyspace.owns_key(&key.key) {
                 continue;
             }
-            Record::Key(key) => key,
-        };
-        if key.db >= keyspace.db_count() {
-            return Err(RdbError {
-                offset: key.value_offset,
-                reason: format!(
-                    "FATAL: Data file was created with a Redis server configured to handle more than {} databases. Exiting",
-                    keyspace.db_count()
-                ),
-            });
+            let expire = key.expire_ms.map(|ms| ms.max(1) as u64);
+            if expire.is_some_and(|at| at <= now_ms) {
+                report.expired += 1;
+                continue;
+            }
+            // Empty collections are skipped, as Redis skips them.
+            let Some(value) = key.decode(limits)? else { continue };
+            let mut entry = Entry::new(&key.key, value).with_expire(expire);
+            entry.access = state
+                .restored_access(now_ms, key.idle, key.freq)
+                .unwrap_or_else(|| state.new_access(now_ms));
+            if keyspace.db_mut(key.db).insert(Box::new(entry)).is_some() && !merge {
+                return Err(RdbError {
+                    offset: key.value_offset,
+                    reason: format!(
+                        "RDB has duplicated key '{}' in DB {}",
+                        String::from_utf8_lossy(&key.key),
+                        key.db
+                    ),
+                });
+            }
+            report.keys += 1;
+            per_key();
         }
-        if !keyspace.owns_key(&key.key) {
-            continue;
-        }
-        let expire = key.expire_ms.map(|ms| ms.max(1) as u64);
-        if expire.is_some_and(|at| at <= now_ms) {
-            report.expired += 1;
-            continue;
-        }
-        // Empty collections are skipped, as Redis skips them.
-        let Some(value) = key.decode(limits)? else { continue };
-        let mut entry = Entry::new(&key.key, value).with_expire(expire);
-        entry.access = state
-            .restored_access(now_ms, key.idle, key.freq)
-            .unwrap_or_else(|| state.new_access(now_ms));
-        if keyspace.db_mut(key.db).insert(Box::new(entry)).is_some() && !merge {
-            return Err(RdbError {
-                offset: key.value_offset,
-                reason: format!(
-                    "RDB has duplicated key '{}' in DB {}",
-                    String::from_utf8_lossy(&key.key),
-                    key.db
-                ),
-            });
-        }
-        report.keys += 1;
+        Ok(None)
     }
 }
 
@@ -332,30 +350,30 @@ mod tests {
     }
 
     #[test]
-    fn a_load_reports_its_progress() {
+    fn a_load_goes_in_steps_of_its_budget() {
         let mut state = ShardState::recording(ShardSettings::default());
         let mut ks = Keyspace::for_slots(1, 0, 16384);
-        let keys = 3 * PROGRESS_EVERY;
+        let keys = 10_000;
         for i in 0..keys {
             put(&mut ks, 0, &format!("k{i}"), "v", None);
         }
         let file = file_of(&ks, &state);
         let mut back = Keyspace::for_slots(1, 0, 16384);
-        let mut seen: Vec<Progress> = Vec::new();
-        let report = load_reporting(
-            &file,
-            &mut back,
-            &mut state,
-            &LoadLimits::default(),
-            0,
-            true,
-            false,
-            &mut |p| seen.push(p),
-        )
-        .unwrap();
-        assert_eq!(report.keys, keys);
-        assert!(seen.len() >= 3, "{seen:?}");
-        assert!(seen.windows(2).all(|w| w[0].keys < w[1].keys && w[0].position < w[1].position));
-        assert!(seen.iter().all(|p| p.total == file.len() && p.position < p.total));
+        let mut loader = Loader::new(&file, true, false).unwrap();
+        let (mut steps, mut per_key, mut last) = (0, 0, 0);
+        let limits = LoadLimits::default();
+        let report = loop {
+            let step = loader.step(&mut back, &mut state, &limits, 0, 1024, &mut || per_key += 1);
+            steps += 1;
+            if let Some(report) = step.unwrap() {
+                break report;
+            }
+            // Each step reads its budget (a record may end past it), no more.
+            assert!(loader.position() >= last + 1024 && loader.position() < last + 1024 + 64);
+            last = loader.position();
+            assert_eq!(loader.keys(), back.db(0).len());
+        };
+        assert_eq!((report.keys, per_key, back.db(0).len()), (keys, keys, keys));
+        assert!(steps >= file.len() / 1024, "{steps} steps for {} bytes", file.len());
     }
 }

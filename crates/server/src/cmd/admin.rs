@@ -149,7 +149,10 @@ pub async fn shutdown(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     persist::stop_background_save(&conn.core).await;
     crate::aof::rewrite::stop(&conn.core).await;
     let scheduled = !conn.core.config.borrow().save_points().is_empty();
-    if save || (scheduled && !nosave) {
+    // While the data loads nothing is saved (the file is what is loading),
+    // as in Redis.
+    let loading = conn.core.shared.loading.active();
+    if !loading && (save || (scheduled && !nosave)) {
         tracing::warn!("Saving the final RDB snapshot before exiting.");
         let saved = persist::save(&conn.core, false).await;
         if saved.is_err() && !force {
@@ -221,6 +224,12 @@ const DEBUG_HELP: &[&str] = &[
 pub async fn debug(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let sub = &args[1];
     let argc = args.len();
+    // DEBUG may run while the data loads (as Redis's), but not to change
+    // it: the load would then meet keys it did not put there.
+    let changes_data = ["loadaof", "reload", "populate"].iter().any(|name| is(sub, name));
+    if changes_data && conn.core.shared.loading.active() {
+        return Err(crate::loading::LOADING);
+    }
     if argc == 2 && is(sub, "help") {
         crate::cmd::help(conn, args, DEBUG_HELP);
     } else if is(sub, "loadaof") && argc == 2 {

@@ -78,12 +78,23 @@ fn matching(config: &Config, patterns: &[Bytes]) -> Vec<Found> {
 /// with canonical names, or Redis's error for the first problem: an unknown
 /// name wins over everything, then an immutable or duplicate setting, then
 /// the first value that cannot be used.
-/// `local`: the client is on a loopback address (protected settings).
+/// `local`: the client is on a loopback address (protected settings);
+/// `loading`: the node is loading its data.
 fn validate(
     config: &Config,
     pairs: &[Bytes],
     local: bool,
+    loading: bool,
 ) -> Result<Vec<(&'static str, String)>, CmdError> {
+    // A setting of where the data is cannot change while it loads, and
+    // that error comes first (clients may retry on it), as in Redis.
+    if loading
+        && pairs
+            .chunks(2)
+            .any(|p| find(&String::from_utf8_lossy(&p[0])).is_some_and(|s| s.deny_loading))
+    {
+        return Err(crate::loading::LOADING);
+    }
     let mut checked: Vec<(&'static str, String)> = Vec::with_capacity(pairs.len() / 2);
     let mut first_problem: Option<CmdError> = None;
     for pair in pairs.chunks(2) {
@@ -198,7 +209,12 @@ pub async fn set(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     if !args.len().is_multiple_of(2) {
         return Err(SYNTAX);
     }
-    let pairs = validate(&conn.core.config.borrow(), &args[2..], conn.is_local())?;
+    let pairs = validate(
+        &conn.core.config.borrow(),
+        &args[2..],
+        conn.is_local(),
+        conn.core.shared.loading.active(),
+    )?;
     // The sockets first: a port or address that cannot be had leaves
     // everything else as it was (the OOM score included).
     let sockets = rebind(&conn.core, &pairs)?;
@@ -280,7 +296,7 @@ mod tests {
     }
 
     fn err(s: &str) -> String {
-        validate(&Config::default(), &args(s), true)
+        validate(&Config::default(), &args(s), true, false)
             .err()
             .map(|e| e.text().to_string())
             .unwrap_or_default()
@@ -308,12 +324,24 @@ mod tests {
             err("Databases 3"),
             "ERR CONFIG SET failed (possibly related to argument 'Databases') - can't set immutable config"
         );
-        let ok = validate(&Config::default(), &args("HZ 20 maxmemory-policy ALLKEYS-LFU"), true)
-            .unwrap_or_default();
+        let ok =
+            validate(&Config::default(), &args("HZ 20 maxmemory-policy ALLKEYS-LFU"), true, false)
+                .unwrap_or_default();
         assert_eq!(
             ok,
             vec![("hz", "20".to_string()), ("maxmemory-policy", "ALLKEYS-LFU".to_string())]
         );
+    }
+
+    #[test]
+    fn while_loading_the_data_settings_of_where_it_is_answer_loading_first() {
+        let loading = |s: &str| {
+            validate(&Config::default(), &args(s), true, true).err().map(|e| e.text().to_string())
+        };
+        let text = Some("LOADING Redis is loading the dataset in memory".to_string());
+        assert_eq!(loading("dir /tmp"), text);
+        assert_eq!(loading("foo 1 appendonly yes"), text);
+        assert_eq!(loading("loglevel debug"), None);
     }
 
     #[test]

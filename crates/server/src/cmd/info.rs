@@ -354,16 +354,18 @@ impl Report<'_> {
         let in_progress = p.bgsave_in_progress.load(Relaxed);
         let rewriting = p.aof_rewrite_in_progress.load(Relaxed);
         let aof_on = self.core.config.borrow().get("appendonly") == Some("yes");
+        let loading = self.core.shared.loading.active();
         let status = |ok: bool| if ok { "ok" } else { "err" };
         let _ = write!(
             out,
-            "# Persistence\r\nloading:0\r\nasync_loading:0\r\nrdb_changes_since_last_save:{dirty}\r\n\
+            "# Persistence\r\nloading:{}\r\nasync_loading:0\r\nrdb_changes_since_last_save:{dirty}\r\n\
              rdb_bgsave_in_progress:{}\r\nrdb_last_save_time:{}\r\nrdb_last_bgsave_status:{}\r\n\
              rdb_last_bgsave_time_sec:{}\r\nrdb_current_bgsave_time_sec:{}\r\n\
              rdb_saves:{}\r\naof_enabled:{}\r\naof_rewrite_in_progress:{}\r\naof_rewrite_scheduled:{}\r\n\
              aof_last_rewrite_time_sec:{}\r\naof_current_rewrite_time_sec:{}\r\n\
              aof_last_bgrewrite_status:{}\r\naof_rewrites:{}\r\naof_rewrites_consecutive_failures:{}\r\n\
              aof_last_write_status:{}\r\nmodule_fork_in_progress:0\r\n",
+            u8::from(loading),
             u8::from(in_progress),
             p.last_save.load(Relaxed),
             status(p.last_bgsave_ok.load(Relaxed)),
@@ -393,6 +395,9 @@ impl Report<'_> {
                  aof_buffer_length:0\r\naof_pending_bio_fsync:0\r\naof_delayed_fsync:0\r\n",
                 u8::from(p.aof_rewrite_scheduled.load(Relaxed)),
             );
+        }
+        if loading {
+            out.push_str(&self.core.shared.loading.info_fields());
         }
     }
 

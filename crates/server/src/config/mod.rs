@@ -294,7 +294,8 @@ impl Config {
             .collect()
     }
 
-    fn int(&self, name: &str) -> i64 {
+    /// An integer setting's value (0 when it is not one).
+    pub fn int(&self, name: &str) -> i64 {
         self.get(name).and_then(|v| v.parse().ok()).unwrap_or(0)
     }
 

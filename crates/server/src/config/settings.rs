@@ -69,6 +69,9 @@ pub struct Setting {
     /// Left out of CONFIG GET patterns, shown only when asked for by name
     /// (Redis's HIDDEN_CONFIG: settings for tests).
     pub hidden: bool,
+    /// CONFIG SET refuses it with -LOADING while the data loads (Redis's
+    /// DENY_LOADING_CONFIG: where the data is).
+    pub deny_loading: bool,
     /// Redis's older name, accepted everywhere the name is
     /// (`hash-max-ziplist-entries` for `hash-max-listpack-entries`).
     pub alias: Option<&'static str>,
@@ -99,6 +102,7 @@ const fn s(
         protected: false,
         own: false,
         hidden: false,
+        deny_loading: false,
         alias: None,
         help,
     }
@@ -112,6 +116,11 @@ const fn own(setting: Setting) -> Setting {
 /// A setting CONFIG GET shows only when named.
 const fn hidden(setting: Setting) -> Setting {
     Setting { hidden: true, ..setting }
+}
+
+/// A setting CONFIG SET cannot change while the data loads.
+const fn deny_loading(setting: Setting) -> Setting {
+    Setting { deny_loading: true, ..setting }
 }
 
 /// A setting only `enable-protected-configs` lets CONFIG SET change.
@@ -265,8 +274,8 @@ pub static SETTINGS: &[Setting] = &[
       "Set the kernel's OOM score of the process from oom-score-adj-values: relative (or yes) adds it to the score ringdb started with, absolute sets it; no restores the original."),
     s("oom-score-adj-values", "0 200 800", Kind::OomScores, true,
       "OOM score adjustments for a primary, a replica and a background child, each between -2000 and 2000."),
-    protected(s("dir", "./", Kind::Text, true,
-      "Directory the snapshot file is written to and loaded from.")),
+    deny_loading(protected(s("dir", "./", Kind::Text, true,
+      "Directory the snapshot file is written to and loaded from."))),
     protected(s("dbfilename", "dump.rdb", Kind::Text, true,
       "Name of the snapshot file (Redis RDB version 10) in dir, loaded at start-up when present.")),
     s("enable-protected-configs", "no", Kind::Enum(PROTECTED_ACTION), false,
@@ -285,8 +294,12 @@ pub static SETTINGS: &[Setting] = &[
       "Write a CRC64 at the end of snapshots and check it when loading."),
     hidden(s("rdb-key-save-delay", "0", Kind::Int { min: INT_MIN, max: INT_MAX }, true,
       "For tests, as Redis's: microseconds the snapshot and log-rewrite writer waits per key written (-n: 1 in n keys waits 1 microsecond). The shards keep serving meanwhile.")),
-    s("appendonly", "no", Kind::Bool, true,
-      "Keep an append-only log per shard of every write, replayed at start-up (instead of the snapshot)."),
+    hidden(s("key-load-delay", "0", Kind::Int { min: INT_MIN, max: INT_MAX }, true,
+      "For tests, as Redis's: microseconds a shard waits after each key it loads at start-up or DEBUG RELOAD (-n: 1 in n keys waits 1 microsecond).")),
+    hidden(s("loading-process-events-interval-bytes", "2097152", Kind::Int { min: 1024, max: INT_MAX }, true,
+      "While loading at start-up, a shard serves its clients (INFO, -LOADING) each time it has read this many more bytes of the file.")),
+    deny_loading(s("appendonly", "no", Kind::Bool, true,
+      "Keep an append-only log per shard of every write, replayed at start-up (instead of the snapshot).")),
     s("appendfsync", "everysec", Kind::Enum(&["always", "everysec", "no"]), true,
       "When the log reaches the disk: always (before the write is acknowledged), everysec, or no (left to the kernel)."),
     s("appendfilename", "appendonly.aof", Kind::Text, false,

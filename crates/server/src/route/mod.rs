@@ -90,6 +90,10 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
             reject(conn, &mut segment, Some(reg), &CmdError::new(DEBUG_NOT_ALLOWED), skip).await;
             continue;
         }
+        if !spec.has(flags::LOADING) && conn.core.shared.loading.active() {
+            reject(conn, &mut segment, Some(reg), &crate::loading::LOADING, skip).await;
+            continue;
+        }
         if conn.core.shared.scripts.any_busy() && !spec.has(flags::ALLOW_BUSY) {
             if let Some(busy) = busy_error(&conn.core) {
                 reject(conn, &mut segment, Some(reg), &CmdError::new(busy), skip).await;
