@@ -1239,3 +1239,32 @@ fn a_big_snapshot_loads_while_the_server_answers_loading() {
     assert!(server.exit_code(Duration::from_secs(10)).is_some());
     assert!(std::fs::read(dir.0.join("dump.rdb")).unwrap() == file, "the file changed");
 }
+
+#[test]
+fn debug_reload_and_loadaof_touch_watched_keys_and_tracking_clients() {
+    let server = Server::start_with(&["--shards", "2", "--appendonly", "yes"]);
+    let mut c = server.client();
+    let (a, b) = keys_on_two_shards();
+    q::<String>(&mut c, &["MSET", &a, "1", &b, "2"]).unwrap();
+    for reload in [&["DEBUG", "RELOAD"][..], &["DEBUG", "LOADAOF"]] {
+        // A transaction watching a key of each shard fails after the
+        // reload, as after a flush (Redis's emptyData).
+        let mut watcher = server.raw();
+        assert_eq!(watcher.call(&["WATCH", &a, &b]), "+OK\r\n");
+        // A tracking client (RESP3) drops its whole cache: a null
+        // invalidation.
+        let mut tracker = server.raw();
+        assert!(tracker.call(&["HELLO", "3"]).starts_with('%'));
+        assert_eq!(tracker.call(&["CLIENT", "TRACKING", "ON"]), "+OK\r\n");
+        assert_eq!(tracker.call(&["GET", &a]), "$1\r\n1\r\n");
+        assert_eq!(q::<String>(&mut c, reload).unwrap(), "OK", "{reload:?}");
+        assert_eq!(tracker.read_frame(), b">2\r\n$10\r\ninvalidate\r\n_\r\n", "{reload:?}");
+        assert_eq!(watcher.call(&["MULTI"]), "+OK\r\n");
+        assert_eq!(watcher.call(&["GET", &a]), "+QUEUED\r\n");
+        assert_eq!(watcher.call(&["EXEC"]), "*-1\r\n", "{reload:?}");
+        // The data is the same, and the log still has it.
+        assert_eq!(q::<Vec<String>>(&mut c, &["MGET", &a, &b]).unwrap(), ["1", "2"]);
+    }
+    assert_eq!(q::<String>(&mut c, &["DEBUG", "LOADAOF"]).unwrap(), "OK");
+    assert_eq!(q::<Vec<String>>(&mut c, &["MGET", &a, &b]).unwrap(), ["1", "2"]);
+}

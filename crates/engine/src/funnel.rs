@@ -223,6 +223,17 @@ impl Funnel {
     /// reactions hang off here rather than off one event per key.
     pub fn flushed(&mut self, db: usize, affected: impl Fn(&[u8]) -> bool) {
         self.dirty += 1;
+        self.replaced(db, affected);
+        if let Some(log) = &mut self.log {
+            log.events.push(crate::persist::aof::LogEvent::WholeDb(db));
+        }
+    }
+
+    /// Database `db` is about to be replaced by what a file holds (DEBUG
+    /// RELOAD, DEBUG LOADAOF: Redis's `emptyData`): everyone who reacts to
+    /// its keys hears it as a flush, but the log does not (the file is the
+    /// log, or what the log will be rewritten from).
+    pub fn replaced(&mut self, db: usize, affected: impl Fn(&[u8]) -> bool) {
         if !self.tracking.is_empty() {
             self.tracking.keys_changed_where(&affected);
         }
@@ -234,9 +245,6 @@ impl Funnel {
         }
         if !self.blocked.is_empty() {
             self.blocked.touch_db(db, &affected);
-        }
-        if let Some(log) = &mut self.log {
-            log.events.push(crate::persist::aof::LogEvent::WholeDb(db));
         }
         if !self.replicas.is_empty() {
             self.replicas.invalidate_db(db);

@@ -852,11 +852,7 @@ async fn reload_locked(core: &Rc<Core>, target: &Target, how: Reload) -> Result<
     let results = core
         .invoke_on_all(move |core| {
             if how.flush {
-                let mut shard = core.shard.borrow_mut();
-                for db in 0..shard.keyspace.db_count() {
-                    shard.keyspace.db_mut(db).clear();
-                }
-                shard.state.scripting.function_flush();
+                empty_for_load(core);
             }
             load_shard(core, &data, &path, how.merge)
         })
@@ -866,6 +862,14 @@ async fn reload_locked(core: &Rc<Core>, target: &Target, how: Reload) -> Result<
         return Err(CmdError::new("ERR Error trying to load the RDB dump"));
     }
     Ok(())
+}
+
+/// Empties this core's shard for a load (Redis's `emptyData`): WATCH,
+/// reactive queries and blocked clients see its keys change, and every
+/// tracking client of this core drops its cache.
+fn empty_for_load(core: &Rc<Core>) {
+    ringdb_engine::families::keys::op_empty_for_load(&mut core.shard.borrow_mut());
+    crate::push::tracking::invalidate_everything(core);
 }
 
 /// DEBUG LOADAOF: every shard writes and syncs its log (when on), empties
@@ -892,15 +896,9 @@ async fn loadaof_locked(core: &Rc<Core>) -> Result<(), CmdError> {
         })?;
     let results = core
         .invoke_on_all(move |core| {
-            {
-                // Everything the log holds goes, functions included, as
-                // Redis empties its data before loading the AOF.
-                let mut shard = core.shard.borrow_mut();
-                for db in 0..shard.keyspace.db_count() {
-                    shard.keyspace.db_mut(db).clear();
-                }
-                shard.state.scripting.function_flush();
-            }
+            // Everything the log holds goes, as Redis empties its data
+            // before loading the AOF.
+            empty_for_load(core);
             crate::aof::replay_shard(core, core.shared.shards(), &committed)
         })
         .await;

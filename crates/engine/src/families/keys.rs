@@ -734,6 +734,19 @@ pub fn op_flush(shard: &mut Shard, db: Option<usize>, lazy: bool) {
     }
 }
 
+/// Empties the shard before its data is loaded again from a file (DEBUG
+/// RELOAD, DEBUG LOADAOF), functions included: watchers and tracking
+/// clients hear a flush, the log does not ([`crate::funnel::Funnel::replaced`]).
+pub fn op_empty_for_load(shard: &mut Shard) {
+    shard.state.funnel.tracking.flush();
+    for db in 0..shard.keyspace.db_count() {
+        let keyspace = &shard.keyspace;
+        shard.state.funnel.replaced(db, |key| keyspace.db(db).get(key).is_some());
+        shard.keyspace.db_mut(db).clear();
+    }
+    shard.state.scripting.function_flush();
+}
+
 /// SWAPDB on one shard. Every key of both databases may look different to
 /// their clients afterwards, so both go through the funnel as flushed.
 pub fn op_swap_db(shard: &mut Shard, a: usize, b: usize) {
