@@ -3,8 +3,9 @@
 //! (begin search, find keys, flags) and explicit ACL categories must be
 //! Redis's. Every mismatch is reported in one failure message.
 //!
-//! The JSON lives in `shared/redis-commands` beside the repository (found
-//! from this crate upwards) or where `RINGDB_REDIS_COMMANDS` points.
+//! The JSON is vendored in the repository (`tests/data/redis-commands`,
+//! Valkey's files under its BSD licence), or where `RINGDB_REDIS_COMMANDS`
+//! points.
 
 use ringdb_engine::command::spec::{acl, flags, keyflags, BeginSearch, FindKeys, KeySpec};
 use ringdb_engine::command::{table, CommandSpec};
@@ -12,14 +13,13 @@ use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-fn redis_commands_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("RINGDB_REDIS_COMMANDS") {
-        return Some(dir.into());
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|dir| dir.join("shared/redis-commands"))
-        .find(|dir| dir.is_dir())
+fn redis_commands_dir() -> PathBuf {
+    let dir = match std::env::var_os("RINGDB_REDIS_COMMANDS") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/redis-commands"),
+    };
+    assert!(dir.is_dir(), "Redis's command JSON is missing: no directory {}", dir.display());
+    dir
 }
 
 /// The command object of `client-list.json` for `client|list`.
@@ -105,7 +105,7 @@ fn describe_json_spec(spec: &Value) -> String {
 }
 
 /// Rows Redis 7.0 (ringdb's reference) flags `noscript` and the JSON in
-/// `shared/redis-commands` (Valkey's, which lets scripts run them without
+/// `tests/data/redis-commands` (Valkey's, which lets scripts run them without
 /// blocking) does not: Redis's `unit/scripting` expects scripts to be
 /// refused them.
 const REDIS_7_0_NOSCRIPT: &[&str] =
@@ -155,14 +155,7 @@ fn mismatches(full_name: &str, spec: &CommandSpec, json: &Value) -> Vec<String> 
 
 #[test]
 fn rows_match_redis_command_json() {
-    let Some(dir) = redis_commands_dir() else {
-        eprintln!(
-            "SKIPPED: Redis's command JSON not found (looked for shared/redis-commands above {}); \
-             set RINGDB_REDIS_COMMANDS to its directory",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        return;
-    };
+    let dir = redis_commands_dir();
     let mut compared = 0;
     let mut ringdb_only = Vec::new();
     let mut problems = Vec::new();

@@ -145,16 +145,15 @@ fn empty_and_bad_syntax() {
 
 // ---- Against Redis's command JSON -------------------------------------------
 
-/// Redis's command JSON: `RINGDB_REDIS_COMMANDS`, or `shared/redis-commands`
-/// beside the repository (or any directory above it).
-pub(crate) fn redis_commands_dir() -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("RINGDB_REDIS_COMMANDS") {
-        return Some(dir.into());
-    }
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .map(|dir| dir.join("shared/redis-commands"))
-        .find(|dir| dir.is_dir())
+/// Redis's command JSON: `RINGDB_REDIS_COMMANDS`, or the copy vendored in
+/// the repository (`tests/data/redis-commands`).
+pub(crate) fn redis_commands_dir() -> PathBuf {
+    let dir = match std::env::var_os("RINGDB_REDIS_COMMANDS") {
+        Some(dir) => PathBuf::from(dir),
+        None => Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/data/redis-commands"),
+    };
+    assert!(dir.is_dir(), "Redis's command JSON is missing: no directory {}", dir.display());
+    dir
 }
 
 /// The command object of a JSON file (`{"SET": {...}}` → `{...}`).
@@ -308,12 +307,7 @@ fn render_command(cmd: &Value) -> String {
 /// printed.
 #[test]
 fn rows_match_redis_arguments() {
-    let Some(dir) = redis_commands_dir() else {
-        eprintln!(
-            "Redis's command JSON not found (shared/redis-commands); set RINGDB_REDIS_COMMANDS"
-        );
-        return;
-    };
+    let dir = redis_commands_dir();
     let (mut compared, mut exact) = (0, 0);
     let mut failures = Vec::new();
     let mut inexact = Vec::new();
@@ -360,12 +354,7 @@ fn rows_match_redis_arguments() {
 /// ringdb has so far.
 #[test]
 fn all_redis_syntax_reads_back() {
-    let Some(dir) = redis_commands_dir() else {
-        eprintln!(
-            "Redis's command JSON not found (shared/redis-commands); set RINGDB_REDIS_COMMANDS"
-        );
-        return;
-    };
+    let dir = redis_commands_dir();
     let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
         .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
         .unwrap_or_default();
