@@ -192,6 +192,10 @@ pub async fn reset(conn: &mut Connection) -> CmdResult {
     conn.state.skip_next = false;
     conn.state.no_touch = false;
     conn.state.no_evict = false;
+    // CLIENT CACHING given before RESET does not outlive it (Redis's
+    // disableTracking clears it with tracking).
+    conn.state.caching = false;
+    conn.state.caching_spent = false;
     conn.state.authenticated = conn.core.config.borrow().requirepass().is_none();
     conn.handle.view.borrow_mut().name.clear();
     conn.reply().simple("RESET");

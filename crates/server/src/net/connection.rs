@@ -34,6 +34,14 @@ const BUFFER_SIZE: usize = 16 * 1024;
 /// An output buffer grown past this is given back once written.
 const KEEP_OUTPUT: usize = 4 * 1024 * 1024;
 
+/// What ended a connection's wait ([`Connection::read_some`]).
+enum Woken {
+    /// This many bytes were read (0: the peer closed).
+    Input(usize),
+    /// A push arrived first; nothing was read.
+    Push,
+}
+
 /// Connection state that commands change (SELECT, HELLO, AUTH, CLIENT …).
 #[derive(Debug)]
 pub struct ClientState {
@@ -306,21 +314,22 @@ impl Connection {
         let mut requests: Vec<Request> = Vec::new();
         loop {
             // Input read while a blocking command waited is parsed first.
-            let n = if std::mem::take(&mut self.input_while_blocked) {
-                self.inbuf.len()
+            let woken = if std::mem::take(&mut self.input_while_blocked) {
+                Woken::Input(self.inbuf.len())
             } else {
                 self.read_some().await?
             };
-            if n == 0 {
-                return Ok(());
-            }
-            if n == usize::MAX {
-                self.write_pushes();
-                self.flush_as(true).await?;
-                if self.handle.is_killed() {
-                    return Ok(());
+            match woken {
+                Woken::Input(0) => return Ok(()),
+                Woken::Input(_) => {}
+                Woken::Push => {
+                    self.write_pushes();
+                    self.flush_as(true).await?;
+                    if self.handle.is_killed() {
+                        return Ok(());
+                    }
+                    continue;
                 }
-                continue;
             }
             let limits = self.limits();
             let parsed = self.parser.parse(&mut self.inbuf, &limits, &mut requests);
@@ -370,10 +379,10 @@ impl Connection {
             && !st.in_push_mode()
     }
 
-    /// Reads what is available (waiting for at least one byte), or returns
-    /// `usize::MAX` when a push arrived first. CLIENT KILL shuts the socket
-    /// down, which ends the read; so does `timeout`.
-    async fn read_some(&mut self) -> Result<usize, String> {
+    /// Reads what is available (waiting for at least one byte), unless a
+    /// push arrives first. CLIENT KILL shuts the socket down, which ends
+    /// the read; so does `timeout`.
+    async fn read_some(&mut self) -> Result<Woken, String> {
         let wanted = self.parser.pending_bulk(self.inbuf.len()).unwrap_or(0);
         // Subscribers and watchers wait for pushes as well as for input, and
         // are never closed for being idle (as in Redis); other clients with
@@ -432,15 +441,14 @@ impl Connection {
                 crate::route::multi::unwatch_all(self).await;
             }
         }
-        // A push woke us: nothing was read.
-        let Some(n) = n? else { return Ok(usize::MAX) };
+        let Some(n) = n? else { return Ok(Woken::Push) };
         if n > 0 {
             let stats = &mut self.core.shard.borrow_mut().state.stats;
             stats.net_input_bytes += n as u64;
             stats.reads_processed += 1;
         }
         self.handle.last_active.set(Instant::now());
-        Ok(n)
+        Ok(Woken::Input(n))
     }
 
     /// While the connection waits in a blocking command: keeps what the
