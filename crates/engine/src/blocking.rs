@@ -23,6 +23,7 @@
 //! Redis.
 
 use crate::command::error::CmdError;
+use crate::command::spec::{CommandSpec, TimeoutAt, Waits};
 use crate::keyspace::{Keyspace, Value};
 use crate::query_watch::KeyRef;
 use crate::shard::ShardCommand;
@@ -189,11 +190,11 @@ pub fn verdict(command: &ShardCommand, reply: &[u8], keyspace: &Keyspace) -> Ver
     }
     let db = keyspace.db(command.client.db);
     let holds = |key: &[u8], f: fn(&Value) -> bool| db.get(key).is_some_and(|e| f(&e.value));
-    match command.spec.name {
-        "blmove" | "brpoplpush" if holds(&command.args[1], |v| matches!(v, Value::List(_))) => {
+    match command.spec.blocks.map(|b| b.waits) {
+        Some(Waits::Move) if holds(&command.args[1], |v| matches!(v, Value::List(_))) => {
             Verdict::Reply(Bytes::copy_from_slice(reply))
         }
-        "xreadgroup" => {
+        Some(Waits::GroupEntries) => {
             let args = &command.args;
             let streams = args.iter().position(|a| a.eq_ignore_ascii_case(b"streams"));
             let keys = streams.map_or(&args[..0], |s| {
@@ -249,20 +250,17 @@ pub fn parse_timeout(arg: &[u8], unit: Unit) -> Result<u64, CmdError> {
 }
 
 /// Where a blocking command keeps its timeout: `(argument, unit)`, or
-/// `None` when it does not block (XREAD without BLOCK) or is malformed (the
-/// handler then reports the error).
-pub fn timeout_of<'a>(name: &str, args: &'a [Bytes]) -> Option<(&'a Bytes, Unit)> {
-    match name {
-        "blpop" | "brpop" | "bzpopmin" | "bzpopmax" | "blmove" | "brpoplpush" => {
-            Some((args.last()?, Unit::Seconds))
-        }
-        "blmpop" | "bzmpop" => Some((args.get(1)?, Unit::Seconds)),
-        "xread" | "xreadgroup" => {
+/// `None` when it does not block (XREAD without BLOCK, a row that is not
+/// blocking) or is malformed (the handler then reports the error).
+pub fn timeout_of<'a>(spec: &CommandSpec, args: &'a [Bytes]) -> Option<(&'a Bytes, Unit)> {
+    match spec.blocks?.timeout {
+        TimeoutAt::Last => Some((args.last()?, Unit::Seconds)),
+        TimeoutAt::First => Some((args.get(1)?, Unit::Seconds)),
+        TimeoutAt::AfterBlock => {
             let streams = args.iter().position(|a| a.eq_ignore_ascii_case(b"streams"))?;
             let at = args[..streams].iter().position(|a| a.eq_ignore_ascii_case(b"block"))?;
             Some((args.get(at + 1)?, Unit::Millis))
         }
-        _ => None,
     }
 }
 
@@ -323,12 +321,22 @@ mod tests {
     #[test]
     fn timeout_positions() {
         let args = |s: &str| s.split(' ').map(|a| Bytes::from(a.to_string())).collect::<Vec<_>>();
+        let spec = |name: &str| crate::command::table().get(name.as_bytes()).unwrap().spec;
         let a = args("blpop a b 5");
-        assert_eq!(timeout_of("blpop", &a).map(|t| &t.0[..]), Some(&b"5"[..]));
+        assert_eq!(timeout_of(spec("blpop"), &a).map(|t| &t.0[..]), Some(&b"5"[..]));
         let a = args("bzmpop 1.5 2 a b MIN");
-        assert_eq!(timeout_of("bzmpop", &a).map(|t| &t.0[..]), Some(&b"1.5"[..]));
+        assert_eq!(timeout_of(spec("bzmpop"), &a).map(|t| &t.0[..]), Some(&b"1.5"[..]));
         let a = args("xread COUNT 2 BLOCK 100 STREAMS s $");
-        assert_eq!(timeout_of("xread", &a), Some((&a[4], Unit::Millis)));
-        assert_eq!(timeout_of("xread", &args("xread STREAMS block 0")), None);
+        assert_eq!(timeout_of(spec("xread"), &a), Some((&a[4], Unit::Millis)));
+        assert_eq!(timeout_of(spec("xread"), &args("xread STREAMS block 0")), None);
+        assert_eq!(timeout_of(spec("lpop"), &args("lpop a 5")), None);
+    }
+
+    #[test]
+    fn every_blocking_row_says_how_it_waits_and_no_other_does() {
+        for row in crate::command::table().all_rows() {
+            let blocking = row.spec.has(crate::command::spec::flags::BLOCKING);
+            assert_eq!(blocking, row.spec.blocks.is_some(), "{}", row.full_name);
+        }
     }
 }

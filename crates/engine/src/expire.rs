@@ -1,4 +1,6 @@
-//! The active expiry cycle: reclaims expired keys that nobody reads.
+//! Deleting keys whose time is up ([`delete_expired`], [`drain_expired`]:
+//! the one place that removes them, counts them and tells the funnel), and
+//! the active expiry cycle, which reclaims expired keys that nobody reads.
 //!
 //! Redis samples random keys with a TTL; ringdb sweeps instead, slot by slot,
 //! through the slots that hold keys with a TTL (each slot table counts them,
@@ -8,8 +10,47 @@
 //! and nothing ever scans the whole keyspace at once.
 
 use crate::funnel::NotifyClass;
-use crate::shard::{now_ms, Shard};
+use crate::keyspace::Keyspace;
+use crate::shard::{now_ms, Shard, ShardState};
 use std::time::{Duration, Instant};
+
+/// Deletes `key` of database `db` as expired (`expired_keys`, the
+/// `expired` event, WATCH and tracking through the funnel). Whether the
+/// key was there.
+pub fn delete_expired(
+    keyspace: &mut Keyspace,
+    state: &mut ShardState,
+    db: usize,
+    key: &[u8],
+) -> bool {
+    let gone = keyspace.db_mut(db).remove(key).is_some();
+    if gone {
+        counted(state, db, key);
+    }
+    gone
+}
+
+/// Deletes every key of `slot` in database `db` that is expired at `now`,
+/// as [`delete_expired`] does; how many.
+pub fn drain_expired(
+    keyspace: &mut Keyspace,
+    state: &mut ShardState,
+    db: usize,
+    slot: u16,
+    now: u64,
+) -> usize {
+    let mut deleted = 0;
+    for entry in keyspace.db_mut(db).drain_expired(slot, now) {
+        counted(state, db, entry.key());
+        deleted += 1;
+    }
+    deleted
+}
+
+fn counted(state: &mut ShardState, db: usize, key: &[u8]) {
+    state.stats.expired_keys += 1;
+    state.funnel.key_changed(db, key, NotifyClass::Expired, "expired");
+}
 
 /// What one cycle did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -48,11 +89,7 @@ pub fn active_cycle(shard: &mut Shard, budget: Duration) -> CycleStats {
         let volatile = shard.keyspace.db(db).slot_table(slot).map_or(0, |t| t.volatile());
         if volatile > 0 {
             stats.checked += volatile as usize;
-            for entry in shard.keyspace.db_mut(db).drain_expired(slot, now) {
-                shard.state.stats.expired_keys += 1;
-                shard.state.funnel.key_changed(db, entry.key(), NotifyClass::Expired, "expired");
-                stats.expired += 1;
-            }
+            stats.expired += drain_expired(&mut shard.keyspace, &mut shard.state, db, slot, now);
         }
         slot += 1;
         if slot >= first + count {

@@ -29,7 +29,6 @@
 
 use crate::command::args::{self, is};
 use crate::command::error::{CmdError, SYNTAX};
-use crate::funnel::NotifyClass;
 use crate::keyspace::{key_hash, Db, Entry};
 use crate::shard::Shard;
 use bytes::Bytes;
@@ -261,10 +260,7 @@ pub fn op_scan(
     let mut step = scan_db(shard.keyspace.db(db), from, end_slot, want, filter, now_ms);
     let frozen = shard.state.pause.keys_frozen(now_ms);
     for key in std::mem::take(&mut step.expired).into_iter().filter(|_| !frozen) {
-        if shard.keyspace.db_mut(db).remove(&key).is_some() {
-            shard.state.stats.expired_keys += 1;
-            shard.state.funnel.key_changed(db, &key, NotifyClass::Expired, "expired");
-        }
+        crate::expire::delete_expired(&mut shard.keyspace, &mut shard.state, db, &key);
     }
     step
 }

@@ -925,7 +925,10 @@ fn execute_counted(
     if let (Some(log_mark), false) = (log_mark, node) {
         atomic_in_log(state, log_mark);
     }
-    if !state.funnel.replicas.is_empty() && failed.is_none() && cmd.spec.name == "get" {
+    if !state.funnel.replicas.is_empty()
+        && failed.is_none()
+        && cmd.spec.has(crate::command::spec::flags::READ_COPY)
+    {
         let reply = match splices {
             Some(splices) => ringdb_protocol::output::flatten_since(out, splices, mark),
             None => std::borrow::Cow::Borrowed(&out[mark..]),

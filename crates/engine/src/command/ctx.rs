@@ -78,9 +78,7 @@ impl<'a> KeyspaceView<'a> {
             return true;
         }
         if expired {
-            db.remove(key);
-            self.state.stats.expired_keys += 1;
-            self.state.funnel.key_changed(self.db, key, NotifyClass::Expired, "expired");
+            crate::expire::delete_expired(self.keyspace, self.state, self.db, key);
         }
         expired
     }
@@ -152,26 +150,43 @@ impl<'a> KeyspaceView<'a> {
         entry
     }
 
-    /// Deletes `key`; returns whether it existed (and had not expired).
-    /// Does not fire the funnel.
+    /// Deletes `key` and, when it was live (there, not expired), tells the
+    /// funnel (`del`): the way a command deletes a key. Whether it was.
     pub fn delete(&mut self, key: &[u8]) -> bool {
-        let now = self.now_ms;
-        match self.keyspace.db_mut(self.db).remove(key) {
-            Some(e) => !e.is_expired(now),
-            None => false,
+        let live = self.discard(key);
+        if live {
+            self.changed(key, NotifyClass::Generic, "del");
         }
+        live
     }
 
-    /// Deletes `key` as UNLINK does: a value costly to free goes to the
-    /// lazy-free thread (see [`crate::lazyfree`]).
+    /// [`Self::delete`] as UNLINK does it: a value costly to free goes to
+    /// the lazy-free thread (see [`crate::lazyfree`]).
     pub fn unlink(&mut self, key: &[u8]) -> bool {
         let now = self.now_ms;
-        match self.keyspace.db_mut(self.db).remove(key) {
+        let live = match self.keyspace.db_mut(self.db).remove(key) {
             Some(e) => {
                 let live = !e.is_expired(now);
                 crate::lazyfree::free_value(e.value);
                 live
             }
+            None => false,
+        };
+        if live {
+            self.changed(key, NotifyClass::Generic, "del");
+        }
+        live
+    }
+
+    /// Removes `key` without telling anyone, for the two cases where that
+    /// is right: the key is being replaced and its replacement is told
+    /// (RENAME's and RESTORE REPLACE's destination), or nobody ever saw it
+    /// (a stream that XADD created and then could not add to). Whether it
+    /// was live.
+    pub fn discard(&mut self, key: &[u8]) -> bool {
+        let now = self.now_ms;
+        match self.keyspace.db_mut(self.db).remove(key) {
+            Some(e) => !e.is_expired(now),
             None => false,
         }
     }

@@ -52,6 +52,22 @@ pub mod flags {
     /// client's (MOVE, COPY … DB): transactions lock, and a script's journal
     /// saves, the key in every database. Hidden from COMMAND INFO.
     pub const OTHER_DBS: u32 = 1 << 25;
+    /// ringdb: a hot key's read copy on any core may answer it (GET with
+    /// `hotkeys-replicate-reads`), and the owner fills copies from its
+    /// reply. Hidden from COMMAND INFO.
+    pub const READ_COPY: u32 = 1 << 26;
+    /// ringdb, on a container: its subcommands leave CLIENT CACHING for the
+    /// command after them (CLIENT, as Redis's `resetClient`). Hidden from
+    /// COMMAND INFO.
+    pub const KEEPS_CACHING: u32 = 1 << 27;
+    /// ringdb: runs in a subscriber's or watcher's push mode under RESP2
+    /// (SUBSCRIBE and its kin, the `*.WATCH` rows, PING, QUIT, RESET);
+    /// every other row gets Redis's "only … allowed in this context".
+    /// Hidden from COMMAND INFO.
+    pub const PUSH_MODE: u32 = 1 << 28;
+    /// ringdb: runs at once inside MULTI instead of being queued (MULTI,
+    /// EXEC, DISCARD, WATCH, QUIT, RESET). Hidden from COMMAND INFO.
+    pub const CONTROLS_MULTI: u32 = 1 << 29;
 
     /// Names COMMAND INFO prints, in Redis's order (hidden flags omitted).
     pub const NAMES: &[(u32, &str)] = &[
@@ -516,6 +532,44 @@ pub struct CommandSpec {
     /// What the row does for a client that turned the Lua debugger on
     /// (`SCRIPT DEBUG YES|SYNC`).
     pub debugs: Debugs,
+    /// How a BLOCKING row waits: where its timeout is and what it waits
+    /// for (`None` for every other row).
+    pub blocks: Option<Blocks>,
+}
+
+/// See [`CommandSpec::blocks`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Blocks {
+    pub timeout: TimeoutAt,
+    pub waits: Waits,
+}
+
+/// Where a blocking command's timeout is, and so its unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeoutAt {
+    /// The last argument, in seconds (BLPOP, BLMOVE, …).
+    Last,
+    /// The first argument after the name, in seconds (BLMPOP, BZMPOP).
+    First,
+    /// After `BLOCK`, before `STREAMS`, in milliseconds (XREAD,
+    /// XREADGROUP); without it the command does not block.
+    AfterBlock,
+}
+
+/// What a blocked client waits for, and which errors end its wait.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Waits {
+    /// An element in any of its keys (BLPOP, BZPOPMIN, BLMPOP, …).
+    Pop,
+    /// An element in its source, the first key (BLMOVE, BRPOPLPUSH): a
+    /// failure on the destination while the source is a list is its reply.
+    Move,
+    /// New entries in its streams; `$` means the last id when it started
+    /// waiting (XREAD).
+    Entries,
+    /// New entries for its consumer group; a stream or group that goes
+    /// away ends the wait with an error (XREADGROUP).
+    GroupEntries,
 }
 
 /// See [`CommandSpec::debugs`].
@@ -557,6 +611,7 @@ impl CommandSpec {
             formed_keys: None,
             script_flags: None,
             debugs: Debugs::No,
+            blocks: None,
         }
     }
 
@@ -617,6 +672,11 @@ impl CommandSpec {
 
     pub const fn formed_keys(mut self, formed: FormedKeys) -> Self {
         self.formed_keys = Some(formed);
+        self
+    }
+
+    pub const fn blocks(mut self, timeout: TimeoutAt, waits: Waits) -> Self {
+        self.blocks = Some(Blocks { timeout, waits });
         self
     }
 

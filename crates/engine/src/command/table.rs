@@ -210,7 +210,8 @@ fn reactive_rows(families: &[&'static [CommandSpec]]) -> Vec<&'static CommandSpe
                 | flags::NOSCRIPT
                 | flags::NO_MULTI
                 | flags::LOADING
-                | flags::STALE,
+                | flags::STALE
+                | flags::PUSH_MODE,
             Exec::Node(NodeCommand::QueryWatch),
         )
         .keys(spec.keys)
@@ -227,7 +228,12 @@ fn reactive_rows(families: &[&'static [CommandSpec]]) -> Vec<&'static CommandSpe
         let unwatch = CommandSpec::new(
             leak(format!("{}.unwatch", spec.name)),
             2,
-            flags::PUBSUB | flags::NOSCRIPT | flags::NO_MULTI | flags::LOADING | flags::STALE,
+            flags::PUBSUB
+                | flags::NOSCRIPT
+                | flags::NO_MULTI
+                | flags::LOADING
+                | flags::STALE
+                | flags::PUSH_MODE,
             Exec::Node(NodeCommand::QueryUnwatch),
         )
         .acl(spec.acl)

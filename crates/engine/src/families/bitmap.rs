@@ -268,8 +268,8 @@ fn bitop(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     if len > 0 {
         ctx.ks.set(dest, Value::Str(StrValue::Raw(Box::new(result))), false);
         ctx.ks.changed(dest, NotifyClass::String, "set");
-    } else if ctx.ks.delete(dest) {
-        ctx.ks.changed(dest, NotifyClass::Generic, "del");
+    } else {
+        ctx.ks.delete(dest);
     }
     ctx.out.int(len as i64);
     Ok(())

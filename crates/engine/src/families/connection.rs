@@ -120,7 +120,7 @@ static CLIENT: &[CommandSpec] = &[
 const HANDSHAKE_FLAGS: u32 = NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | SENTINEL | ALLOW_BUSY;
 
 pub static COMMANDS: &[CommandSpec] = &[
-    node("ping", -1, FAST | SENTINEL, N::Ping)
+    node("ping", -1, FAST | SENTINEL | PUSH_MODE, N::Ping)
         .tips(&["request_policy:all_shards", "response_policy:all_succeeded"])
         .doc(
             "connection",
@@ -143,9 +143,14 @@ pub static COMMANDS: &[CommandSpec] = &[
         "O(1)",
         "index",
     ),
-    node("quit", -1, ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH, N::Quit)
-        .doc("connection", "1.0.0", "Closes the connection.", "O(1)", "")
-        .deprecated("7.2.0", "just closing the connection"),
+    node(
+        "quit",
+        -1,
+        ALLOW_BUSY | NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | PUSH_MODE | CONTROLS_MULTI,
+        N::Quit,
+    )
+    .doc("connection", "1.0.0", "Closes the connection.", "O(1)", "")
+    .deprecated("7.2.0", "just closing the connection"),
     node("hello", -1, HANDSHAKE_FLAGS, N::Hello).doc(
         "connection",
         "6.0.0",
@@ -160,20 +165,21 @@ pub static COMMANDS: &[CommandSpec] = &[
         "O(N) where N is the number of passwords defined for the user",
         "[username] password",
     ),
-    node("reset", 1, NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY, N::Reset).doc(
-        "connection",
-        "6.2.0",
-        "Resets the connection.",
-        "O(1)",
-        "",
-    ),
-    CommandSpec { flags: SENTINEL, ..CommandSpec::container("client", CLIENT) }.doc(
-        "connection",
-        "2.4.0",
-        "A container for client connection commands.",
-        "Depends on subcommand.",
-        "",
-    ),
+    node(
+        "reset",
+        1,
+        NOSCRIPT | LOADING | STALE | FAST | NO_AUTH | ALLOW_BUSY | PUSH_MODE | CONTROLS_MULTI,
+        N::Reset,
+    )
+    .doc("connection", "6.2.0", "Resets the connection.", "O(1)", ""),
+    CommandSpec { flags: SENTINEL | KEEPS_CACHING, ..CommandSpec::container("client", CLIENT) }
+        .doc(
+            "connection",
+            "2.4.0",
+            "A container for client connection commands.",
+            "Depends on subcommand.",
+            "",
+        ),
 ];
 
 #[cfg(test)]

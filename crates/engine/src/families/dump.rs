@@ -104,7 +104,6 @@ fn restore(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     }
     let value = dump::decode(&args[3], &load_limits(&ctx.ks.state.settings))
         .map_err(|e| CmdError::new(e.text()))?;
-    let deleted = o.replace && ctx.ks.delete(key);
     let now = ctx.ks.now_ms;
     let expire_at = match ttl {
         0 => None,
@@ -113,11 +112,15 @@ fn restore(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     };
     if expire_at.is_some_and(|at| at <= now) {
         // Already expired: the key is gone (Redis propagates a DEL).
-        if deleted {
-            ctx.ks.changed(key, NotifyClass::Generic, "del");
+        if o.replace {
+            ctx.ks.delete(key);
         }
         ctx.out.ok();
         return Ok(());
+    }
+    if o.replace {
+        // Replaced: the event is restore.
+        ctx.ks.discard(key);
     }
     let access = ctx.ks.state.restored_access(now, o.idle, o.freq);
     let entry = ctx.ks.set(key, value, false);

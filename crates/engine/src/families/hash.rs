@@ -291,7 +291,6 @@ fn hdel(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         ctx.ks.changed(key, NotifyClass::Hash, "hdel");
         if emptied {
             ctx.ks.delete(key);
-            ctx.ks.changed(key, NotifyClass::Generic, "del");
         }
     }
     ctx.out.int(deleted);

@@ -198,7 +198,6 @@ fn delete_keys(ctx: &mut Ctx, args: &[Bytes], lazy: bool) -> i64 {
         let deleted =
             ctx.ks.exists(key) && if lazy { ctx.ks.unlink(key) } else { ctx.ks.delete(key) };
         if deleted {
-            ctx.ks.changed(key, NotifyClass::Generic, "del");
             n += 1;
         }
     }
@@ -280,7 +279,8 @@ fn rename_generic(ctx: &mut Ctx, args: &[Bytes], nx: bool) -> CmdResult {
             ctx.out.int(0);
             return Ok(());
         }
-        ctx.ks.delete(dst);
+        // Replaced: the event is rename_to.
+        ctx.ks.discard(dst);
     }
     let Some(entry) = ctx.ks.db_mut().remove(src) else { return Err(NO_SUCH_KEY) };
     ctx.ks.db_mut().put(Box::new(rekeyed(*entry, dst)));
@@ -559,7 +559,6 @@ fn expire_generic(
     }
     if when <= ctx.ks.now_ms as i64 {
         ctx.ks.delete(key);
-        ctx.ks.changed(key, NotifyClass::Generic, "del");
     } else {
         ctx.ks.set_expire(key, Some(when as u64));
         ctx.ks.changed(key, NotifyClass::Generic, "expire");
@@ -677,10 +676,7 @@ fn reclaim_expired(shard: &mut Shard, db: usize, key: &[u8]) {
     if shard.state.pause.keys_frozen(crate::shard::now_ms()) {
         return;
     }
-    if shard.keyspace.db_mut(db).remove(key).is_some() {
-        shard.state.stats.expired_keys += 1;
-        shard.state.funnel.key_changed(db, key, NotifyClass::Expired, "expired");
-    }
+    crate::expire::delete_expired(&mut shard.keyspace, &mut shard.state, db, key);
 }
 
 /// RANDOMKEY on one shard: a uniformly chosen live key of `db`, or `None`
@@ -703,11 +699,9 @@ pub fn op_random_key(shard: &mut Shard, db: usize, now_ms: u64) -> Option<Bytes>
     }
     let volatile: Vec<u16> =
         shard.keyspace.db(db).slots().filter(|(_, t)| t.volatile() > 0).map(|(s, _)| s).collect();
-    for slot in volatile.into_iter().filter(|_| !shard.state.pause.keys_frozen(now_ms)) {
-        for entry in shard.keyspace.db_mut(db).drain_expired(slot, now_ms) {
-            shard.state.stats.expired_keys += 1;
-            shard.state.funnel.key_changed(db, entry.key(), NotifyClass::Expired, "expired");
-        }
+    let frozen = shard.state.pause.keys_frozen(now_ms);
+    for slot in volatile.into_iter().filter(|_| !frozen) {
+        crate::expire::drain_expired(&mut shard.keyspace, &mut shard.state, db, slot, now_ms);
     }
     let len = shard.keyspace.db(db).len();
     if len == 0 {

@@ -19,7 +19,9 @@ use crate::command::args::is;
 use crate::command::error::{
     CmdError, CmdResult, NOT_INTEGER, NO_SUCH_KEY, OUT_OF_RANGE, SYNTAX, WRONG_TYPE,
 };
-use crate::command::spec::{acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec};
+use crate::command::spec::{
+    acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec, TimeoutAt, Waits,
+};
 use crate::command::{Ctx, KeyspaceView};
 use crate::funnel::NotifyClass;
 use crate::keyspace::Value;
@@ -115,26 +117,31 @@ pub static COMMANDS: &[CommandSpec] = &[
     // replies the timeout's null; the server waits and retries (see
     // `crate::blocking`).
     CommandSpec::new("blpop", -3, WRITE | NOSCRIPT | BLOCKING, Exec::Shard(blpop))
+        .blocks(TimeoutAt::Last, Waits::Pop)
         .keys(&[BPOP_KEYS])
         .acl(acl::LIST)
         .doc("list", "2.0.0", "Removes and returns the first element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", "O(N) where N is the number of provided keys.", "key [key ...] timeout:double")
         .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")]),
     CommandSpec::new("brpop", -3, WRITE | NOSCRIPT | BLOCKING, Exec::Shard(brpop))
+        .blocks(TimeoutAt::Last, Waits::Pop)
         .keys(&[BPOP_KEYS])
         .acl(acl::LIST)
         .doc("list", "2.0.0", "Removes and returns the last element in a list. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", "O(N) where N is the number of provided keys.", "key [key ...] timeout:double")
         .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")]),
     CommandSpec::new("blmove", 6, WRITE | DENYOOM | NOSCRIPT | BLOCKING, Exec::Shard(blmove))
+        .blocks(TimeoutAt::Last, Waits::Move)
         .keys(&[POP_KEY, KeySpec::one(2, kf::RW | kf::INSERT)])
         .acl(acl::LIST)
         .doc("list", "6.2.0", "Pops an element from a list, pushes it to another list and returns it. Blocks until an element is available otherwise. Deletes the list if the last element was moved.", "O(1)", "source destination <LEFT | RIGHT> <LEFT | RIGHT> timeout:double"),
     CommandSpec::new("brpoplpush", 4, WRITE | DENYOOM | NOSCRIPT | BLOCKING, Exec::Shard(brpoplpush))
+        .blocks(TimeoutAt::Last, Waits::Move)
         .keys(&[POP_KEY, KeySpec::one(2, kf::RW | kf::INSERT)])
         .acl(acl::LIST)
         .doc("list", "2.2.0", "Pops an element from a list, pushes it to another list and returns it. Block until an element is available otherwise. Deletes the list if the last element was popped.", "O(1)", "source destination timeout:double")
         .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")])
         .deprecated("6.2.0", "`BLMOVE` with the `RIGHT` and `LEFT` arguments"),
     CommandSpec::new("blmpop", -5, WRITE | BLOCKING, Exec::Shard(blmpop))
+        .blocks(TimeoutAt::First, Waits::Pop)
         .keys(&[KeySpec::keynum(2, kf::RW | kf::ACCESS | kf::DELETE)])
         .acl(acl::LIST)
         .doc("list", "7.0.0", "Pops the first element from one of multiple lists. Blocks until an element is available otherwise. Deletes the list if the last element was popped.", "O(N+M) where N is the number of provided keys and M is the number of elements returned.", "timeout:double numkeys key [key ...] <LEFT | RIGHT> [COUNT count]"),
@@ -191,7 +198,6 @@ fn elements_removed(ks: &mut KeyspaceView, key: &[u8], event: &'static str, empt
     ks.changed(key, NotifyClass::List, event);
     if emptied {
         ks.delete(key);
-        ks.changed(key, NotifyClass::Generic, "del");
     }
 }
 

@@ -10,7 +10,6 @@ use crate::command::error::{CmdError, SYNTAX};
 use crate::command::spec::{
     acl, flags::*, keyflags as kf, CommandSpec, Exec, FindKeys, KeySpec, NodeCommand,
 };
-use crate::funnel::NotifyClass;
 use crate::persist::rdb::encode::Encoder;
 use crate::shard::Shard;
 use bytes::Bytes;
@@ -211,8 +210,9 @@ pub fn op_delete_migrated(shard: &mut Shard, db: usize, keys: &[Bytes], now_ms: 
         no_touch: true,
     };
     for key in keys {
-        if ks.exists(key) && ks.delete(key) {
-            ks.changed(key, NotifyClass::Generic, "del");
+        // The lookup reclaims an expired key first (its own event).
+        if ks.exists(key) {
+            ks.delete(key);
         }
     }
 }

@@ -247,13 +247,10 @@ fn srem(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         }
     }
     let emptied = set.is_empty();
-    if emptied {
-        ctx.ks.delete(key);
-    }
     if removed > 0 {
         ctx.ks.changed(key, NotifyClass::Set, "srem");
         if emptied {
-            ctx.ks.changed(key, NotifyClass::Generic, "del");
+            ctx.ks.delete(key);
         }
     }
     ctx.out.int(removed);
@@ -392,7 +389,6 @@ fn spop(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     }
     if emptied {
         ctx.ks.delete(key);
-        ctx.ks.changed(key, NotifyClass::Generic, "del");
     }
     Ok(())
 }
@@ -422,7 +418,6 @@ fn spop_count(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     }
     if emptied {
         ctx.ks.delete(key);
-        ctx.ks.changed(key, NotifyClass::Generic, "del");
     }
     Ok(())
 }
@@ -460,7 +455,6 @@ fn smove(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     ctx.ks.changed(src, NotifyClass::Set, "srem");
     if emptied {
         ctx.ks.delete(src);
-        ctx.ks.changed(src, NotifyClass::Generic, "del");
     }
     let limits = ctx.ks.state.settings.limits;
     let added = match write_set(&mut ctx.ks, dst)? {
@@ -507,8 +501,8 @@ fn store(ctx: &mut Ctx, dst: &[u8], result: Set, event: &'static str) {
     if len > 0 {
         ctx.ks.set(dst, Value::Set(result), false);
         ctx.ks.changed(dst, NotifyClass::Set, event);
-    } else if ctx.ks.delete(dst) {
-        ctx.ks.changed(dst, NotifyClass::Generic, "del");
+    } else {
+        ctx.ks.delete(dst);
     }
     ctx.out.int(len as i64);
 }

@@ -440,8 +440,8 @@ fn finish(ctx: &mut Ctx, o: &Options, elements: Vec<Vec<u8>>, start: i64, end: i
     if outputlen > 0 {
         ctx.ks.set(dst, Value::List(list), false);
         ctx.ks.changed(dst, NotifyClass::List, "sortstore");
-    } else if ctx.ks.delete(dst) {
-        ctx.ks.changed(dst, NotifyClass::Generic, "del");
+    } else {
+        ctx.ks.delete(dst);
     }
     ctx.out.int(outputlen as i64);
     Ok(())

@@ -20,7 +20,9 @@
 
 use crate::command::args::{self, is};
 use crate::command::error::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
-use crate::command::spec::{acl, flags::*, keyflags as kf, CommandSpec, Exec, FindKeys, KeySpec};
+use crate::command::spec::{
+    acl, flags::*, keyflags as kf, CommandSpec, Exec, FindKeys, KeySpec, TimeoutAt, Waits,
+};
 use crate::command::{Ctx, KeyspaceView};
 use crate::families::keys::reply_help;
 use crate::funnel::NotifyClass;
@@ -159,10 +161,12 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("stream", "5.0.0", "Deletes messages from the beginning of a stream.", "O(N), with N being the number of evicted entries. Constant times are very small however, since entries are organized in macro nodes containing multiple entries that can be released with a single deallocation.", "key <<MAXLEN | MINID> [= | ~] threshold [LIMIT count:integer]>")
         .history(&[("6.2.0", "Added the `MINID` trimming strategy and the `LIMIT` option.")]),
     CommandSpec::new("xread", -4, BLOCKING | READONLY, Exec::Shard(xread))
+        .blocks(TimeoutAt::AfterBlock, Waits::Entries)
         .keys(XREAD_KEYS)
         .acl(acl::STREAM)
         .doc("stream", "5.0.0", "Returns messages from multiple streams with IDs greater than the ones requested. Blocks until a message is available otherwise.", "", "[COUNT count:integer] [BLOCK milliseconds:integer] STREAMS key [key ...] ID [ID ...]"),
     CommandSpec::new("xreadgroup", -7, BLOCKING | WRITE, Exec::Shard(xreadgroup))
+        .blocks(TimeoutAt::AfterBlock, Waits::GroupEntries)
         .keys(XREADGROUP_KEYS)
         .acl(acl::STREAM)
         .doc("stream", "5.0.0", "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.", "For each stream mentioned: O(M) with M being the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data.", "GROUP group consumer [COUNT count:integer] [BLOCK milliseconds:integer] [NOACK] STREAMS key [key ...] ID [ID ...]"),
@@ -507,7 +511,7 @@ fn xadd(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         Err(e) => {
             // A stream this command created stays only if something went in.
             if !exists {
-                ctx.ks.delete(key);
+                ctx.ks.discard(key);
             }
             return Err(match e {
                 AddError::IdTooSmall => ID_TOO_SMALL,

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use ringdb_types::number::{format_human_f64, parse_f64, parse_i64};
 
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("get", 2, READONLY | FAST | WATCHABLE, Exec::Shard(get))
+    CommandSpec::new("get", 2, READONLY | FAST | WATCHABLE | READ_COPY, Exec::Shard(get))
         .keys(&[KeySpec::one(1, kf::RO | kf::ACCESS)])
         .acl(acl::STRING)
         .doc("string", "1.0.0", "Returns the string value of a key.", "O(1)", "key"),
@@ -357,7 +357,6 @@ fn getex(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     match expire {
         Some(at) if matches!(opts.expiry, Expiry::ExAt | Expiry::PxAt) && at <= ctx.ks.now_ms => {
             ctx.ks.delete(key);
-            ctx.ks.changed(key, NotifyClass::Generic, "del");
         }
         Some(at) => {
             ctx.ks.set_expire(key, Some(at));
@@ -379,8 +378,8 @@ fn getdel(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let old = read_str(&mut ctx.ks, key)?;
     let found = old.is_some();
     reply_str(&mut ctx.out, old);
-    if found && ctx.ks.delete(key) {
-        ctx.ks.changed(key, NotifyClass::Generic, "del");
+    if found {
+        ctx.ks.delete(key);
     }
     Ok(())
 }

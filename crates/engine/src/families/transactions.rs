@@ -12,28 +12,24 @@ const fn node(name: &'static str, arity: i32, flags: u32, cmd: N) -> CommandSpec
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    node("multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, N::Multi).doc(
-        "transactions",
-        "1.2.0",
-        "Starts a transaction.",
-        "O(1)",
-        "",
-    ),
-    node("exec", 1, NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG, N::Exec).doc(
+    node("multi", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | CONTROLS_MULTI, N::Multi)
+        .doc("transactions", "1.2.0", "Starts a transaction.", "O(1)", ""),
+    node("exec", 1, NOSCRIPT | LOADING | STALE | SKIP_SLOWLOG | CONTROLS_MULTI, N::Exec).doc(
         "transactions",
         "1.2.0",
         "Executes all commands in a transaction.",
         "Depends on commands in the transaction",
         "",
     ),
-    node("discard", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, N::Discard).doc(
-        "transactions",
-        "2.0.0",
-        "Discards a transaction.",
-        "O(N), when N is the number of queued commands",
-        "",
-    ),
-    node("watch", -2, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY, N::Watch)
+    node("discard", 1, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | CONTROLS_MULTI, N::Discard)
+        .doc(
+            "transactions",
+            "2.0.0",
+            "Discards a transaction.",
+            "O(N), when N is the number of queued commands",
+            "",
+        ),
+    node("watch", -2, NOSCRIPT | LOADING | STALE | FAST | ALLOW_BUSY | CONTROLS_MULTI, N::Watch)
         .keys(&[KeySpec::range(1, -1, 1, kf::RO)])
         .doc(
             "transactions",

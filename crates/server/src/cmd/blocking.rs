@@ -23,7 +23,8 @@ use bytes::Bytes;
 use ringdb_engine::blocking::{
     is_timeout_reply, parse_timeout, timeout_of, verdict, Verdict, Waiter,
 };
-use ringdb_engine::command::{CmdError, CmdResult, Registered};
+use ringdb_engine::command::spec::Waits;
+use ringdb_engine::command::{CmdError, CmdResult, CommandSpec, Registered};
 use ringdb_engine::keyspace::Value;
 use ringdb_engine::{ShardCommand, ShardId};
 use std::collections::{BTreeMap, HashMap};
@@ -111,18 +112,18 @@ const UNBLOCKED: &str = "UNBLOCKED client unblocked via CLIENT UNBLOCK";
 /// does not block: XREAD without BLOCK), else waits as the module doc says.
 /// The reply goes to `conn.out`.
 pub async fn run(conn: &mut Connection, reg: &'static Registered, args: Vec<Bytes>) {
-    let timeout = timeout_of(reg.spec.name, &args).map(|(arg, unit)| parse_timeout(arg, unit));
+    let timeout = timeout_of(reg.spec, &args).map(|(arg, unit)| parse_timeout(arg, unit));
     let mut command = ShardCommand { id: reg.id, spec: reg.spec, args, client: conn.state.info() };
     let Some(Ok(timeout_ms)) = timeout else {
         // Not blocking (XREAD without BLOCK), or a bad timeout the handler
         // reports: one run, its null included.
         if run_once(conn, command, false).await == Try::Nothing {
-            null_reply(conn, reg.spec.name);
+            null_reply(conn, reg.spec);
         }
         return;
     };
     let deadline = (timeout_ms > 0).then(|| Instant::now() + Duration::from_millis(timeout_ms));
-    if reg.spec.name == "xread" {
+    if waits(reg.spec) == Some(Waits::Entries) {
         resolve_last_ids(conn, &mut command).await;
     }
     if run_once(conn, command.clone(), true).await != Try::Nothing {
@@ -160,7 +161,7 @@ pub async fn run(conn: &mut Connection, reg: &'static Registered, args: Vec<Byte
         Outcome::Served => {}
         Outcome::TimedOut => {
             stats(conn, false);
-            null_reply(conn, reg.spec.name);
+            null_reply(conn, reg.spec);
         }
         Outcome::Unblocked => {
             stats(conn, true);
@@ -347,13 +348,13 @@ async fn wait_retrying(
         match run_once(conn, command.clone(), true).await {
             Try::Served => return Outcome::Served,
             Try::Nothing => {}
-            Try::Failed if command.spec.name == "xreadgroup" => {
+            Try::Failed if waits(command.spec) == Some(Waits::GroupEntries) => {
                 conn.out.truncate(mark);
                 return Outcome::GroupGone(group_error(conn, command).await);
             }
             // A move whose source is a list failed on its destination:
             // Redis replies that error (the source keeps its element).
-            Try::Failed if is_move(command.spec.name) && source_is_list(conn, command).await => {
+            Try::Failed if is_move(command.spec) && source_is_list(conn, command).await => {
                 return Outcome::Served
             }
             // A key now holds another type: Redis serves only a key of the
@@ -431,17 +432,21 @@ async fn run_once(conn: &mut Connection, command: ShardCommand, attempt: bool) -
 
 /// The reply on timeout: a null bulk for the moves, a null array for the
 /// rest (one `_` under RESP3).
-fn null_reply(conn: &mut Connection, name: &str) {
-    if is_move(name) {
+fn null_reply(conn: &mut Connection, spec: &CommandSpec) {
+    if is_move(spec) {
         conn.reply().null();
     } else {
         conn.reply().null_array();
     }
 }
 
+fn waits(spec: &CommandSpec) -> Option<Waits> {
+    spec.blocks.map(|b| b.waits)
+}
+
 /// BLMOVE and BRPOPLPUSH: they wait for their source only.
-fn is_move(name: &str) -> bool {
-    name == "blmove" || name == "brpoplpush"
+fn is_move(spec: &CommandSpec) -> bool {
+    waits(spec) == Some(Waits::Move)
 }
 
 /// Whether a move's source key holds a list.
@@ -470,11 +475,8 @@ fn keys_by_shard(conn: &Connection, command: &ShardCommand) -> BTreeMap<ShardId,
     let mut keys: BTreeMap<ShardId, Vec<Bytes>> = BTreeMap::new();
     let positions = command.spec.key_positions(&command.args).unwrap_or_default();
     // A push to a move's destination does not make it servable.
-    let positions = if is_move(command.spec.name) {
-        &positions[..positions.len().min(1)]
-    } else {
-        &positions[..]
-    };
+    let positions =
+        if is_move(command.spec) { &positions[..positions.len().min(1)] } else { &positions[..] };
     for &i in positions {
         let key = command.args[i].clone();
         keys.entry(slot_map.shard_of_key(&key)).or_default().push(key);

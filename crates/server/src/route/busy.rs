@@ -14,7 +14,7 @@
 //! from the router ([`super::busy_error`]), or, on a core whose shard is
 //! lent to the busy script, from this module too.
 
-use super::{busy_error, controls_transaction};
+use super::busy_error;
 use crate::cmd::admin::ShutdownFlags;
 use crate::node::Core;
 use crate::route::multi::Multi;
@@ -105,7 +105,7 @@ fn answer_one(core: &Core, idle: &mut Idle, args: Vec<Bytes>, out: &mut ReplyWri
         }
     }
     if let Some(multi) = &mut idle.multi {
-        if !controls_transaction(reg.spec.exec) {
+        if !reg.spec.has(flags::CONTROLS_MULTI) {
             // Also SCRIPT KILL: Redis queues it inside MULTI.
             match multi.queue(reg, args) {
                 Ok(()) => out.simple("QUEUED"),

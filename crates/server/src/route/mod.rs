@@ -82,7 +82,7 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
         conn.handle.view.borrow_mut().last_cmd = reg.full_name.as_str();
         // Also when CACHING is not set yet: a transaction may set it.
         conn.state.caching_spent = spends_caching(conn, reg);
-        if !conn.state.authenticated && !spec.has(flags::NO_AUTH) && !is_auth_command(spec.name) {
+        if !conn.state.authenticated && !spec.has(flags::NO_AUTH) {
             reject(conn, &mut segment, Some(reg), &NOAUTH, skip).await;
             continue;
         }
@@ -100,7 +100,7 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
                 continue;
             }
         }
-        if conn.state.in_push_mode() && !allowed_in_push_mode(spec.exec) {
+        if conn.state.in_push_mode() && !spec.has(flags::PUSH_MODE) {
             let error = if !conn.state.watching() {
                 crate::cmd::pubsub::subscriber_mode_error(&reg.full_name)
             } else {
@@ -116,7 +116,7 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
             conn.core.enforce_limits().await;
             conn.write_pushes();
         }
-        if conn.state.multi.is_some() && !controls_transaction(spec.exec) {
+        if conn.state.multi.is_some() && !spec.has(flags::CONTROLS_MULTI) {
             queue(conn, &mut segment, reg, args, skip).await;
             continue;
         }
@@ -217,7 +217,7 @@ fn protected_allowed(conn: &Connection) -> bool {
 /// commands leave it alone (Redis's `resetClient`).
 fn spends_caching(conn: &Connection, reg: &Registered) -> bool {
     use ringdb_engine::command::NodeCommand as N;
-    if reg.full_name.starts_with("client|") {
+    if reg.parent.is_some_and(|p| p.has(flags::KEEPS_CACHING)) {
         return false;
     }
     match reg.spec.exec {
@@ -239,7 +239,7 @@ fn read_from_copy(
     args: &[Bytes],
     skip: bool,
 ) -> bool {
-    if reg.spec.name != "get" || args.len() != 2 || !segment.is_idle() {
+    if !reg.spec.has(flags::READ_COPY) || args.len() != 2 || !segment.is_idle() {
         return false;
     }
     let reply = {
@@ -361,36 +361,6 @@ fn confirms_subscription(node: ringdb_engine::command::NodeCommand) -> bool {
     )
 }
 
-/// What a RESP2 client in subscribe or watch mode may still run.
-fn allowed_in_push_mode(exec: Exec) -> bool {
-    use ringdb_engine::command::NodeCommand as N;
-    matches!(
-        exec,
-        Exec::Node(
-            N::Ping
-                | N::QueryWatch
-                | N::QueryUnwatch
-                | N::HotkeysWatch
-                | N::HotkeysUnwatch
-                | N::Subscribe
-                | N::SSubscribe
-                | N::PSubscribe
-                | N::Unsubscribe
-                | N::SUnsubscribe
-                | N::PUnsubscribe
-                | N::Quit
-                | N::Reset
-        )
-    )
-}
-
-/// Commands that run at once even inside MULTI (they control it or the
-/// connection), as in Redis's `processCommand`.
-fn controls_transaction(exec: Exec) -> bool {
-    use ringdb_engine::command::NodeCommand as N;
-    matches!(exec, Exec::Node(N::Exec | N::Discard | N::Multi | N::Watch | N::Quit | N::Reset))
-}
-
 /// Queues a command of an open MULTI: `+QUEUED`, or Redis's error for a
 /// command that may not run in a transaction (which fails the EXEC).
 async fn queue(
@@ -412,12 +382,6 @@ async fn queue(
         Some(Err(e)) => segment.reply_error(conn, &e, suppress),
         _ => segment.reply_status(conn, "QUEUED", suppress),
     }
-}
-
-/// Commands that may run before authentication besides the NO_AUTH ones:
-/// Redis lets AUTH and HELLO through (they carry the credentials).
-fn is_auth_command(name: &str) -> bool {
-    name == "auth" || name == "hello"
 }
 
 pub(crate) enum Target {

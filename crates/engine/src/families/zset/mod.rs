@@ -31,7 +31,9 @@ mod write;
 pub(crate) use write::zadd;
 
 use crate::command::error::{CmdError, WRONG_TYPE};
-use crate::command::spec::{acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec};
+use crate::command::spec::{
+    acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec, TimeoutAt, Waits,
+};
 use crate::command::{Ctx, KeyspaceView};
 use crate::funnel::NotifyClass;
 use crate::keyspace::Value;
@@ -133,12 +135,15 @@ pub static COMMANDS: &[CommandSpec] = &[
     // The blocking forms serve the client if they can and otherwise reply
     // the timeout's null; the server waits and retries (`crate::blocking`).
     row("bzpopmin", -3, WRITE | NOSCRIPT | FAST | BLOCKING, write::bzpopmin, BPOP_KEYS)
+        .blocks(TimeoutAt::Last, Waits::Pop)
         .doc("sorted_set", "5.0.0", "Removes and returns the member with the lowest score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "O(log(N)) with N being the number of elements in the sorted set.", "key [key ...] timeout:double")
         .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")]),
     row("bzpopmax", -3, WRITE | NOSCRIPT | FAST | BLOCKING, write::bzpopmax, BPOP_KEYS)
+        .blocks(TimeoutAt::Last, Waits::Pop)
         .doc("sorted_set", "5.0.0", "Removes and returns the member with the highest score from one or more sorted sets. Blocks until a member available otherwise.  Deletes the sorted set if the last element was popped.", "O(log(N)) with N being the number of elements in the sorted set.", "key [key ...] timeout:double")
         .history(&[("6.0.0", "`timeout` is interpreted as a double instead of an integer.")]),
     row("bzmpop", -5, WRITE | BLOCKING, write::bzmpop, &[KeySpec::keynum(2, kf::RW | kf::ACCESS | kf::DELETE)])
+        .blocks(TimeoutAt::First, Waits::Pop)
         .doc("sorted_set", "7.0.0", "Removes and returns a member by score from one or more sorted sets. Blocks until a member is available otherwise. Deletes the sorted set if the last element was popped.", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.", "timeout:double numkeys key [key ...] <MIN | MAX> [COUNT count]"),
     row("zrandmember", -2, READONLY, read::zrandmember, ONE_RO)
         .tips(&["nondeterministic_output"])
@@ -193,8 +198,8 @@ pub fn write_zset<'a>(
 fn removed_from(ks: &mut KeyspaceView, key: &[u8], event: &'static str) {
     ks.changed(key, NotifyClass::ZSet, event);
     let emptied = matches!(ks.peek(key).map(|e| &e.value), Some(Value::ZSet(z)) if z.is_empty());
-    if emptied && ks.delete(key) {
-        ks.changed(key, NotifyClass::Generic, "del");
+    if emptied {
+        ks.delete(key);
     }
 }
 
@@ -247,9 +252,7 @@ pub(crate) fn store_result(
     event: &'static str,
 ) {
     if members.is_empty() {
-        if ctx.ks.delete(dst) {
-            ctx.ks.changed(dst, NotifyClass::Generic, "del");
-        }
+        ctx.ks.delete(dst);
         ctx.out.int(0);
         return;
     }
