@@ -94,11 +94,16 @@ pub fn merge_replies(
 /// Copies of keys with the database each came from.
 pub type Copies = Vec<(usize, Box<Entry>)>;
 
-/// Copies of `keys` (in every database, skipping those expired at `now`).
-pub fn copy_keys(keyspace: &Keyspace, keys: &[Bytes], now: u64) -> Copies {
+/// Copies of `keys` in `databases`, skipping those expired at `now`.
+pub fn copy_keys(
+    keyspace: &Keyspace,
+    keys: &[Bytes],
+    databases: std::ops::Range<usize>,
+    now: u64,
+) -> Copies {
     let mut copies = Vec::new();
     for key in keys {
-        for db in 0..keyspace.db_count() {
+        for db in databases.clone() {
             if let Some(e) = keyspace.db(db).get(key).filter(|e| !e.is_expired(now)) {
                 copies.push((db, Box::new(e.clone())));
             }

@@ -203,7 +203,10 @@ impl<'a> Lent<'a> {
         for key in &keys {
             let owner = self.slot_map.shard_of_key(key);
             let (keyspace, _) = self.parts(owner, (&mut *own_keyspace, &mut *own_state));
-            for (db, entry) in cross::copy_keys(keyspace, std::slice::from_ref(key), clock.now_ms) {
+            let dbs = cmd.databases(databases);
+            for (db, entry) in
+                cross::copy_keys(keyspace, std::slice::from_ref(key), dbs, clock.now_ms)
+            {
                 scratch.db_mut(db).insert(entry);
             }
         }

@@ -575,6 +575,17 @@ pub struct ShardCommand {
 }
 
 impl ShardCommand {
+    /// The databases whose copies of its keys the command may read or
+    /// change: the client's, or every one for a row that names another
+    /// (MOVE, COPY … DB) and for scripts (they may SELECT).
+    pub fn databases(&self, count: usize) -> std::ops::Range<usize> {
+        use crate::command::spec::flags::{OTHER_DBS, RUNS_SCRIPT};
+        match self.spec.has(OTHER_DBS) || self.spec.has(RUNS_SCRIPT) {
+            true => 0..count,
+            false => self.client.db..self.client.db + 1,
+        }
+    }
+
     fn handler(&self) -> Option<Handler> {
         match self.spec.exec {
             Exec::Shard(h) => Some(h),

@@ -308,8 +308,9 @@ async fn gather_keys(
         .iter()
         .map(|(shard, locks)| {
             let keys = keys_by_shard.get(shard).cloned().unwrap_or_default();
+            let dbs = command.databases(databases);
             let copy: Box<dyn FnOnce(&mut ringdb_engine::Shard) -> _ + Send> =
-                Box::new(move |shard| copy_keys(&shard.keyspace, &keys, now_ms()));
+                Box::new(move |shard| copy_keys(&shard.keyspace, &keys, dbs, now_ms()));
             (*shard, locks.clone(), copy)
         })
         .collect();
@@ -443,14 +444,14 @@ async fn gather_keys(
 /// Keys a gathered read let tracking clients cache, for one owner.
 type Remembered = Vec<(Bytes, Vec<ringdb_engine::tracking::Reader>)>;
 
-/// The locks a gathered command takes on `keys` of one shard: in every
-/// database, because the keys are copied from every database (COPY … DB n
-/// and MOVE name another database than the client's).
+/// The locks a gathered command takes on `keys` of one shard: in each
+/// database it copies them from ([`ShardCommand::databases`]).
 fn lock_set_for(command: &ShardCommand, keys: &[Bytes], databases: usize) -> LockSet {
     use ringdb_engine::locks::{fingerprint, LockMode};
     let mode =
         if command.spec.locks_exclusively() { LockMode::Exclusive } else { LockMode::Shared };
-    keys.iter().flat_map(|k| (0..databases).map(move |db| (fingerprint(db, k), mode))).collect()
+    let dbs = command.databases(databases);
+    keys.iter().flat_map(|k| dbs.clone().map(move |db| (fingerprint(db, k), mode))).collect()
 }
 
 /// A random id for a cross-shard transaction's parts in the append-only
