@@ -169,20 +169,19 @@ impl BlockTable {
     }
 }
 
-/// Whether a reply is the timeout's null (a null array or bulk in RESP2,
-/// `_` in RESP3): what a blocking command's handler replies when it found
-/// nothing to serve.
-pub fn is_timeout_reply(reply: &[u8]) -> bool {
-    matches!(reply, b"*-1\r\n" | b"$-1\r\n" | b"_\r\n")
-}
-
-/// Judges one run of a blocked command, as Redis serves blocked clients: a
-/// null means nothing yet; an error means a key now holds another type,
+/// Judges one run of a blocked command, as Redis serves blocked clients:
+/// `found_nothing` ([`crate::shard::ShardState::found_nothing`]) means
+/// nothing yet; an error means a key now holds another type,
 /// which Redis never serves, except for a move whose source is a list (its
 /// destination's error is the reply) and XREADGROUP, whose client is told
 /// that its stream or group went away.
-pub fn verdict(command: &ShardCommand, reply: &[u8], keyspace: &Keyspace) -> Verdict {
-    if is_timeout_reply(reply) {
+pub fn verdict(
+    command: &ShardCommand,
+    reply: &[u8],
+    found_nothing: bool,
+    keyspace: &Keyspace,
+) -> Verdict {
+    if found_nothing {
         return Verdict::Wait;
     }
     if reply.first() != Some(&b'-') {

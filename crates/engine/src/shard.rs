@@ -333,6 +333,12 @@ impl Default for ShardSettings {
 
 /// Everything of a shard but its keys.
 pub struct ShardState {
+    /// The command that just ran found nothing to serve and replied its
+    /// timeout's null: a blocking form waits ([`KeyspaceView::found_nothing`];
+    /// cleared before every command).
+    ///
+    /// [`KeyspaceView::found_nothing`]: crate::command::KeyspaceView::found_nothing
+    pub found_nothing: bool,
     pub funnel: Funnel,
     pub stats: ShardStats,
     pub settings: ShardSettings,
@@ -411,6 +417,7 @@ impl ShardState {
 
     pub fn new(settings: ShardSettings, seed: u64) -> Self {
         ShardState {
+            found_nothing: false,
             funnel: Funnel::default(),
             stats: ShardStats::default(),
             settings,
@@ -837,7 +844,8 @@ impl Shard {
                 }
                 let mut out = Vec::new();
                 self.execute(&command, &mut out);
-                match crate::blocking::verdict(&command, &out, &self.keyspace) {
+                let nothing = self.state.found_nothing;
+                match crate::blocking::verdict(&command, &out, nothing, &self.keyspace) {
                     crate::blocking::Verdict::Wait => self.state.not_a_call(command.id),
                     crate::blocking::Verdict::Reply(reply) => {
                         self.state.funnel.blocked.served(waiter, reply);
@@ -1049,6 +1057,7 @@ fn run_handler(
         return Some(e);
     };
     let mark = out.len();
+    state.found_nothing = false;
     let outer_writer = state.funnel.tracking.enter(&cmd.client);
     let result = {
         let mut ctx = Ctx {

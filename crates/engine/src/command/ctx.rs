@@ -56,6 +56,13 @@ pub struct KeyspaceView<'a> {
 }
 
 impl<'a> KeyspaceView<'a> {
+    /// The command found nothing to serve and replies its timeout's null:
+    /// the blocking form of it waits (the server reads this, not the
+    /// reply).
+    pub fn found_nothing(&mut self) {
+        self.state.found_nothing = true;
+    }
+
     pub fn current_db(&self) -> &Db {
         self.keyspace.db(self.db)
     }

@@ -68,6 +68,10 @@ pub mod flags {
     /// ringdb: runs at once inside MULTI instead of being queued (MULTI,
     /// EXEC, DISCARD, WATCH, QUIT, RESET). Hidden from COMMAND INFO.
     pub const CONTROLS_MULTI: u32 = 1 << 29;
+    /// ringdb: its replies are pushes that CLIENT REPLY OFF/SKIP do not
+    /// hold back (the (un)subscribe commands, HOTKEYS.WATCH/UNWATCH:
+    /// Redis's CLIENT_PUSHING). Hidden from COMMAND INFO.
+    pub const PUSH_REPLY: u32 = 1 << 30;
 
     /// Names COMMAND INFO prints, in Redis's order (hidden flags omitted).
     pub const NAMES: &[(u32, &str)] = &[

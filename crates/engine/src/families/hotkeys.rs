@@ -10,7 +10,7 @@ const fn node(name: &'static str, arity: i32, flags: u32, cmd: N) -> CommandSpec
     CommandSpec::new(name, arity, flags, Exec::Node(cmd))
 }
 
-const WATCHER: u32 = PUBSUB | NOSCRIPT | NO_MULTI | LOADING | STALE | PUSH_MODE;
+const WATCHER: u32 = PUBSUB | NOSCRIPT | NO_MULTI | LOADING | STALE | PUSH_MODE | PUSH_REPLY;
 
 static HOTKEYS_SUBCOMMANDS: &[CommandSpec] = &[
     node("rules", -3, ADMIN | NOSCRIPT | LOADING | STALE, N::HotkeysRules).doc(

@@ -425,7 +425,10 @@ fn lmpop(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let parsed = parse_mpop(&args[1..])?;
     match op_mpop(&mut ctx.ks, parsed.keys, parsed.end, parsed.count)? {
         Some((key, elements)) => reply_popped_with_key(&mut ctx.out, key, &elements),
-        None => ctx.out.null_array(),
+        None => {
+            ctx.ks.found_nothing();
+            ctx.out.null_array();
+        }
     }
     Ok(())
 }
@@ -471,7 +474,10 @@ pub fn op_move(
 fn move_command(ctx: &mut Ctx, args: &[Bytes], from: End, to: End) -> CmdResult {
     match op_move(&mut ctx.ks, &args[1], &args[2], from, to)? {
         Some(value) => ctx.out.bulk(&value),
-        None => ctx.out.null(),
+        None => {
+            ctx.ks.found_nothing();
+            ctx.out.null();
+        }
     }
     Ok(())
 }
@@ -500,7 +506,10 @@ fn bpop(ctx: &mut Ctx, args: &[Bytes], end: End) -> CmdResult {
             ctx.out.bulk(key);
             ctx.out.bulk(elements.first().map_or(&[][..], |e| e));
         }
-        None => ctx.out.null_array(),
+        None => {
+            ctx.ks.found_nothing();
+            ctx.out.null_array();
+        }
     }
     Ok(())
 }

@@ -11,7 +11,7 @@ const fn node(name: &'static str, arity: i32, flags: u32, cmd: N) -> CommandSpec
     CommandSpec::new(name, arity, flags, Exec::Node(cmd))
 }
 
-const SUBSCRIBER: u32 = PUBSUB | NOSCRIPT | LOADING | STALE | PUSH_MODE;
+const SUBSCRIBER: u32 = PUBSUB | NOSCRIPT | LOADING | STALE | PUSH_MODE | PUSH_REPLY;
 
 static PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
     node("channels", -2, PUBSUB | LOADING | STALE, N::PubSubChannels).doc(

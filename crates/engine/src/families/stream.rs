@@ -758,8 +758,8 @@ fn read_generic(ctx: &mut Ctx, args: &[Bytes], group_form: bool) -> CmdResult {
         }
     }
     if served.is_empty() {
-        // Nothing to serve: with BLOCK this is where a client would wait;
-        // reads do not block yet, so the reply is the timeout's.
+        // Nothing to serve: with BLOCK the client waits.
+        ctx.ks.found_nothing();
         ctx.out.null_array();
         return Ok(());
     }

@@ -225,6 +225,9 @@ pub struct RunReport {
     pub needs_node: bool,
     /// A run with every shard: the shards of the undeclared keys it touched.
     pub undeclared: Vec<crate::shard::ShardId>,
+    /// A gathered blocking command found nothing to serve
+    /// ([`crate::shard::ShardState::found_nothing`]).
+    pub found_nothing: bool,
 }
 
 /// One shard's scripting: the Lua state (created on first use) and the link
@@ -697,7 +700,12 @@ impl LuaEngine {
         ctx.ks.state.oom = oom;
         let script_resp = self.run.resp.get();
         let restart = self.run.restart.get();
-        let report = RunReport { restart, needs_node: self.run.needs_node.get(), undeclared };
+        let report = RunReport {
+            restart,
+            needs_node: self.run.needs_node.get(),
+            undeclared,
+            found_nothing: false,
+        };
         let runs = &mut ctx.ks.state.stats.script_runs;
         *match (&journal, restart) {
             (None, _) => &mut runs.node,

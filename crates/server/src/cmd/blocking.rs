@@ -20,9 +20,7 @@
 use crate::net::connection::Connection;
 use crate::node::Core;
 use bytes::Bytes;
-use ringdb_engine::blocking::{
-    is_timeout_reply, parse_timeout, timeout_of, verdict, Verdict, Waiter,
-};
+use ringdb_engine::blocking::{parse_timeout, timeout_of, verdict, Verdict, Waiter};
 use ringdb_engine::command::spec::Waits;
 use ringdb_engine::command::{CmdError, CmdResult, CommandSpec, Registered};
 use ringdb_engine::keyspace::Value;
@@ -201,7 +199,7 @@ async fn wait_on_shard(
                 let mut shard = core.shard.borrow_mut();
                 let mut out = Vec::new();
                 shard.execute(&cmd, &mut out);
-                match verdict(&cmd, &out, &shard.keyspace) {
+                match verdict(&cmd, &out, shard.state.found_nothing, &shard.keyspace) {
                     Verdict::Reply(reply) => Some(reply),
                     Verdict::Wait => {
                         shard.state.not_a_call(cmd.id);
@@ -389,41 +387,50 @@ enum Try {
 /// finds nothing is not counted as a call.
 async fn run_once(conn: &mut Connection, command: ShardCommand, attempt: bool) -> Try {
     let mark = conn.out.len();
-    match crate::route::target(conn, &command) {
-        crate::route::Target::Many => {
-            if let Err(e) = crate::route::cross::run(conn, command).await {
+    let found_nothing = match crate::route::target(conn, &command) {
+        crate::route::Target::Many => match crate::route::cross::run(conn, command).await {
+            Ok(report) => report.found_nothing,
+            Err(e) => {
                 conn.out.truncate(mark);
                 conn.reply().error(e.text());
+                false
             }
-        }
+        },
         crate::route::Target::One(shard) => {
             let reply = conn
                 .core
                 .invoke_on(shard, move |core| {
                     let mut out = Vec::new();
-                    {
+                    let nothing = {
                         let mut shard = core.shard.borrow_mut();
                         shard.execute(&command, &mut out);
-                        if attempt && is_timeout_reply(&out) {
+                        if attempt && shard.state.found_nothing {
                             shard.state.not_a_call(command.id);
                         }
-                    }
+                        shard.state.found_nothing
+                    };
                     core.publish_changes();
-                    out
+                    (out, nothing)
                 })
                 .await;
             match reply {
-                Ok(bytes) => conn.out.extend_from_slice(&bytes),
-                Err(e) => conn.reply().error(e.text()),
+                Ok((bytes, nothing)) => {
+                    conn.out.extend_from_slice(&bytes);
+                    nothing
+                }
+                Err(e) => {
+                    conn.reply().error(e.text());
+                    false
+                }
             }
         }
-    }
-    // A blocking command's reply is never a spliced string value.
-    let reply = conn.out.bytes_since(mark);
-    if is_timeout_reply(reply) {
+    };
+    if found_nothing {
         conn.out.truncate(mark);
         return Try::Nothing;
     }
+    // A blocking command's reply is never a spliced string value.
+    let reply = conn.out.bytes_since(mark);
     if reply.first() == Some(&b'-') {
         return Try::Failed;
     }

@@ -349,7 +349,8 @@ async fn gather_keys(
     if complete {
         execute_spliced(&mut scratch, &mut state, command, &mut conn.out, &mut Clock::at(now_ms()));
     }
-    let report = state.scripting.take_report();
+    let mut report = state.scripting.take_report();
+    report.found_nothing = state.found_nothing;
     std::mem::swap(&mut state.scripting, &mut conn.core.shard.borrow_mut().state.scripting);
     if report.restart {
         // Undone: it runs again with every shard, and nothing of it counts.

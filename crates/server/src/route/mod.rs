@@ -188,7 +188,7 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
                 // SKIP does not hold them back (Redis's CLIENT_PUSHING).
                 let suppressed =
                     std::mem::take(&mut conn.state.skip_current) || conn.state.reply_off;
-                if suppressed && !confirms_subscription(node) {
+                if suppressed && !spec.has(flags::PUSH_REPLY) {
                     conn.out.truncate(mark);
                 }
             }
@@ -343,22 +343,6 @@ fn rejected_row(args: &[Bytes]) -> Option<&'static Registered> {
     }
     let sub = String::from_utf8_lossy(args.get(1)?);
     table().get_full(format!("{}|{}", reg.spec.name, sub).as_bytes())
-}
-
-/// The (un)subscribe commands, whose replies are pushes.
-fn confirms_subscription(node: ringdb_engine::command::NodeCommand) -> bool {
-    use ringdb_engine::command::NodeCommand as N;
-    matches!(
-        node,
-        N::Subscribe
-            | N::SSubscribe
-            | N::PSubscribe
-            | N::Unsubscribe
-            | N::SUnsubscribe
-            | N::PUnsubscribe
-            | N::HotkeysWatch
-            | N::HotkeysUnwatch
-    )
 }
 
 /// Queues a command of an open MULTI: `+QUEUED`, or Redis's error for a

@@ -213,7 +213,10 @@ fn pop(ctx: &mut Ctx, keys: &[Bytes], max: bool, count: usize, shape: PopReply) 
     }
     let Some(key) = found else {
         match shape {
-            PopReply::Keyed | PopReply::KeyFlat => ctx.out.null_array(),
+            PopReply::Keyed | PopReply::KeyFlat => {
+                ctx.ks.found_nothing();
+                ctx.out.null_array();
+            }
             _ => ctx.out.array(0),
         }
         return Ok(());
