@@ -110,7 +110,7 @@ fn latency_record(c: &mut Criterion) {
         b.iter(|| {
             for i in 0..1000u64 {
                 let usec = (i * 7919) % 50;
-                latency.record_call(settings, (i % 16) as usize, (true, false), black_box(usec));
+                latency.record_call(settings, (i % 16) as usize, true, black_box(usec));
             }
         })
     });

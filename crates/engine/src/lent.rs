@@ -17,7 +17,7 @@
 use crate::command::spec::Exec;
 use crate::cross;
 use crate::keyspace::Keyspace;
-use crate::shard::{execute_timed, Clock, Shard, ShardCommand, ShardId, ShardState, SlotMap};
+use crate::shard::{call, Caller, Clock, Shard, ShardCommand, ShardId, ShardState, SlotMap};
 use bytes::Bytes;
 
 /// The shards lent to a run, and what the run did with them.
@@ -123,7 +123,7 @@ impl<'a> Lent<'a> {
         match self.target(cmd) {
             Some(shard) => {
                 let (keyspace, state) = self.parts(shard, (&mut *own_keyspace, &mut *own_state));
-                execute_timed(keyspace, state, cmd, out, clock);
+                call(keyspace, state, cmd, out, clock, Caller::Client);
             }
             None => match cmd.spec.exec {
                 Exec::Split { merge, .. } => {
@@ -160,7 +160,7 @@ impl<'a> Lent<'a> {
         for part in &parts {
             let mut reply = Vec::new();
             let (keyspace, state) = self.parts(part.shard, (&mut *own_keyspace, &mut *own_state));
-            execute_timed(keyspace, state, &part.command, &mut reply, clock);
+            call(keyspace, state, &part.command, &mut reply, clock, Caller::Client);
             replies.push(reply);
         }
         if cross::merge_replies(merge, &parts, &replies, cmd.client.resp, out).is_none() {
@@ -216,14 +216,9 @@ impl<'a> Lent<'a> {
         state.formed_keys_gathered = formed.is_some();
         state.monitored = own_state.monitored;
         state.slowlog_ids = own_state.slowlog_ids.clone();
-        execute_timed(&mut scratch, &mut state, cmd, out, clock);
+        call(&mut scratch, &mut state, cmd, out, clock, Caller::Client);
         // Its statistics are the running shard's.
-        let done = *state.stats.command(cmd.id);
-        let stat = own_state.stats.command(cmd.id);
-        stat.calls += done.calls;
-        stat.usec += done.usec;
-        stat.failed_calls += done.failed_calls;
-        own_state.stats.commands_processed += done.calls;
+        own_state.stats.add_calls(cmd.id, *state.stats.command(cmd.id));
         for (code, n) in state.stats.errors.drain() {
             *own_state.stats.errors.entry(code).or_default() += n;
         }
@@ -256,7 +251,7 @@ impl Shard {
     /// it, appending its reply to `out`; the run's changes reach the logs as
     /// `log` says. Over `maxmemory` a script is judged where it starts (its
     /// own shard's state): the lent shards do not refuse its commands.
-    pub fn execute_on_node(
+    pub fn call_on_node(
         &mut self,
         lent: &mut Lent,
         cmd: &ShardCommand,
@@ -276,14 +271,7 @@ impl Shard {
             let writer = other.state.funnel.tracking.enter(&cmd.client);
             marks.push((other.id, mark, std::mem::take(&mut other.state.oom), writer));
         }
-        crate::shard::execute_on_node_counted(
-            &mut self.keyspace,
-            &mut self.state,
-            cmd,
-            out,
-            &mut clock,
-            lent,
-        );
+        call(&mut self.keyspace, &mut self.state, cmd, out, &mut clock, Caller::Node(lent));
         // Which shards changed, for the transaction's part count.
         let mut changed = Vec::new();
         let mut read = self.state.funnel.tracking.leave_node_run(own_writer);
@@ -372,7 +360,7 @@ mod tests {
         let map = home[0].slot_map;
         let mut lent = Lent::new(ShardId(0), map, others.iter_mut());
         let mut out = Vec::new();
-        home[0].execute_on_node(&mut lent, &command(args), &mut out, log);
+        home[0].call_on_node(&mut lent, &command(args), &mut out, log);
         let report = home[0].state.scripting.take_report();
         (String::from_utf8_lossy(&out).into_owned(), report.undeclared)
     }
@@ -381,7 +369,7 @@ mod tests {
     fn a_script_runs_where_each_key_lives() {
         let (mut shards, a, b) = node();
         let mut out = Vec::new();
-        shards[1].execute(&command(&["SET", &b, "10"]), &mut out);
+        shards[1].call(&command(&["SET", &b, "10"]), &mut out, &mut Clock::start(), Caller::Client);
         shards[1].state.funnel.log.as_mut().unwrap().events.clear();
         let script = "redis.call('incrby', ARGV[1], 5) redis.call('decrby', ARGV[2], 5) \
                       return redis.call('mget', ARGV[1], ARGV[2])";
@@ -403,10 +391,10 @@ mod tests {
         );
         assert_eq!(reply, "+OK\r\n");
         let mut out = Vec::new();
-        shards[1].execute(&command(&["GET", &b]), &mut out);
+        shards[1].call(&command(&["GET", &b]), &mut out, &mut Clock::start(), Caller::Client);
         assert_eq!(out, b"$1\r\n5\r\n");
         let mut out = Vec::new();
-        shards[0].execute(&command(&["EXISTS", &a]), &mut out);
+        shards[0].call(&command(&["EXISTS", &a]), &mut out, &mut Clock::start(), Caller::Client);
         assert_eq!(out, b":0\r\n");
     }
 

@@ -12,7 +12,7 @@
 //! last ones sent, for each core that has watchers.
 
 use crate::keyspace::Keyspace;
-use crate::shard::{evaluate, ShardCommand, ShardState};
+use crate::shard::{call, Caller, Clock, ShardCommand, ShardState};
 use bytes::Bytes;
 use hashbrown::HashMap;
 use ringdb_protocol::Resp;
@@ -243,7 +243,7 @@ pub fn run(
     cmd.client.resp = resp;
     cmd.client.no_touch = true;
     let mut out = Vec::new();
-    evaluate(keyspace, state, &cmd, &mut out, now);
+    call(keyspace, state, &cmd, &mut out, &mut Clock::at(now), Caller::Query);
     Bytes::from(out)
 }
 
@@ -263,7 +263,7 @@ mod tests {
 
     fn exec(shard: &mut Shard, line: &str) {
         let mut out = Vec::new();
-        shard.execute(&command(line, Resp::V2), &mut out);
+        shard.call(&command(line, Resp::V2), &mut out, &mut Clock::start(), Caller::Client);
     }
 
     fn watch(shard: &mut Shard, line: &str, core: u16, resp: Resp) -> (u64, Bytes) {

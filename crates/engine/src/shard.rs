@@ -184,21 +184,31 @@ impl ShardStats {
         &mut self.commands[id]
     }
 
-    /// A run of a blocking command that found nothing and left its client
-    /// waiting is not a call: Redis counts a blocked command once, when it
-    /// is served or times out.
-    pub fn not_a_call(&mut self, id: usize) {
+    /// One call of row `id` that ran `usec` (see [`ShardState::count_call`]).
+    pub fn call(&mut self, id: usize, usec: u64, failed: bool) {
+        let stat = self.command(id);
+        stat.calls += 1;
+        stat.usec += usec;
+        stat.failed_calls += failed as u64;
+        self.commands_processed += 1;
+    }
+
+    /// Counts here the calls of row `id` that ran on a scratch copy (a
+    /// gathered command's).
+    pub fn add_calls(&mut self, id: usize, done: CommandStats) {
+        let stat = self.command(id);
+        stat.calls += done.calls;
+        stat.usec += done.usec;
+        stat.failed_calls += done.failed_calls;
+        self.commands_processed += done.calls;
+    }
+
+    /// Takes back one call of row `id`: a script run that is undone to
+    /// start again with every shard leaves no trace.
+    pub fn undo_call(&mut self, id: usize) {
         let stat = self.command(id);
         stat.calls = stat.calls.saturating_sub(1);
         self.commands_processed = self.commands_processed.saturating_sub(1);
-    }
-
-    /// A blocked command that timed out or was unblocked: its one call.
-    pub fn blocked_call(&mut self, id: usize, failed: bool) {
-        let stat = self.command(id);
-        stat.calls += 1;
-        stat.failed_calls += failed as u64;
-        self.commands_processed += 1;
     }
 
     /// Counts an error reply with code `code` (`ERR`, `WRONGTYPE`, …).
@@ -401,18 +411,19 @@ pub type Receivers<'a> = dyn Fn(bool, &[u8]) -> i64 + 'a;
 const LFU_INIT_VAL: u32 = 5;
 
 impl ShardState {
-    /// The blocking command just run found nothing and left its client
-    /// waiting: not a call (Redis counts a blocked command once).
-    pub fn not_a_call(&mut self, id: usize) {
-        self.stats.not_a_call(id);
-        self.latency.not_a_call();
+    /// One call of row `id` that ran `usec`: as INFO commandstats,
+    /// `total_commands_processed` and LATENCY count it.
+    pub fn count_call(&mut self, id: usize, spec: &CommandSpec, usec: u64, failed: bool) {
+        let fast = spec.has(crate::command::spec::flags::FAST);
+        self.stats.call(id, usec, failed);
+        self.latency.record_call(self.settings.latency, id, fast, usec);
     }
 
     /// A blocked command that timed out or was unblocked: its one call.
+    /// What it waited for is not its run time (Redis).
     pub fn blocked_call(&mut self, id: usize, failed: bool) {
-        self.stats.blocked_call(id, failed);
-        // What it waited for is not its run time (Redis).
-        self.latency.record_call(self.settings.latency, id, (false, false), 0);
+        self.stats.call(id, 0, failed);
+        self.latency.record_call(self.settings.latency, id, false, 0);
     }
 
     pub fn new(settings: ShardSettings, seed: u64) -> Self {
@@ -666,23 +677,18 @@ impl Shard {
     }
 
     /// Runs one command now, whatever the locks say (the caller checked, or
-    /// holds them), appending its reply to `out`.
-    pub fn execute(&mut self, cmd: &ShardCommand, out: &mut Vec<u8>) {
-        self.execute_with(cmd, out, &mut Clock::start());
-    }
-
-    /// [`execute`](Self::execute) on a caller's clock (a run of commands).
-    pub fn execute_with(&mut self, cmd: &ShardCommand, out: &mut Vec<u8>, clock: &mut Clock) {
+    /// holds them): the way into a shard. Makes room under `maxmemory`
+    /// first, and after it re-runs the reactive queries it changed; the rest
+    /// is [`call`].
+    pub fn call<'o>(
+        &mut self,
+        cmd: &ShardCommand,
+        out: impl Into<Sink<'o>>,
+        clock: &mut Clock,
+        caller: Caller,
+    ) {
         crate::evict::make_room(self, clock.now_ms);
-        execute_timed(&mut self.keyspace, &mut self.state, cmd, out, clock);
-        self.after_command(clock.now_ms);
-    }
-
-    /// [`execute_with`](Self::execute_with) into a connection's output: a
-    /// long string value in the reply is a reference, not a copy.
-    pub fn execute_into(&mut self, cmd: &ShardCommand, out: &mut Output, clock: &mut Clock) {
-        crate::evict::make_room(self, clock.now_ms);
-        execute_spliced(&mut self.keyspace, &mut self.state, cmd, out, clock);
+        call(&mut self.keyspace, &mut self.state, cmd, out, clock, caller);
         self.after_command(clock.now_ms);
     }
 
@@ -752,11 +758,9 @@ impl Shard {
                     return;
                 }
             }
-            crate::evict::make_room(self, clock.now_ms);
-            execute_spliced(&mut self.keyspace, &mut self.state, cmd, &mut reply.buf, &mut clock);
+            self.call(cmd, &mut reply.buf, &mut clock, Caller::Client);
             reply.ends.push(reply.buf.len());
             next += 1;
-            self.after_command(clock.now_ms);
         }
         done(self, reply)
     }
@@ -843,10 +847,10 @@ impl Shard {
                     continue;
                 }
                 let mut out = Vec::new();
-                self.execute(&command, &mut out);
+                self.call(&command, &mut out, &mut Clock::start(), Caller::Waiting);
                 let nothing = self.state.found_nothing;
                 match crate::blocking::verdict(&command, &out, nothing, &self.keyspace) {
-                    crate::blocking::Verdict::Wait => self.state.not_a_call(command.id),
+                    crate::blocking::Verdict::Wait => {}
                     crate::blocking::Verdict::Reply(reply) => {
                         self.state.funnel.blocked.served(waiter, reply);
                         served_any = true;
@@ -867,68 +871,71 @@ impl Shard {
     }
 }
 
+/// Who runs a command on a shard, which decides what its run counts.
+pub enum Caller<'l, 'a> {
+    /// A client's command, and everything that runs as one: a part of a
+    /// split, a queued MULTI command, a script's `redis.call`, a gathered
+    /// command on its scratch copy. Counted in full.
+    Client,
+    /// A run of a blocking command that leaves its client waiting when it
+    /// finds nothing to serve (its first try, or a try after a key
+    /// changed): such a run is not a call, as Redis counts a blocked
+    /// command once, when it is served, times out or is unblocked.
+    Waiting,
+    /// The server's own run of a reactive query: nothing a client could
+    /// observe is counted (no command statistics, no keyspace hits or
+    /// misses, no `keymiss` event, no hot-key access).
+    Query,
+    /// A script run with the other shards lent to it
+    /// ([`Shard::call_on_node`], which logs its changes itself).
+    Node(&'l mut crate::lent::Lent<'a>),
+}
+
+/// Where a reply goes: plain bytes, or a connection's output, which takes
+/// long string values by reference (see [`ringdb_protocol::output`]).
+pub enum Sink<'o> {
+    Bytes(&'o mut Vec<u8>),
+    Output(&'o mut Output),
+}
+
+impl<'o> From<&'o mut Vec<u8>> for Sink<'o> {
+    fn from(out: &'o mut Vec<u8>) -> Self {
+        Sink::Bytes(out)
+    }
+}
+
+impl<'o> From<&'o mut Output> for Sink<'o> {
+    fn from(out: &'o mut Output) -> Self {
+        Sink::Output(out)
+    }
+}
+
 /// Runs `cmd` against `keyspace` (a shard's, or a transaction's scratch
-/// copy), appending the reply to `out`. Statistics, error accounting and a
-/// last line of defence: a bug that panics inside a handler becomes an error
-/// reply instead of taking the core down.
-pub fn execute_on(
+/// copy), appending the reply to `out`: the OOM refusal, hot-key access
+/// counting, the handler, log atomicity, read copies, statistics, the slow
+/// log and latency, each as `caller` asks. A bug that panics inside a
+/// handler becomes an error reply instead of taking the core down.
+pub fn call<'o>(
     keyspace: &mut Keyspace,
     state: &mut ShardState,
     cmd: &ShardCommand,
-    out: &mut Vec<u8>,
-    now: u64,
-) {
-    execute_timed(keyspace, state, cmd, out, &mut Clock::at(now))
-}
-
-/// [`execute_on`] with the time taken from `clock`.
-pub fn execute_timed(
-    keyspace: &mut Keyspace,
-    state: &mut ShardState,
-    cmd: &ShardCommand,
-    out: &mut Vec<u8>,
+    out: impl Into<Sink<'o>>,
     clock: &mut Clock,
+    caller: Caller,
 ) {
-    execute_counted(keyspace, state, cmd, out, None, clock, None)
-}
-
-/// [`execute_timed`] into an output that takes long string values by
-/// reference (see [`ringdb_protocol::output`]).
-pub fn execute_spliced(
-    keyspace: &mut Keyspace,
-    state: &mut ShardState,
-    cmd: &ShardCommand,
-    out: &mut Output,
-    clock: &mut Clock,
-) {
-    let (bytes, splices) = out.parts();
-    execute_counted(keyspace, state, cmd, bytes, Some(splices), clock, None)
-}
-
-/// [`execute_timed`] of a command that runs with the other shards `lent`
-/// to it ([`Shard::execute_on_node`], which logs its changes itself).
-pub(crate) fn execute_on_node_counted(
-    keyspace: &mut Keyspace,
-    state: &mut ShardState,
-    cmd: &ShardCommand,
-    out: &mut Vec<u8>,
-    clock: &mut Clock,
-    lent: &mut crate::lent::Lent,
-) {
-    execute_counted(keyspace, state, cmd, out, None, clock, Some(lent))
-}
-
-/// Runs `cmd` with its statistics, log atomicity and read copies: the
-/// common part of [`execute_timed`] and [`execute_spliced`].
-fn execute_counted(
-    keyspace: &mut Keyspace,
-    state: &mut ShardState,
-    cmd: &ShardCommand,
-    out: &mut Vec<u8>,
-    mut splices: Option<&mut Splices>,
-    clock: &mut Clock,
-    lent: Option<&mut crate::lent::Lent>,
-) {
+    let (out, mut splices) = match out.into() {
+        Sink::Bytes(bytes) => (bytes, None),
+        Sink::Output(output) => {
+            let (bytes, splices) = output.parts();
+            (bytes, Some(splices))
+        }
+    };
+    let (waiting, lent) = match caller {
+        Caller::Query => return query(keyspace, state, cmd, out, splices, clock.now_ms),
+        Caller::Client => (false, None),
+        Caller::Waiting => (true, None),
+        Caller::Node(lent) => (false, Some(lent)),
+    };
     if state.oom && cmd.spec.has(crate::command::spec::flags::DENYOOM) {
         // Refused before it runs: a rejected call, as in Redis.
         ReplyWriter::new(out, cmd.client.resp).error(crate::evict::OOM);
@@ -944,6 +951,10 @@ fn execute_counted(
     if let (Some(log_mark), false) = (log_mark, node) {
         atomic_in_log(state, log_mark);
     }
+    let counted = std::mem::take(&mut state.stats.error_counted);
+    if waiting && state.found_nothing {
+        return;
+    }
     if !state.funnel.replicas.is_empty()
         && failed.is_none()
         && cmd.spec.has(crate::command::spec::flags::READ_COPY)
@@ -954,25 +965,33 @@ fn execute_counted(
         };
         fill_replica(keyspace, state, cmd, &reply);
     }
-    let counted = std::mem::take(&mut state.stats.error_counted);
     if let Some(e) = failed.as_ref().filter(|_| !counted) {
         state.stats.error(e.code());
     }
     let usec = clock.lap_usec();
     crate::slowlog::record(state, cmd, usec, clock.now_ms);
-    let stat = state.stats.command(cmd.id);
-    stat.calls += 1;
-    stat.usec += usec;
-    stat.failed_calls += failed.is_some() as u64;
-    state.stats.commands_processed += 1;
+    state.count_call(cmd.id, cmd.spec, usec, failed.is_some());
     state.stats.busy_usec += usec;
-    state.latency.record_call(state.settings.latency, cmd.id, latency_flags(cmd.spec), usec);
 }
 
-/// How a command's runs count in [`crate::latency`]: (FAST, BLOCKING).
-pub fn latency_flags(spec: &crate::command::CommandSpec) -> (bool, bool) {
-    use crate::command::spec::flags;
-    (spec.has(flags::FAST), spec.has(flags::BLOCKING))
+/// [`Caller::Query`]: the handler alone, with the hits, misses and
+/// `keymiss` events it caused taken back.
+fn query(
+    keyspace: &mut Keyspace,
+    state: &mut ShardState,
+    cmd: &ShardCommand,
+    out: &mut Vec<u8>,
+    splices: Option<&mut Splices>,
+    now: u64,
+) {
+    let (hits, misses) = (state.stats.keyspace_hits, state.stats.keyspace_misses);
+    let queued = state.funnel.outbox.len();
+    run_handler(keyspace, state, cmd, out, splices, now, None);
+    state.stats.keyspace_hits = hits;
+    state.stats.keyspace_misses = misses;
+    let added = state.funnel.outbox.split_off(queued);
+    let changes = added.into_iter().filter(|e| e.class != crate::funnel::NotifyClass::KeyMiss);
+    state.funnel.outbox.extend(changes);
 }
 
 /// A command that changed several keys (MSET, RENAME, a script) is one
@@ -1017,27 +1036,6 @@ fn fill_replica(keyspace: &Keyspace, state: &ShardState, cmd: &ShardCommand, rep
     }
     let expire_at = keyspace.db(db).get(key).and_then(|e| e.expire_at());
     state.funnel.replicas.fill(db, key, reply, expire_at);
-}
-
-/// Runs a read command on the server's behalf rather than a client's (a
-/// reactive query's re-run): the reply is written to `out` as usual, but
-/// nothing a client could observe is counted — no command statistics, no
-/// keyspace hits or misses, no `keymiss` notification.
-pub fn evaluate(
-    keyspace: &mut Keyspace,
-    state: &mut ShardState,
-    cmd: &ShardCommand,
-    out: &mut Vec<u8>,
-    now: u64,
-) {
-    let (hits, misses) = (state.stats.keyspace_hits, state.stats.keyspace_misses);
-    let queued = state.funnel.outbox.len();
-    run_handler(keyspace, state, cmd, out, None, now, None);
-    state.stats.keyspace_hits = hits;
-    state.stats.keyspace_misses = misses;
-    let added = state.funnel.outbox.split_off(queued);
-    let changes = added.into_iter().filter(|e| e.class != crate::funnel::NotifyClass::KeyMiss);
-    state.funnel.outbox.extend(changes);
 }
 
 /// Runs `cmd`'s handler, writing its reply (or its error) to `out` (and

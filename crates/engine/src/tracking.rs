@@ -420,6 +420,7 @@ impl TrackingTable {
 mod tests {
     use super::*;
     use crate::command::table;
+    use crate::shard::{Caller, Clock};
 
     fn spec(name: &str) -> &'static CommandSpec {
         table().get(name.as_bytes()).map(|r| r.spec).unwrap()
@@ -541,7 +542,7 @@ mod tests {
         let reg = table().resolve(&args).unwrap();
         let cmd = crate::ShardCommand { id: reg.id, spec: reg.spec, args, client: *client };
         let mut out = Vec::new();
-        shard.execute(&cmd, &mut out);
+        shard.call(&cmd, &mut out, &mut Clock::start(), Caller::Client);
         out
     }
 

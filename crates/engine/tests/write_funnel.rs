@@ -8,7 +8,7 @@
 use bytes::Bytes;
 use ringdb_engine::command::{table, ClientInfo, Exec};
 use ringdb_engine::keyspace::{Entry, Keyspace, StrValue, Value};
-use ringdb_engine::shard::{execute_on, now_ms, ShardSettings, ShardState};
+use ringdb_engine::shard::{call, now_ms, Caller, Clock, ShardSettings, ShardState};
 use ringdb_engine::ShardCommand;
 use ringdb_types::limits::Limits;
 use ringdb_types::list::{End, List};
@@ -293,7 +293,7 @@ fn run(line: &str) -> (Vec<u8>, BTreeSet<String>, usize) {
     let mut ks = fixture();
     let mut state = ShardState::recording(ShardSettings::default());
     let mut out = Vec::new();
-    execute_on(&mut ks, &mut state, &cmd, &mut out, now_ms());
+    call(&mut ks, &mut state, &cmd, &mut out, &mut Clock::at(now_ms()), Caller::Client);
     let events = state.funnel.take_events();
     let keys = events.iter().map(|e| String::from_utf8_lossy(&e.key).into_owned()).collect();
     (out, keys, events.len())

@@ -443,7 +443,7 @@ mod tests {
     use super::*;
     use crate::command::{table, ClientInfo};
     use crate::keyspace::Keyspace;
-    use crate::shard::{execute_on, ShardSettings, ShardState};
+    use crate::shard::{call, Caller, Clock, ShardSettings, ShardState};
     use crate::ShardCommand;
 
     /// A keyspace with a recording funnel, driven through the command table.
@@ -468,7 +468,14 @@ mod tests {
             let reg = table().resolve(&args).expect("known command");
             let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client: self.client };
             let mut out = Vec::new();
-            execute_on(&mut self.keyspace, &mut self.state, &cmd, &mut out, 1_000);
+            call(
+                &mut self.keyspace,
+                &mut self.state,
+                &cmd,
+                &mut out,
+                &mut Clock::at(1_000),
+                Caller::Client,
+            );
             String::from_utf8_lossy(&out).into_owned()
         }
 

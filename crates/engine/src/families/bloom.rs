@@ -526,7 +526,7 @@ fn bf_debug(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 mod tests {
     use crate::command::{table, ClientInfo};
     use crate::keyspace::Keyspace;
-    use crate::shard::{execute_on, ShardSettings, ShardState};
+    use crate::shard::{call, Caller, Clock, ShardSettings, ShardState};
     use crate::ShardCommand;
     use bytes::Bytes;
     use ringdb_protocol::Resp;
@@ -542,7 +542,7 @@ mod tests {
         let client = ClientInfo { resp, ..ClientInfo::default() };
         let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client };
         let mut out = Vec::new();
-        execute_on(ks, state, &cmd, &mut out, 1_000);
+        call(ks, state, &cmd, &mut out, &mut Clock::at(1_000), Caller::Client);
         String::from_utf8_lossy(&out).into_owned()
     }
 

@@ -139,7 +139,7 @@ fn restore(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 mod tests {
     use crate::command::{table, ClientInfo};
     use crate::keyspace::Keyspace;
-    use crate::shard::{execute_on, ShardCommand, ShardSettings, ShardState};
+    use crate::shard::{call, Caller, Clock, ShardCommand, ShardSettings, ShardState};
     use bytes::Bytes;
 
     /// A one-shard keyspace driven command by command.
@@ -162,7 +162,14 @@ mod tests {
             let cmd =
                 ShardCommand { id: reg.id, spec: reg.spec, args, client: ClientInfo::default() };
             let mut out = Vec::new();
-            execute_on(&mut self.keyspace, &mut self.state, &cmd, &mut out, 1_000_000);
+            call(
+                &mut self.keyspace,
+                &mut self.state,
+                &cmd,
+                &mut out,
+                &mut Clock::at(1_000_000),
+                Caller::Client,
+            );
             out
         }
 

@@ -259,7 +259,7 @@ fn pfselftest(ctx: &mut Ctx, _args: &[Bytes]) -> CmdResult {
 mod tests {
     use crate::command::{table, ClientInfo};
     use crate::keyspace::Keyspace;
-    use crate::shard::{execute_on, ShardSettings, ShardState};
+    use crate::shard::{call, Caller, Clock, ShardSettings, ShardState};
     use crate::ShardCommand;
     use bytes::Bytes;
     use ringdb_protocol::Resp;
@@ -270,7 +270,7 @@ mod tests {
         let client = ClientInfo { resp: Resp::V2, ..ClientInfo::default() };
         let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client };
         let mut out = Vec::new();
-        execute_on(ks, state, &cmd, &mut out, 1_000);
+        call(ks, state, &cmd, &mut out, &mut Clock::at(1_000), Caller::Client);
         String::from_utf8_lossy(&out).into_owned()
     }
 

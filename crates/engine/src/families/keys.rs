@@ -775,7 +775,9 @@ mod tests {
     use crate::command::spec::NodeCommand;
     use crate::command::{table, ClientInfo};
     use crate::keyspace::Keyspace;
-    use crate::shard::{execute_on, ShardCommand, ShardId, ShardSettings, ShardState, SlotMap};
+    use crate::shard::{
+        call, Caller, Clock, ShardCommand, ShardId, ShardSettings, ShardState, SlotMap,
+    };
     use ringdb_protocol::Resp;
 
     /// A one-shard keyspace and a recording state, driven command by command.
@@ -811,7 +813,14 @@ mod tests {
             };
             let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client };
             let mut out = Vec::new();
-            execute_on(&mut self.keyspace, &mut self.state, &cmd, &mut out, self.now);
+            call(
+                &mut self.keyspace,
+                &mut self.state,
+                &cmd,
+                &mut out,
+                &mut Clock::at(self.now),
+                Caller::Client,
+            );
             String::from_utf8_lossy(&out).into_owned()
         }
 

@@ -766,7 +766,7 @@ fn ltrim(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 mod tests {
     use crate::command::{table, ClientInfo};
     use crate::keyspace::Keyspace;
-    use crate::shard::{execute_on, ShardCommand, ShardSettings, ShardState};
+    use crate::shard::{call, Caller, Clock, ShardCommand, ShardSettings, ShardState};
     use bytes::Bytes;
     use ringdb_protocol::Resp;
 
@@ -793,7 +793,14 @@ mod tests {
             let client = ClientInfo { resp: self.resp, ..ClientInfo::default() };
             let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client };
             let mut out = Vec::new();
-            execute_on(&mut self.keyspace, &mut self.state, &cmd, &mut out, 1_000_000);
+            call(
+                &mut self.keyspace,
+                &mut self.state,
+                &cmd,
+                &mut out,
+                &mut Clock::at(1_000_000),
+                Caller::Client,
+            );
             String::from_utf8_lossy(&out).into_owned()
         }
 

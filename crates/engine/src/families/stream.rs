@@ -1438,7 +1438,7 @@ fn xinfo_help(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 mod tests {
     use crate::command::{table, ClientInfo};
     use crate::keyspace::Keyspace;
-    use crate::shard::{execute_on, ShardSettings, ShardState};
+    use crate::shard::{call, Caller, Clock, ShardSettings, ShardState};
     use crate::ShardCommand;
     use bytes::Bytes;
 
@@ -1466,7 +1466,14 @@ mod tests {
             let cmd =
                 ShardCommand { id: reg.id, spec: reg.spec, args, client: ClientInfo::default() };
             let mut out = Vec::new();
-            execute_on(&mut self.keyspace, &mut self.state, &cmd, &mut out, 1_000);
+            call(
+                &mut self.keyspace,
+                &mut self.state,
+                &cmd,
+                &mut out,
+                &mut Clock::at(1_000),
+                Caller::Client,
+            );
             String::from_utf8_lossy(&out).into_owned()
         }
 

@@ -712,7 +712,7 @@ fn lcs(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 mod lcs_tests {
     use crate::command::{table, ClientInfo};
     use crate::keyspace::Keyspace;
-    use crate::shard::{execute_on, ShardSettings, ShardState};
+    use crate::shard::{call, Caller, Clock, ShardSettings, ShardState};
     use crate::ShardCommand;
     use bytes::Bytes;
     use ringdb_protocol::Resp;
@@ -724,7 +724,7 @@ mod lcs_tests {
         let client = ClientInfo { resp, ..ClientInfo::default() };
         let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client };
         let mut out = Vec::new();
-        execute_on(keyspace, state, &cmd, &mut out, 1_000);
+        call(keyspace, state, &cmd, &mut out, &mut Clock::at(1_000), Caller::Client);
         String::from_utf8_lossy(&out).into_owned()
     }
 
@@ -761,7 +761,7 @@ mod lcs_tests {
 mod shared_value_tests {
     use crate::command::{table, ClientInfo};
     use crate::keyspace::{Keyspace, SHARED_MIN};
-    use crate::shard::{execute_on, execute_spliced, Clock, ShardSettings, ShardState};
+    use crate::shard::{call, Caller, Clock, ShardSettings, ShardState};
     use crate::ShardCommand;
     use bytes::Bytes;
     use ringdb_protocol::{Output, Resp};
@@ -775,14 +775,14 @@ mod shared_value_tests {
 
     fn run(ks: &mut Keyspace, state: &mut ShardState, args: &[&[u8]]) -> Vec<u8> {
         let mut out = Vec::new();
-        execute_on(ks, state, &command(args), &mut out, 1_000);
+        call(ks, state, &command(args), &mut out, &mut Clock::at(1_000), Caller::Client);
         out
     }
 
     /// A reply into a splicing output, flattened.
     fn run_spliced(ks: &mut Keyspace, state: &mut ShardState, args: &[&[u8]]) -> Output {
         let mut out = Output::default();
-        execute_spliced(ks, state, &command(args), &mut out, &mut Clock::at(1_000));
+        call(ks, state, &command(args), &mut out, &mut Clock::at(1_000), Caller::Client);
         out
     }
 

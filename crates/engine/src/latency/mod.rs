@@ -251,56 +251,27 @@ impl Events {
 pub struct Latency {
     commands: CommandLatency,
     pub events: Events,
-    /// The last run of a blocking command, counted once it is known not to
-    /// have left its client waiting ([`Latency::not_a_call`]): Redis
-    /// counts a blocked command once.
-    pending: Option<(usize, u64)>,
 }
 
 impl Latency {
-    /// Records a run of row `id` (`fast`: a FAST command, whose monitor
-    /// event is `fast-command`; `blocking`: see [`Latency::not_a_call`]).
-    pub fn record_call(
-        &mut self,
-        settings: LatencySettings,
-        id: usize,
-        flags: (bool, bool),
-        usec: u64,
-    ) {
-        let (fast, blocking) = flags;
-        self.commit();
+    /// Records a call of row `id` (`fast`: a FAST command, whose monitor
+    /// event is `fast-command`).
+    pub fn record_call(&mut self, settings: LatencySettings, id: usize, fast: bool, usec: u64) {
         if settings.tracking {
-            if blocking {
-                self.pending = Some((id, usec));
-            } else {
-                self.commands.record(id, usec);
-            }
+            self.commands.record(id, usec);
         }
         let event = if fast { "fast-command" } else { "command" };
         self.events.add_if_needed(settings.monitor_threshold_ms, event, usec / 1000);
     }
 
-    /// The blocking command just run found nothing and waits: not a call.
-    pub fn not_a_call(&mut self) {
-        self.pending = None;
-    }
-
-    fn commit(&mut self) {
-        if let Some((id, usec)) = self.pending.take() {
-            self.commands.record(id, usec);
-        }
-    }
-
     /// The histograms, with every finished call in them.
     pub fn commands(&mut self) -> &CommandLatency {
-        self.commit();
         self.commands.fold();
         &self.commands
     }
 
     /// CONFIG RESETSTAT.
     pub fn reset_commands(&mut self) {
-        self.pending = None;
         self.commands = CommandLatency::default();
     }
 }

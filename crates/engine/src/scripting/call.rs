@@ -26,7 +26,7 @@ use crate::command::spec::{flags, CommandSpec, Exec};
 use crate::command::{table, Registered};
 use crate::keyspace::Keyspace;
 use crate::lent::Lent;
-use crate::shard::{execute_timed, Clock, ShardCommand, ShardState};
+use crate::shard::{call, Caller, Clock, ShardCommand, ShardState};
 use bytes::{Bytes, BytesMut};
 use mlua::{ffi, Function, Lua};
 use ringdb_protocol::ReplyWriter;
@@ -343,9 +343,7 @@ impl CallCtx<'_, '_> {
                 let code = self.reply[1..].split(|&b| b == b' ' || b == b'\r').next();
                 self.state.stats.error(&String::from_utf8_lossy(code.unwrap_or(b"ERR")));
             }
-            let stat = self.state.stats.command(reg.id);
-            stat.calls += 1;
-            stat.failed_calls += failed as u64;
+            self.state.count_call(reg.id, spec, 0, failed);
             return Ok(());
         }
         // Before the keys, as Redis's `scriptVerifyOOM` comes before its
@@ -367,7 +365,7 @@ impl CallCtx<'_, '_> {
         match &mut self.reach {
             Reach::Held(journal) => {
                 journal.before(self.keyspace, self.state, &cmd, clock.now_ms);
-                execute_timed(self.keyspace, self.state, &cmd, &mut self.reply, clock);
+                call(self.keyspace, self.state, &cmd, &mut self.reply, clock, Caller::Client);
             }
             Reach::Node(lent) => {
                 lent.run((&mut *self.keyspace, &mut *self.state), &cmd, &mut self.reply, clock)

@@ -2,7 +2,7 @@
 
 use crate::command::{table, ClientInfo};
 use crate::keyspace::Keyspace;
-use crate::shard::{execute_on, now_ms, ShardCommand, ShardSettings, ShardState};
+use crate::shard::{call, now_ms, Caller, Clock, ShardCommand, ShardSettings, ShardState};
 use bytes::Bytes;
 
 struct Fixture {
@@ -23,7 +23,14 @@ impl Fixture {
         let reg = table().resolve(&args).unwrap();
         let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client: ClientInfo::default() };
         let mut out = Vec::new();
-        execute_on(&mut self.ks, &mut self.state, &cmd, &mut out, now_ms());
+        call(
+            &mut self.ks,
+            &mut self.state,
+            &cmd,
+            &mut out,
+            &mut Clock::at(now_ms()),
+            Caller::Client,
+        );
         String::from_utf8_lossy(&out).into_owned()
     }
 
@@ -199,7 +206,7 @@ fn run_on(shard: &mut crate::shard::Shard, args: &[&str]) -> String {
     let reg = table().resolve(&args).unwrap();
     let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client: ClientInfo::default() };
     let mut out = Vec::new();
-    shard.execute(&cmd, &mut out);
+    shard.call(&cmd, &mut out, &mut Clock::start(), Caller::Client);
     String::from_utf8_lossy(&out).into_owned()
 }
 

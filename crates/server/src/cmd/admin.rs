@@ -10,6 +10,7 @@ use ringdb_engine::command::error::{NO_SUCH_KEY, SYNTAX};
 use ringdb_engine::command::{CmdError, CmdResult};
 use ringdb_engine::digest::{self, Digest};
 use ringdb_engine::keyspace::{Entry, StrValue, Value};
+use ringdb_engine::shard::{Caller, Clock};
 use ringdb_types::number::parse_i64;
 use ringdb_types::sha1::hex;
 use std::sync::atomic::Ordering::Relaxed;
@@ -472,7 +473,7 @@ async fn populate(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
                     let cmd =
                         ringdb_engine::ShardCommand { id: set.id, spec: set.spec, args, client };
                     reply.clear();
-                    shard.execute(&cmd, &mut reply);
+                    shard.call(&cmd, &mut reply, &mut Clock::start(), Caller::Client);
                 }
             }
             core.publish_changes();

@@ -24,6 +24,7 @@ use ringdb_engine::blocking::{parse_timeout, timeout_of, verdict, Verdict, Waite
 use ringdb_engine::command::spec::Waits;
 use ringdb_engine::command::{CmdError, CmdResult, CommandSpec, Registered};
 use ringdb_engine::keyspace::Value;
+use ringdb_engine::shard::{Caller, Clock};
 use ringdb_engine::{ShardCommand, ShardId};
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
@@ -198,11 +199,10 @@ async fn wait_on_shard(
             let reply = {
                 let mut shard = core.shard.borrow_mut();
                 let mut out = Vec::new();
-                shard.execute(&cmd, &mut out);
+                shard.call(&cmd, &mut out, &mut Clock::start(), Caller::Waiting);
                 match verdict(&cmd, &out, shard.state.found_nothing, &shard.keyspace) {
                     Verdict::Reply(reply) => Some(reply),
                     Verdict::Wait => {
-                        shard.state.not_a_call(cmd.id);
                         shard.state.funnel.blocked.block_command(waiter, cmd, waited);
                         None
                     }
@@ -388,14 +388,16 @@ enum Try {
 async fn run_once(conn: &mut Connection, command: ShardCommand, attempt: bool) -> Try {
     let mark = conn.out.len();
     let found_nothing = match crate::route::target(conn, &command) {
-        crate::route::Target::Many => match crate::route::cross::run(conn, command).await {
-            Ok(report) => report.found_nothing,
-            Err(e) => {
-                conn.out.truncate(mark);
-                conn.reply().error(e.text());
-                false
+        crate::route::Target::Many => {
+            match crate::route::cross::run(conn, command, attempt).await {
+                Ok(report) => report.found_nothing,
+                Err(e) => {
+                    conn.out.truncate(mark);
+                    conn.reply().error(e.text());
+                    false
+                }
             }
-        },
+        }
         crate::route::Target::One(shard) => {
             let reply = conn
                 .core
@@ -403,10 +405,8 @@ async fn run_once(conn: &mut Connection, command: ShardCommand, attempt: bool) -
                     let mut out = Vec::new();
                     let nothing = {
                         let mut shard = core.shard.borrow_mut();
-                        shard.execute(&command, &mut out);
-                        if attempt && shard.state.found_nothing {
-                            shard.state.not_a_call(command.id);
-                        }
+                        let caller = if attempt { Caller::Waiting } else { Caller::Client };
+                        shard.call(&command, &mut out, &mut Clock::start(), caller);
                         shard.state.found_nothing
                     };
                     core.publish_changes();

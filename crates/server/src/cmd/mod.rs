@@ -41,14 +41,7 @@ pub async fn run(
     if !reg.spec.has(flags::SKIP_SLOWLOG) {
         slowlog::record_here(conn, args, usec);
     }
-    let mut shard = conn.core.shard.borrow_mut();
-    let stat = shard.state.stats.command(reg.id);
-    stat.calls += 1;
-    stat.usec += usec;
-    stat.failed_calls += result.is_err() as u64;
-    shard.state.stats.commands_processed += 1;
-    let (state, flags) = (&mut shard.state, ringdb_engine::shard::latency_flags(reg.spec));
-    state.latency.record_call(state.settings.latency, reg.id, flags, usec);
+    conn.core.shard.borrow_mut().state.count_call(reg.id, reg.spec, usec, result.is_err());
     result
 }
 

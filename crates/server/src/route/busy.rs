@@ -118,8 +118,10 @@ fn answer_one(core: &Core, idle: &mut Idle, args: Vec<Bytes>, out: &mut ReplyWri
         // The script is no longer busy: it runs after it.
         return false;
     }
-    match reg.full_name.as_str() {
-        "multi" => {
+    use NodeCommand as N;
+    let Exec::Node(command) = reg.spec.exec else { return false };
+    match command {
+        N::Multi => {
             if idle.multi.is_some() {
                 out.error("ERR MULTI calls can not be nested");
             } else {
@@ -128,7 +130,7 @@ fn answer_one(core: &Core, idle: &mut Idle, args: Vec<Bytes>, out: &mut ReplyWri
             }
             true
         }
-        "discard" => {
+        N::Discard => {
             if idle.multi.take().is_some() {
                 idle.discarded = true;
                 out.simple("OK");
@@ -137,14 +139,14 @@ fn answer_one(core: &Core, idle: &mut Idle, args: Vec<Bytes>, out: &mut ReplyWri
             }
             true
         }
-        "script|kill" | "function|kill" => {
-            match scripts.kill(reg.full_name == "script|kill") {
+        N::ScriptKill | N::FunctionKill => {
+            match scripts.kill(command == N::ScriptKill) {
                 Ok(()) => out.simple("OK"),
                 Err(e) => out.error(e.text()),
             }
             true
         }
-        "function|stats" => {
+        N::FunctionStats => {
             // This core's shard is the busy one: its counts come with it.
             let running = scripts.running();
             let counts = running.as_ref().map_or((0, 0), |r| r.libraries);
@@ -153,7 +155,7 @@ fn answer_one(core: &Core, idle: &mut Idle, args: Vec<Bytes>, out: &mut ReplyWri
             }
             true
         }
-        "shutdown" => {
+        N::Shutdown => {
             match ShutdownFlags::parse(&args) {
                 Err(e) => out.error(e.text()),
                 Ok(f) if f.nosave => {

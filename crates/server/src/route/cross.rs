@@ -24,25 +24,31 @@ use crate::aof::{log_part, PartLog};
 use crate::mesh::NO_ANSWER;
 use crate::net::connection::Connection;
 use bytes::Bytes;
-use ringdb_engine::command::spec::FormedKeys;
+use ringdb_engine::command::spec::{flags, FormedKeys};
 use ringdb_engine::command::{CmdError, CmdResult, Exec, Merge};
 use ringdb_engine::cross::{apply_changes, changes_by_owner, copy_keys, split_by_shard, Copies};
 use ringdb_engine::keyspace::{Entry, Keyspace};
 use ringdb_engine::locks::LockSet;
 use ringdb_engine::scripting::RunReport;
-use ringdb_engine::shard::{execute_spliced, now_ms, Clock, ShardState};
+use ringdb_engine::shard::{call, now_ms, Caller, Clock, ShardState};
 use ringdb_engine::{ShardCommand, ShardId};
 use std::collections::BTreeMap;
 
 /// Runs a command whose keys span shards; its reply goes to `conn.out`.
 /// A gathered script reports how its run went (an undone run replies
-/// nothing and changes nothing: see `route::script`).
-pub async fn run(conn: &mut Connection, command: ShardCommand) -> Result<RunReport, CmdError> {
+/// nothing and changes nothing: see `route::script`). `waiting`: a blocking
+/// command's try that leaves its client waiting if it finds nothing
+/// ([`Caller::Waiting`]).
+pub async fn run(
+    conn: &mut Connection,
+    command: ShardCommand,
+    waiting: bool,
+) -> Result<RunReport, CmdError> {
     match command.spec.exec {
         Exec::Split { merge, atomic, .. } => {
             split(conn, command, merge, atomic).await.map(|()| RunReport::default())
         }
-        _ => gather(conn, command).await,
+        _ => gather(conn, command, waiting).await,
     }
 }
 
@@ -90,7 +96,9 @@ async fn split(
                     Box::new(move |core| {
                         let mut shard = core.shard.borrow_mut();
                         let mut out = Vec::new();
-                        log_part(&mut shard, how, |shard| shard.execute(&cmd, &mut out));
+                        log_part(&mut shard, how, |shard| {
+                            shard.call(&cmd, &mut out, &mut Clock::start(), Caller::Client)
+                        });
                         if !locks.is_empty() {
                             shard.tx_release(&locks);
                         }
@@ -245,7 +253,11 @@ where
 /// the value changed between reading it and locking the formed keys.
 const FORMED_KEY_TRIES: usize = 8;
 
-async fn gather(conn: &mut Connection, command: ShardCommand) -> Result<RunReport, CmdError> {
+async fn gather(
+    conn: &mut Connection,
+    command: ShardCommand,
+    waiting: bool,
+) -> Result<RunReport, CmdError> {
     let slot_map = conn.core.shared.slot_map;
     let positions = command.spec.key_positions(&command.args).unwrap_or_default();
     let named: Vec<Bytes> = positions.iter().map(|&pos| command.args[pos].clone()).collect();
@@ -254,7 +266,7 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> Result<RunRepor
     // Inside EXEC only the named keys are locked: the handler refuses what
     // it would have to read elsewhere.
     let (Some(formed), Some(first), false) = (formed, named.first(), conn.state.in_exec) else {
-        return Ok(gather_keys(conn, &command, named, None).await?.1);
+        return Ok(gather_keys(conn, &command, named, None, waiting).await?.1);
     };
     // SORT … BY/GET: the keys its patterns form from the sorted value, read
     // now; once they are locked with it, the locked value must form no other.
@@ -273,7 +285,7 @@ async fn gather(conn: &mut Connection, command: ShardCommand) -> Result<RunRepor
         keys.sort_unstable();
         keys.dedup();
         let (complete, report) =
-            gather_keys(conn, &command, keys, Some((first.clone(), formed))).await?;
+            gather_keys(conn, &command, keys, Some((first.clone(), formed)), waiting).await?;
         if complete {
             return Ok(report);
         }
@@ -291,6 +303,7 @@ async fn gather_keys(
     command: &ShardCommand,
     keys: Vec<Bytes>,
     formed: Option<(Bytes, FormedKeys)>,
+    waiting: bool,
 ) -> Result<(bool, RunReport), CmdError> {
     let slot_map = conn.core.shared.slot_map;
     let mut keys_by_shard: BTreeMap<ShardId, Vec<Bytes>> = BTreeMap::new();
@@ -347,7 +360,8 @@ async fn gather_keys(
     std::mem::swap(&mut state.scripting, &mut conn.core.shard.borrow_mut().state.scripting);
     let mark = conn.out.len();
     if complete {
-        execute_spliced(&mut scratch, &mut state, command, &mut conn.out, &mut Clock::at(now_ms()));
+        let caller = if waiting { Caller::Waiting } else { Caller::Client };
+        call(&mut scratch, &mut state, command, &mut conn.out, &mut Clock::at(now_ms()), caller);
     }
     let mut report = state.scripting.take_report();
     report.found_nothing = state.found_nothing;
@@ -356,25 +370,20 @@ async fn gather_keys(
         // Undone: it runs again with every shard, and nothing of it counts.
         conn.out.truncate(mark);
         state.funnel.take_events();
-        state.not_a_call(command.id);
+        state.stats.undo_call(command.id);
     }
     {
         let mut home = conn.core.shard.borrow_mut();
+        let done = *state.stats.command(command.id);
         let stats = &mut home.state.stats;
-        let done = state.stats.command(command.id);
-        let (calls, usec, failed) = (done.calls, done.usec, done.failed_calls);
-        let stat = stats.command(command.id);
-        stat.calls += calls;
-        stat.usec += usec;
-        stat.failed_calls += failed;
-        stats.commands_processed += calls;
+        stats.add_calls(command.id, done);
         stats.script_runs.add(&state.stats.script_runs);
         for (code, n) in state.stats.errors.drain() {
             *stats.errors.entry(code).or_default() += n;
         }
-        if calls > 0 {
-            let flags = ringdb_engine::shard::latency_flags(command.spec);
-            home.state.latency.record_call(latency, command.id, flags, usec);
+        if done.calls > 0 {
+            let fast = command.spec.has(flags::FAST);
+            home.state.latency.record_call(latency, command.id, fast, done.usec);
         }
     }
     // A slow gathered command is logged like any other; the commands a

@@ -163,7 +163,7 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
                     Target::Many => {
                         segment.finish(conn).await;
                         let mark = conn.out.len();
-                        if let Err(e) = cross::run(conn, command).await {
+                        if let Err(e) = cross::run(conn, command, false).await {
                             conn.reply().error(e.text());
                         }
                         if suppress {
@@ -254,10 +254,8 @@ fn read_from_copy(
     conn.core.replica_reads.set(conn.core.replica_reads.get() + 1);
     {
         let mut shard = conn.core.shard.borrow_mut();
-        let stats = &mut shard.state.stats;
-        stats.command(reg.id).calls += 1;
-        stats.commands_processed += 1;
-        stats.keyspace_hits += 1;
+        shard.state.count_call(reg.id, reg.spec, 0, false);
+        shard.state.stats.keyspace_hits += 1;
     }
     if !(skip || conn.state.reply_off) {
         conn.out.extend_from_slice(&reply);

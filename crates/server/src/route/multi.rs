@@ -31,7 +31,7 @@ use bytes::Bytes;
 use ringdb_engine::command::spec::flags;
 use ringdb_engine::command::{CmdError, CmdResult, Exec, NodeCommand, Registered};
 use ringdb_engine::locks::{fingerprint, LockMode, LockSet, WHOLE_SHARD};
-use ringdb_engine::shard::{now_ms, Clock};
+use ringdb_engine::shard::{now_ms, Caller, Clock};
 use ringdb_engine::{Shard, ShardCommand, ShardId};
 use std::collections::BTreeMap;
 
@@ -310,7 +310,7 @@ async fn run_queued(conn: &mut Connection, queued: Vec<Queued>) -> Visited {
                     super::Target::Many => {
                         run_group(conn, group.take()).await;
                         let mark = conn.out.len();
-                        if let Err(e) = super::cross::run(conn, command).await {
+                        if let Err(e) = super::cross::run(conn, command, false).await {
                             conn.out.truncate(mark);
                             conn.reply().error(e.text());
                         }
@@ -351,7 +351,7 @@ async fn run_group(conn: &mut Connection, group: Option<(ShardId, Vec<ShardComma
             let mut out = Vec::new();
             log_part(&mut shard, held, |shard| {
                 for command in &commands {
-                    shard.execute_with(command, &mut out, &mut clock);
+                    shard.call(command, &mut out, &mut clock, Caller::Client);
                 }
             });
             drop(shard);

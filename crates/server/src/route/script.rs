@@ -45,7 +45,7 @@ use ringdb_engine::lent::{Lent, NodeLog};
 use ringdb_engine::locks::{LockMode, LockSet, WHOLE_SHARD};
 use ringdb_engine::scripting::monitor::ScriptMonitor;
 use ringdb_engine::scripting::RunReport;
-use ringdb_engine::shard::Clock;
+use ringdb_engine::shard::{Caller, Clock};
 use ringdb_engine::{Shard, ShardCommand, ShardId};
 use std::collections::HashMap;
 use std::ptr::NonNull;
@@ -119,7 +119,7 @@ pub async fn run(conn: &mut Connection, command: ShardCommand) -> Result<(), Cmd
         };
         let report = match target {
             Target::One(shard) => run_held(conn, shard, &command).await?,
-            Target::Many => super::cross::run(conn, command.clone()).await?,
+            Target::Many => super::cross::run(conn, command.clone(), false).await?,
         };
         if !report.needs_node {
             return Ok(());
@@ -186,11 +186,11 @@ async fn run_held(
         let mut local = conn.core.shard.borrow_mut();
         if local.locks.is_idle() || local.locks.may_run(&command.lock_set()) {
             let mark = conn.out.len();
-            local.execute_into(command, &mut conn.out, &mut Clock::start());
+            local.call(command, &mut conn.out, &mut Clock::start(), Caller::Client);
             let report = local.state.scripting.take_report();
             if report.restart {
                 conn.out.truncate(mark);
-                local.state.not_a_call(command.id);
+                local.state.stats.undo_call(command.id);
             }
             return Ok(report);
         }
@@ -205,7 +205,7 @@ async fn run_held(
                 Box::new(move |shard, batch| {
                     let report = shard.state.scripting.take_report();
                     if report.restart {
-                        shard.state.not_a_call(id);
+                        shard.state.stats.undo_call(id);
                     }
                     notifier.publish_group_committed(shard);
                     notifier.after_log_sync(Box::new(move || reply.send((batch, report))));
@@ -473,7 +473,7 @@ fn run_lent<'c>(
     commands
         .map(|(command, log)| {
             let mut out = Vec::new();
-            home.execute_on_node(&mut lent, command, &mut out, log);
+            home.call_on_node(&mut lent, command, &mut out, log);
             (out, home.state.scripting.take_report())
         })
         .collect()

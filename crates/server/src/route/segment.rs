@@ -10,7 +10,7 @@
 
 use crate::net::connection::Connection;
 use ringdb_engine::command::CmdError;
-use ringdb_engine::shard::{BatchReply, Clock};
+use ringdb_engine::shard::{BatchReply, Caller, Clock};
 use ringdb_engine::{ShardCommand, ShardId};
 use ringdb_protocol::Output;
 use std::ops::Range;
@@ -79,10 +79,11 @@ impl Segment {
             if free {
                 if self.pending() {
                     let start = self.side.len();
-                    local.execute_into(
+                    local.call(
                         &command,
                         &mut self.side,
                         self.clock.get_or_insert_with(Clock::start),
+                        Caller::Client,
                     );
                     if suppress {
                         self.side.truncate(start);
@@ -90,10 +91,11 @@ impl Segment {
                     self.parts.push(Part::Side(start..self.side.len()));
                 } else {
                     let mark = conn.out.len();
-                    local.execute_into(
+                    local.call(
                         &command,
                         &mut conn.out,
                         self.clock.get_or_insert_with(Clock::start),
+                        Caller::Client,
                     );
                     if suppress {
                         conn.out.truncate(mark);
