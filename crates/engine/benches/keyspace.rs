@@ -21,18 +21,11 @@ fn keyspace(c: &mut Criterion) {
     g.throughput(Throughput::Elements(n));
     g.bench_function("insert_100k", |b| {
         b.iter(|| {
-            let mut ks = Keyspace::for_slots(1, 0, 16384);
-            let db = ks.db_mut(0);
-            for i in 0..n {
-                db.insert(entry(i));
-            }
-            black_box(db.len());
+            let ks = Keyspace::for_slots(1, 0, 16384).filled((0..n).map(|i| (0, entry(i))));
+            black_box(ks.db(0).len());
         })
     });
-    let mut ks = Keyspace::for_slots(1, 0, 16384);
-    for i in 0..n {
-        ks.db_mut(0).insert(entry(i));
-    }
+    let ks = Keyspace::for_slots(1, 0, 16384).filled((0..n).map(|i| (0, entry(i))));
     let keys: Vec<Vec<u8>> = (0..n).map(key).collect();
     g.bench_function("get_hit_100k", |b| {
         b.iter(|| {
@@ -62,10 +55,7 @@ fn keyspace(c: &mut Criterion) {
 /// sends: every lookup misses the cache unless the batch was prefetched.
 fn pipelined_lookups(c: &mut Criterion) {
     let n = 1_000_000u64;
-    let mut ks = Keyspace::for_slots(1, 0, 16384);
-    for i in 0..n {
-        ks.db_mut(0).insert(entry(i));
-    }
+    let ks = Keyspace::for_slots(1, 0, 16384).filled((0..n).map(|i| (0, entry(i))));
     let mut x = 0x9E37_79B9_7F4A_7C15u64;
     let random: Vec<Vec<u8>> = (0..64 * 1024)
         .map(|_| {

@@ -199,17 +199,14 @@ impl<'a> Lent<'a> {
         keys.sort_unstable();
         keys.dedup();
         let databases = own_keyspace.db_count();
-        let mut scratch = Keyspace::scratch(databases);
+        let mut copies = Vec::new();
         for key in &keys {
             let owner = self.slot_map.shard_of_key(key);
             let (keyspace, _) = self.parts(owner, (&mut *own_keyspace, &mut *own_state));
             let dbs = cmd.databases(databases);
-            for (db, entry) in
-                cross::copy_keys(keyspace, std::slice::from_ref(key), dbs, clock.now_ms)
-            {
-                scratch.db_mut(db).insert(entry);
-            }
+            copies.extend(cross::copy_keys(keyspace, std::slice::from_ref(key), dbs, clock.now_ms));
         }
+        let mut scratch = Keyspace::scratch(databases).filled(copies);
         let mut settings = own_state.settings.clone();
         settings.latency = Default::default();
         let mut state = ShardState::recording(settings);

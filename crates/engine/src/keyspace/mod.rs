@@ -367,7 +367,7 @@ impl Db {
         self.table_index(slot).map(|i| &self.tables[i])
     }
 
-    pub fn slot_table_mut(&mut self, slot: u16) -> Option<&mut SlotTable> {
+    pub(crate) fn slot_table_mut(&mut self, slot: u16) -> Option<&mut SlotTable> {
         let i = self.table_index(slot)?;
         self.preserve(i);
         Some(&mut self.tables[i])
@@ -407,29 +407,29 @@ impl Db {
         self.slot_table(pos.slot)?.find(pos.hash, key)
     }
 
-    pub fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
+    pub(crate) fn get_mut(&mut self, key: &[u8]) -> Option<&mut Entry> {
         self.get_mut_at(KeyPos::of(key), key)
     }
 
-    pub fn get_mut_at(&mut self, pos: KeyPos, key: &[u8]) -> Option<&mut Entry> {
+    pub(crate) fn get_mut_at(&mut self, pos: KeyPos, key: &[u8]) -> Option<&mut Entry> {
         self.slot_table_mut(pos.slot)?.find_mut(pos.hash, key)
     }
 
     /// Inserts `entry`, replacing (and returning) any entry under its key.
-    pub fn insert(&mut self, entry: Box<Entry>) -> Option<Box<Entry>> {
+    pub(crate) fn insert(&mut self, entry: Box<Entry>) -> Option<Box<Entry>> {
         self.insert_inner(entry).0
     }
 
     /// Inserts `entry`, dropping any entry under its key, and returns the
     /// stored entry.
-    pub fn put(&mut self, entry: Box<Entry>) -> &mut Entry {
+    pub(crate) fn put(&mut self, entry: Box<Entry>) -> &mut Entry {
         self.insert_inner(entry).1
     }
 
     /// Stores `value` under `key` with access field `access` and the expiry
     /// `expire(existing entry)` decides. An existing entry is updated in
     /// place (one probe, no allocation), as overwrites are the common case.
-    pub fn store(
+    pub(crate) fn store(
         &mut self,
         key: &[u8],
         value: Value,
@@ -492,7 +492,7 @@ impl Db {
         (old, &mut **stored)
     }
 
-    pub fn remove(&mut self, key: &[u8]) -> Option<Box<Entry>> {
+    pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Box<Entry>> {
         let pos = KeyPos::of(key);
         let i = self.table_index(pos.slot)?;
         self.preserve(i);
@@ -508,7 +508,7 @@ impl Db {
 
     /// Sets (`Some`) or clears (`None`) the expiry of `key`. Returns false when
     /// the key does not exist.
-    pub fn set_expire(&mut self, key: &[u8], at: Option<u64>) -> bool {
+    pub(crate) fn set_expire(&mut self, key: &[u8], at: Option<u64>) -> bool {
         let pos = KeyPos::of(key);
         let Some(i) = self.table_index(pos.slot) else { return false };
         self.preserve(i);
@@ -531,8 +531,10 @@ impl Db {
         true
     }
 
-    /// Removes every key whose expiry is at or before `now_ms` in `slot`.
-    pub fn drain_expired(&mut self, slot: u16, now_ms: u64) -> Vec<Box<Entry>> {
+    /// Removes every key whose expiry is at or before `now_ms` in `slot`
+    /// (the entries as the table holds them: moved out, not copied).
+    #[allow(clippy::vec_box)]
+    pub(crate) fn drain_expired(&mut self, slot: u16, now_ms: u64) -> Vec<Box<Entry>> {
         let Some(i) = self.table_index(slot) else { return Vec::new() };
         if self.tables[i].volatile == 0 {
             return Vec::new();
@@ -562,13 +564,13 @@ impl Db {
 
     /// Removes everything (a running snapshot keeps the tables it has not
     /// serialised yet).
-    pub fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.clear_freeing(false);
     }
 
     /// [`Db::clear`]; `lazy` leaves the freeing to the lazy-free thread
     /// (FLUSHDB ASYNC).
-    pub fn clear_freeing(&mut self, lazy: bool) {
+    pub(crate) fn clear_freeing(&mut self, lazy: bool) {
         let fresh = match &self.index {
             SlotIndex::Range { count, .. } if !self.tables.is_empty() => empty_tables(*count),
             _ => Vec::new(),
@@ -619,6 +621,18 @@ impl Keyspace {
         Keyspace { dbs: (0..databases).map(|_| Db::new(index.clone())).collect() }
     }
 
+    /// Fills a keyspace no shard serves yet (a cross-shard command's
+    /// scratch copies, a bench's or a test's keys) with (database, entry)
+    /// pairs: nothing can watch it, so nothing needs to hear of the keys.
+    /// A served keyspace changes only through the funnel
+    /// ([`crate::command::KeyspaceView`]); its mutators are not public.
+    pub fn filled(mut self, entries: impl IntoIterator<Item = (usize, Box<Entry>)>) -> Self {
+        for (db, entry) in entries {
+            self.dbs[db].insert(entry);
+        }
+        self
+    }
+
     pub fn db_count(&self) -> usize {
         self.dbs.len()
     }
@@ -642,12 +656,12 @@ impl Keyspace {
         self.dbs.get(i).unwrap_or(&self.dbs[0])
     }
 
-    pub fn db_mut(&mut self, i: usize) -> &mut Db {
+    pub(crate) fn db_mut(&mut self, i: usize) -> &mut Db {
         let i = if i < self.dbs.len() { i } else { 0 };
         &mut self.dbs[i]
     }
 
-    pub fn swap(&mut self, a: usize, b: usize) {
+    pub(crate) fn swap(&mut self, a: usize, b: usize) {
         if a < self.dbs.len() && b < self.dbs.len() {
             self.dbs.swap(a, b);
         }

@@ -337,10 +337,7 @@ async fn gather_keys(
     };
     // Latency is recorded on the home shard below, not in the copy.
     let latency = std::mem::take(&mut settings.latency);
-    let mut scratch = Keyspace::scratch(databases);
-    for (db, entry) in gathered {
-        scratch.db_mut(db).insert(entry);
-    }
+    let mut scratch = Keyspace::scratch(databases).filled(gathered);
     let mut state = ShardState::recording(settings);
     let complete = match &formed {
         None => true,
