@@ -18,7 +18,7 @@ use ringdb_protocol::{frame, ReplyWriter, Resp};
 use std::collections::BTreeMap;
 
 /// One shard's share of a split command.
-pub struct Part {
+pub struct SplitPart {
     pub shard: ShardId,
     pub command: ShardCommand,
     /// Original position (among the keys) of each key it was given.
@@ -28,16 +28,16 @@ pub struct Part {
 /// Splits a command by the shards of its keys, in shard order. Each key
 /// takes the arguments that follow it up to the key spec's step (MSET: key
 /// and value).
-pub fn split_by_shard(slot_map: &SlotMap, command: &ShardCommand) -> Vec<Part> {
+pub fn split_by_shard(slot_map: &SlotMap, command: &ShardCommand) -> Vec<SplitPart> {
     let positions = command.spec.key_positions(&command.args).unwrap_or_default();
     let step = match command.spec.keys.first().map(|k| k.find) {
         Some(FindKeys::Range { step, .. }) if step > 0 => step as usize,
         _ => 1,
     };
-    let mut by_shard: BTreeMap<ShardId, Part> = BTreeMap::new();
+    let mut by_shard: BTreeMap<ShardId, SplitPart> = BTreeMap::new();
     for (n, &pos) in positions.iter().enumerate() {
         let shard = slot_map.shard_of_key(&command.args[pos]);
-        let part = by_shard.entry(shard).or_insert_with(|| Part {
+        let part = by_shard.entry(shard).or_insert_with(|| SplitPart {
             shard,
             command: ShardCommand {
                 args: vec![command.args[0].clone()],
@@ -58,7 +58,7 @@ pub fn split_by_shard(slot_map: &SlotMap, command: &ShardCommand) -> Vec<Part> {
 /// `None` when a part's reply is not what its merge expects (a bug).
 pub fn merge_replies(
     merge: Merge,
-    parts: &[Part],
+    parts: &[SplitPart],
     replies: &[Vec<u8>],
     resp: Resp,
     out: &mut Vec<u8>,

@@ -8,6 +8,7 @@
 //!   handler context.
 //! - [`families`]: one module per command family with its rows and handlers.
 //! - [`funnel`]: the write funnel every change goes through.
+//! - [`effects`]: what a shard's turn produced, taken in one place.
 //! - [`locks`]: intent locks and the wait queue of cross-shard transactions.
 //! - [`cross`]: the shard-side pieces of cross-shard commands (splitting,
 //!   merging replies, copies of gathered keys and their changes back).
@@ -32,6 +33,7 @@ pub mod blocking;
 pub mod command;
 pub mod cross;
 pub mod digest;
+pub mod effects;
 pub mod evict;
 pub mod expire;
 pub mod families;

@@ -12,6 +12,7 @@ use crate::mesh::Job;
 use crate::net::clients::ClientRegistry;
 use crate::net::listener;
 use glommio::{LocalExecutorBuilder, Placement};
+use ringdb_engine::effects::Effects;
 use ringdb_engine::hotkeys::replica::ReplicaSlot;
 use ringdb_engine::hotkeys::HotEvent;
 use ringdb_engine::shard::ShardSettings;
@@ -248,67 +249,71 @@ impl Core {
     /// [`publish_changes`](Self::publish_changes) for a caller that holds
     /// the shard (a batch's completion).
     pub fn publish_shard_changes(self: &Rc<Self>, shard: &mut Shard) {
-        // Blocked clients first: serving them is shard work whose changes
-        // (events, queries, tracking) go out below, after
-        // the served replies (as Redis sends a BLMOVE's reply before the
-        // invalidation it caused).
-        shard.serve_blocked();
-        // The log is written (and synced under appendfsync always) before
-        // any reply or push about these changes leaves.
-        self.flush_log_of(shard);
-        if !shard.state.funnel.blocked.outbox.is_empty() {
-            let wakes = std::mem::take(&mut shard.state.funnel.blocked.outbox);
-            crate::cmd::blocking::send_wakes(self, wakes);
+        let effects = self.take_effects(shard);
+        self.deliver(shard, effects);
+    }
+
+    /// Ends the shard's turn ([`Shard::take_effects`]): blocked clients are
+    /// served first, as their changes (events, queries, tracking) go out
+    /// after the served replies (Redis sends a BLMOVE's reply before the
+    /// invalidation it caused). Under `watch-coalesce-ms` a burst of writes
+    /// within the window costs one re-run of the queries, and the watchers
+    /// get its latest result.
+    pub(crate) fn take_effects(self: &Rc<Self>, shard: &mut Shard) -> Effects {
+        let coalesce = self.config.borrow().watch_coalesce_ms();
+        let effects = shard.take_effects(coalesce != 0, ringdb_engine::shard::now_ms());
+        if shard.state.funnel.queries.has_dirty() && !self.watch_rerun_scheduled.replace(true) {
+            let core = self.clone();
+            glommio::spawn_local(async move {
+                glommio::timer::sleep(Duration::from_millis(coalesce)).await;
+                core.watch_rerun_scheduled.set(false);
+                core.shard.borrow_mut().rerun_queries(ringdb_engine::shard::now_ms());
+                core.publish_changes();
+            })
+            .detach();
         }
-        if let Some(invalidations) = shard.state.funnel.tracking.take_outbox() {
+        effects
+    }
+
+    /// Delivers what a turn produced: the one way out of a shard. The log
+    /// is written (and synced under appendfsync always) before any reply
+    /// or push about these changes leaves.
+    pub(crate) fn deliver(self: &Rc<Self>, shard: &mut Shard, effects: Effects) {
+        self.flush_log_of(shard);
+        if effects.is_empty() {
+            return;
+        }
+        if !effects.wakes.is_empty() {
+            crate::cmd::blocking::send_wakes(self, effects.wakes);
+        }
+        if let Some(invalidations) = effects.invalidations {
             crate::push::tracking::publish(self, invalidations);
         }
-        if !shard.state.funnel.outbox.is_empty() {
-            self.publish_events(std::mem::take(&mut shard.state.funnel.outbox));
+        if !effects.events.is_empty() {
+            self.publish_events(effects.events);
         }
-        if shard.state.funnel.queries.has_dirty() {
-            let coalesce = self.config.borrow().watch_coalesce_ms();
-            if coalesce == 0 {
-                shard.rerun_queries(ringdb_engine::shard::now_ms());
-            } else if !self.watch_rerun_scheduled.replace(true) {
-                // A burst of writes within the window costs one re-run, and
-                // the watchers get its latest result.
-                let core = self.clone();
-                glommio::spawn_local(async move {
-                    glommio::timer::sleep(Duration::from_millis(coalesce)).await;
-                    core.watch_rerun_scheduled.set(false);
-                    core.shard.borrow_mut().rerun_queries(ringdb_engine::shard::now_ms());
-                    core.publish_changes();
-                })
-                .detach();
-            }
+        if !effects.monitor.is_empty() {
+            crate::cmd::monitor::send(self, effects.monitor);
         }
-        if !shard.state.monitor_out.is_empty() {
-            crate::cmd::monitor::send(self, std::mem::take(&mut shard.state.monitor_out));
+        if !effects.publishes.is_empty() {
+            crate::cmd::pubsub::publish_from_scripts(self, effects.publishes);
         }
-        if !shard.state.publishes.is_empty() {
-            crate::cmd::pubsub::publish_from_scripts(
-                self,
-                std::mem::take(&mut shard.state.publishes),
-            );
-        }
-        if std::mem::take(&mut shard.state.evict_elsewhere) {
+        if effects.evict_elsewhere {
             self.ask_to_evict(shard);
         }
-        if !shard.state.slow.is_empty() {
+        if !effects.slow.is_empty() {
             let max_len = shard.state.settings.slowlog.max_len;
-            crate::cmd::slowlog::deliver(self, std::mem::take(&mut shard.state.slow), max_len);
+            crate::cmd::slowlog::deliver(self, effects.slow, max_len);
         }
-        if !shard.state.funnel.queries.outbox.is_empty() {
-            self.send_watch_pushes(std::mem::take(&mut shard.state.funnel.queries.outbox));
+        if !effects.watch_pushes.is_empty() {
+            self.send_watch_pushes(effects.watch_pushes);
         }
-        if !shard.state.hotkeys.outbox.is_empty() {
-            let events = std::mem::take(&mut shard.state.hotkeys.outbox);
+        if !effects.hot.is_empty() {
             if shard.state.hotkeys.replicate {
-                events.iter().for_each(|event| self.replicate(shard, event));
+                effects.hot.iter().for_each(|event| self.replicate(shard, event));
             }
             if !shard.state.hotkeys.watchers.is_empty() {
-                self.send_hotkey_pushes(events, &shard.state.hotkeys.watchers);
+                self.send_hotkey_pushes(effects.hot, &shard.state.hotkeys.watchers);
             }
         }
     }

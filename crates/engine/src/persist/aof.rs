@@ -349,7 +349,7 @@ fn records_start(data: &[u8]) -> Result<usize, RdbError> {
 
 /// A part of a cross-shard transaction that a log holds whole.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Part {
+pub struct TxPart {
     pub id: u64,
     /// How many shards' logs have a part of the transaction.
     pub parts: u32,
@@ -360,10 +360,10 @@ pub struct Part {
 
 /// The cross-shard transaction parts this log holds whole, one per
 /// `TXEND`. See [`Tally`] for when a transaction counts as committed.
-pub fn committed_parts(data: &[u8]) -> Result<Vec<Part>, RdbError> {
+pub fn committed_parts(data: &[u8]) -> Result<Vec<TxPart>, RdbError> {
     let mut at = records_start(data)?;
     let mut open: Vec<(u64, u32)> = Vec::new();
-    let mut done: Vec<Part> = Vec::new();
+    let mut done: Vec<TxPart> = Vec::new();
     while let Ok(Some((args, len))) = parse_record(&data[at..]) {
         let fail = |reason: String| RdbError { offset: at, reason };
         match (&args[0].to_ascii_uppercase()[..], args.len()) {
@@ -374,7 +374,7 @@ pub fn committed_parts(data: &[u8]) -> Result<Vec<Part>, RdbError> {
                 let id = number(args[1]).map_err(fail)?;
                 if let Some(i) = open.iter().position(|(o, _)| *o == id) {
                     let (id, parts) = open.swap_remove(i);
-                    done.push(Part { id, parts, settled: false });
+                    done.push(TxPart { id, parts, settled: false });
                 }
             }
             (b"REWRITEPOINT", 2) => done.iter_mut().for_each(|part| part.settled = true),
@@ -394,7 +394,7 @@ pub struct Tally(std::collections::HashMap<u64, (u32, usize, bool)>);
 
 impl Tally {
     /// Counts one log's parts.
-    pub fn add(&mut self, parts: &[Part]) {
+    pub fn add(&mut self, parts: &[TxPart]) {
         for part in parts {
             let entry = self.0.entry(part.id).or_insert((part.parts, 0, false));
             entry.1 += 1;
@@ -829,7 +829,10 @@ mod tests {
             key(0, "b"),
         ];
         drain(&mut log, &ks, 0, &mut out);
-        assert_eq!(committed_parts(&out).unwrap(), vec![Part { id: 7, parts: 2, settled: false }]);
+        assert_eq!(
+            committed_parts(&out).unwrap(),
+            vec![TxPart { id: 7, parts: 2, settled: false }]
+        );
         let mut back = Keyspace::for_slots(16, 0, 16384);
         replay(&out, &mut back, &mut state, &LoadLimits::default(), 0, &|id| id == 7).unwrap();
         assert_eq!(get(&back, 0, "a").as_deref(), Some("1"));
@@ -844,7 +847,7 @@ mod tests {
         drain(&mut log, &ks, 0, &mut empty);
         assert_eq!(
             committed_parts(&empty).unwrap(),
-            vec![Part { id: 9, parts: 2, settled: false }]
+            vec![TxPart { id: 9, parts: 2, settled: false }]
         );
     }
 

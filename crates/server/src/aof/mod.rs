@@ -381,16 +381,9 @@ impl Core {
     /// results, hot-key pushes), the log is synced first as usual: nothing
     /// about a write leaves before it is on disk, as in Redis.
     pub fn publish_group_committed(self: &std::rc::Rc<Self>, shard: &mut Shard) {
-        shard.serve_blocked();
-        let funnel = &shard.state.funnel;
-        let pushes = !funnel.blocked.outbox.is_empty()
-            || !funnel.outbox.is_empty()
-            || funnel.tracking.has_outbox()
-            || funnel.queries.has_dirty()
-            || !funnel.queries.outbox.is_empty()
-            || !shard.state.hotkeys.outbox.is_empty();
-        self.set_defer_sync(!pushes);
-        self.publish_shard_changes(shard);
+        let effects = self.take_effects(shard);
+        self.set_defer_sync(!effects.sends_at_once());
+        self.deliver(shard, effects);
         self.set_defer_sync(false);
     }
 

@@ -1,6 +1,6 @@
 //! PING, ECHO, SELECT, QUIT, HELLO, AUTH, RESET: the connection's own state.
 
-use crate::net::connection::Connection;
+use crate::net::connection::{ClientState, Connection};
 use bytes::Bytes;
 use ringdb_engine::command::args::{self, is};
 use ringdb_engine::command::error::DB_INDEX_OUT_OF_RANGE;
@@ -186,17 +186,10 @@ pub async fn reset(conn: &mut Connection) -> CmdResult {
     conn.state.multi = None;
     crate::route::multi::unwatch_all(conn).await;
     conn.leave_push_hub().await;
-    conn.state.db = 0;
-    conn.state.resp = Resp::V2;
-    conn.state.reply_off = false;
-    conn.state.skip_next = false;
-    conn.state.no_touch = false;
-    conn.state.no_evict = false;
-    // CLIENT CACHING given before RESET does not outlive it (Redis's
-    // disableTracking clears it with tracking).
-    conn.state.caching = false;
-    conn.state.caching_spent = false;
-    conn.state.authenticated = conn.core.config.borrow().requirepass().is_none();
+    // Everything else returns to a new connection's state (Redis's
+    // clearClientConnectionState), CLIENT CACHING and REPLY included.
+    let authenticated = conn.core.config.borrow().requirepass().is_none();
+    conn.state = ClientState::new(conn.state.id, conn.state.home, authenticated);
     conn.handle.view.borrow_mut().name.clear();
     conn.reply().simple("RESET");
     Ok(())

@@ -96,6 +96,37 @@ pub struct ClientState {
 }
 
 impl ClientState {
+    /// A new connection's state (and the state RESET returns to): RESP2,
+    /// database 0, nothing subscribed, watched, tracked or queued.
+    /// `authenticated`: no password is required.
+    pub fn new(id: u64, home: u16, authenticated: bool) -> Self {
+        ClientState {
+            id,
+            db: 0,
+            resp: Resp::V2,
+            authenticated,
+            reply_off: false,
+            skip_next: false,
+            skip_current: false,
+            no_touch: false,
+            no_evict: false,
+            close_after_reply: false,
+            multi: None,
+            watched: Vec::new(),
+            in_exec: false,
+            exec_id: 0,
+            subscriptions: Default::default(),
+            home,
+            tracking: None,
+            caching: false,
+            caching_spent: false,
+            query_watches: Default::default(),
+            hotkey_watch: None,
+            monitor: false,
+            debugger: None,
+        }
+    }
+
     /// A RESP2 connection with subscriptions or reactive queries may only
     /// run the commands that manage them (Redis's subscribe mode).
     pub fn in_push_mode(&self) -> bool {
@@ -196,31 +227,7 @@ impl Connection {
             pushes_in: Vec::new(),
             input_while_blocked: false,
             meter: QueryMeter::default(),
-            state: ClientState {
-                id,
-                db: 0,
-                resp: Resp::V2,
-                authenticated,
-                reply_off: false,
-                skip_next: false,
-                skip_current: false,
-                no_touch: false,
-                no_evict: false,
-                close_after_reply: false,
-                multi: None,
-                watched: Vec::new(),
-                in_exec: false,
-                exec_id: 0,
-                subscriptions: Default::default(),
-                home: core.id.0,
-                tracking: None,
-                caching: false,
-                caching_spent: false,
-                query_watches: Default::default(),
-                hotkey_watch: None,
-                monitor: false,
-                debugger: None,
-            },
+            state: ClientState::new(id, core.id.0, authenticated),
         };
         if let Err(reason) = conn.run().await {
             debug!(client = id, "connection closed: {reason}");

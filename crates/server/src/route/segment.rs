@@ -16,7 +16,7 @@ use ringdb_protocol::Output;
 use std::ops::Range;
 
 /// Where a reply is, once the segment has been sent.
-enum Part {
+enum ReplyAt {
     /// In `side`, produced here while an earlier reply was pending.
     Side(Range<usize>),
     /// The `index`-th reply of the batch sent to `shard`.
@@ -29,7 +29,7 @@ pub struct Segment {
     /// the segment runs here, so server commands cost no clock read.
     clock: Option<Clock>,
     /// Replies after the first pending one, in request order.
-    parts: Vec<Part>,
+    parts: Vec<ReplyAt>,
     side: Output,
     /// Commands per shard, in request order.
     batches: Vec<(ShardId, Vec<ShardCommand>)>,
@@ -88,7 +88,7 @@ impl Segment {
                     if suppress {
                         self.side.truncate(start);
                     }
-                    self.parts.push(Part::Side(start..self.side.len()));
+                    self.parts.push(ReplyAt::Side(start..self.side.len()));
                 } else {
                     let mark = conn.out.len();
                     local.call(
@@ -108,7 +108,7 @@ impl Segment {
         let batch = self.batch_for(shard);
         batch.push(command);
         let index = batch.len() - 1;
-        self.parts.push(Part::Batch { shard, index, suppress });
+        self.parts.push(ReplyAt::Batch { shard, index, suppress });
     }
 
     /// An error reply in request order (unknown command, NOAUTH, …).
@@ -120,7 +120,7 @@ impl Segment {
         if self.pending() {
             let start = self.side.len();
             self.side.writer(conn.state.resp).error(error.text());
-            self.parts.push(Part::Side(start..self.side.len()));
+            self.parts.push(ReplyAt::Side(start..self.side.len()));
         } else {
             conn.reply().error(error.text());
         }
@@ -134,7 +134,7 @@ impl Segment {
         if self.pending() {
             let start = self.side.len();
             self.side.writer(conn.state.resp).simple(status);
-            self.parts.push(Part::Side(start..self.side.len()));
+            self.parts.push(ReplyAt::Side(start..self.side.len()));
         } else {
             conn.reply().simple(status);
         }
@@ -196,8 +196,8 @@ impl Segment {
             // is still to come.
             while let Some(part) = parts.get(next_part) {
                 match part {
-                    Part::Side(range) => conn.out.append_range(&self.side, range.clone()),
-                    Part::Batch { shard, index, suppress } => {
+                    ReplyAt::Side(range) => conn.out.append_range(&self.side, range.clone()),
+                    ReplyAt::Batch { shard, index, suppress } => {
                         let r = received.iter_mut().find(|r| r.shard == *shard);
                         match r.as_deref().and_then(|r| Some((&r.buf, r.get(*index)?))) {
                             Some((buf, range)) if !suppress => conn.out.append_range(buf, range),

@@ -1,0 +1,90 @@
+//! What a shard's turn produced for the world outside it: one value, taken
+//! in one place ([`Shard::take_effects`]) and delivered by the server.
+//!
+//! Each part accumulates where it is made (the blocking table, tracking,
+//! the funnel's events, reactive queries, hot keys, scripts' MONITOR lines
+//! and PUBLISHes, the slow log); taking them all at once means a new kind
+//! of effect is added here once, and nothing can be forgotten by a caller.
+
+use crate::blocking::Waiter;
+use crate::funnel::KeyEvent;
+use crate::hotkeys::HotEvent;
+use crate::query_watch::WatchPush;
+use crate::shard::{Publish, Shard, ShardState};
+use crate::slowlog::SlowEntry;
+use crate::tracking::Outbox;
+use bytes::Bytes;
+use std::collections::VecDeque;
+
+/// Everything a shard has to tell, in the order the server delivers it.
+#[derive(Default)]
+pub struct Effects {
+    /// Blocked clients served (their replies) or to try again elsewhere.
+    pub wakes: Vec<(Waiter, Option<Bytes>)>,
+    /// Client-side caching invalidations.
+    pub invalidations: Option<Outbox>,
+    /// Keyspace events (notifications, WATCH, the hot-key copies).
+    pub events: Vec<KeyEvent>,
+    /// MONITOR lines of the commands scripts called.
+    pub monitor: Vec<Bytes>,
+    /// Messages scripts PUBLISHed.
+    pub publishes: Vec<Publish>,
+    /// This shard ran out of keys to evict: the others are asked.
+    pub evict_elsewhere: bool,
+    /// Slow-log entries, for their clients' home cores.
+    pub slow: VecDeque<SlowEntry>,
+    /// New results of reactive queries.
+    pub watch_pushes: Vec<WatchPush>,
+    /// Keys that became hot or cooled down.
+    pub hot: Vec<HotEvent>,
+}
+
+impl Effects {
+    pub fn is_empty(&self) -> bool {
+        !self.sends_at_once()
+            && self.monitor.is_empty()
+            && self.publishes.is_empty()
+            && !self.evict_elsewhere
+            && self.slow.is_empty()
+    }
+
+    /// Whether delivering these reaches clients about the writes at once
+    /// (under `appendfsync always` the log is synced first).
+    pub fn sends_at_once(&self) -> bool {
+        !self.wakes.is_empty()
+            || self.invalidations.is_some()
+            || !self.events.is_empty()
+            || !self.watch_pushes.is_empty()
+            || !self.hot.is_empty()
+    }
+}
+
+impl ShardState {
+    /// Takes every effect queued in this state.
+    pub fn take_effects(&mut self) -> Effects {
+        Effects {
+            wakes: std::mem::take(&mut self.funnel.blocked.outbox),
+            invalidations: self.funnel.tracking.take_outbox(),
+            events: std::mem::take(&mut self.funnel.outbox),
+            monitor: std::mem::take(&mut self.monitor_out),
+            publishes: std::mem::take(&mut self.publishes),
+            evict_elsewhere: std::mem::take(&mut self.evict_elsewhere),
+            slow: std::mem::take(&mut self.slow),
+            watch_pushes: std::mem::take(&mut self.funnel.queries.outbox),
+            hot: std::mem::take(&mut self.hotkeys.outbox),
+        }
+    }
+}
+
+impl Shard {
+    /// Ends a turn: serves the blocked clients whose keys changed, re-runs
+    /// the reactive queries now unless `coalesce` (`watch-coalesce-ms`
+    /// asks the server to wait), and takes what the turn produced.
+    pub fn take_effects(&mut self, coalesce: bool, now: u64) -> Effects {
+        self.serve_blocked();
+        if !coalesce {
+            self.rerun_queries(now);
+        }
+        self.state.take_effects()
+    }
+}
