@@ -130,60 +130,47 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
             debug::run(conn, reg, args, mode).await;
             continue;
         }
-        match spec.exec {
-            Exec::Shard(_) if read_from_copy(conn, &segment, reg, &args, skip) => {}
-            // A script may touch any key: on a node of several shards it
-            // runs where the core's knowledge of it says (`script`), after
-            // everything before it in the read.
-            Exec::Shard(_) if spec.has(flags::RUNS_SCRIPT) && conn.core.shared.shards() > 1 => {
+        if matches!(spec.exec, Exec::Shard(_)) && read_from_copy(conn, &segment, reg, &args, skip) {
+            continue;
+        }
+        let suppress = skip || conn.state.reply_off;
+        match path(conn, reg, args, true) {
+            Path::One(shard, command) => segment.push(conn, shard, command, suppress),
+            Path::Script(command) => {
                 segment.finish(conn).await;
                 let mark = conn.out.len();
-                let command = ShardCommand { id: reg.id, spec, args, client: conn.state.info() };
                 if let Err(e) = script::run(conn, command).await {
                     conn.out.truncate(mark);
                     conn.reply().error(e.text());
                 }
-                if skip || conn.state.reply_off {
+                if suppress {
                     conn.out.truncate(mark);
                 }
             }
-            Exec::Shard(_) if spec.has(flags::BLOCKING) => {
+            Path::Blocking(args) => {
                 segment.finish(conn).await;
                 let mark = conn.out.len();
                 crate::cmd::blocking::run(conn, reg, args).await;
-                if skip || conn.state.reply_off {
+                if suppress {
                     conn.out.truncate(mark);
                 }
             }
-            Exec::Shard(_) | Exec::Split { .. } => {
-                let command = ShardCommand { id: reg.id, spec, args, client: conn.state.info() };
-                let suppress = skip || conn.state.reply_off;
-                match target(conn, &command) {
-                    Target::One(shard) => segment.push(conn, shard, command, suppress),
-                    Target::Many => {
-                        segment.finish(conn).await;
-                        let mark = conn.out.len();
-                        if let Err(e) = cross::run(conn, command, false).await {
-                            conn.reply().error(e.text());
-                        }
-                        if suppress {
-                            conn.out.truncate(mark);
-                        }
-                    }
+            Path::Many(command) => {
+                segment.finish(conn).await;
+                let mark = conn.out.len();
+                run_many(conn, command).await;
+                if suppress {
+                    conn.out.truncate(mark);
                 }
             }
-            Exec::Node(_) if may_grow_memory(conn, reg) && out_of_memory(&conn.core) => {
+            Path::Node(..) if may_grow_memory(conn, reg) && out_of_memory(&conn.core) => {
                 reject(conn, &mut segment, Some(reg), &CmdError::new(OOM), skip).await;
             }
-            Exec::Node(node) => {
+            Path::Node(node, args) => {
                 segment.finish(conn).await;
                 let mark = conn.out.len();
                 conn.state.skip_current = skip;
-                if let Err(e) = crate::cmd::run(conn, node, reg, &args).await {
-                    conn.out.truncate(mark);
-                    conn.reply().error(e.text());
-                    conn.core.shard.borrow_mut().state.stats.error(e.code());
-                }
+                run_node(conn, node, reg, &args).await;
                 // Subscription confirmations are pushes: CLIENT REPLY OFF or
                 // SKIP does not hold them back (Redis's CLIENT_PUSHING).
                 let suppressed =
@@ -192,7 +179,7 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
                     conn.out.truncate(mark);
                 }
             }
-            Exec::Container => {
+            Path::Container => {
                 // `resolve` always returns a subcommand for containers.
                 segment.reply_error(conn, &CmdError::new("ERR unknown subcommand"), skip);
             }
@@ -369,6 +356,79 @@ async fn queue(
 pub(crate) enum Target {
     One(ShardId),
     Many,
+}
+
+/// How a resolved command runs: the one decision both dispatchers (a
+/// pipeline's, and EXEC's over its queued commands) take from the row.
+pub(crate) enum Path {
+    /// On one shard (its keys' owner, or this core for a keyless one).
+    One(ShardId, ShardCommand),
+    /// Over several shards' keys (`cross`).
+    Many(ShardCommand),
+    /// A script on a node of several shards: it may touch any key, and
+    /// runs where the core's knowledge of it says (`script`).
+    Script(ShardCommand),
+    /// A blocking command that may wait for its keys (`cmd::blocking`);
+    /// inside EXEC it never waits and takes the shard paths.
+    Blocking(Vec<Bytes>),
+    /// A server command, run on the connection's core (`cmd`).
+    Node(NodeCommand, Vec<Bytes>),
+    /// A container without its subcommand.
+    Container,
+}
+
+/// The [`Path`] of `reg` called with `args`; `may_wait`: a blocking
+/// command may block (not inside EXEC).
+pub(crate) fn path(
+    conn: &Connection,
+    reg: &'static Registered,
+    args: Vec<Bytes>,
+    may_wait: bool,
+) -> Path {
+    let spec = reg.spec;
+    let command = |args| ShardCommand { id: reg.id, spec, args, client: conn.state.info() };
+    match spec.exec {
+        Exec::Shard(_) if spec.has(flags::RUNS_SCRIPT) && conn.core.shared.shards() > 1 => {
+            Path::Script(command(args))
+        }
+        Exec::Shard(_) if may_wait && spec.has(flags::BLOCKING) => Path::Blocking(args),
+        Exec::Shard(_) | Exec::Split { .. } => {
+            let command = command(args);
+            match target(conn, &command) {
+                Target::One(shard) => Path::One(shard, command),
+                Target::Many => Path::Many(command),
+            }
+        }
+        Exec::Node(node) => Path::Node(node, args),
+        Exec::Container => Path::Container,
+    }
+}
+
+/// Runs a command over several shards' keys; an error is its reply.
+pub(crate) async fn run_many(conn: &mut Connection, command: ShardCommand) {
+    let mark = conn.out.len();
+    if let Err(e) = cross::run(conn, command, false).await {
+        conn.out.truncate(mark);
+        conn.reply().error(e.text());
+    }
+}
+
+/// Runs a server command; an error is its reply, counted as Redis counts
+/// every error reply.
+pub(crate) async fn run_node(
+    conn: &mut Connection,
+    node: NodeCommand,
+    reg: &'static Registered,
+    args: &[Bytes],
+) {
+    let mark = conn.out.len();
+    // Boxed: EXEC is itself a server command that runs server commands
+    // (the future would otherwise contain itself).
+    if let Err(e) = Box::pin(crate::cmd::run(conn, node, reg, args)).await {
+        conn.out.truncate(mark);
+        conn.reply().error(e.text());
+        conn.core.shard.borrow_mut().state.stats.error(e.code());
+    }
 }
 
 /// The shard a command must run on: the owner of its keys, this core for a

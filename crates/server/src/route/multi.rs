@@ -25,6 +25,7 @@
 //! shard's part of one cross-shard transaction (see `crate::aof`), before
 //! EXEC's reply leaves.
 
+use super::Path;
 use crate::aof::{end_exec, log_part, PartLog};
 use crate::net::connection::Connection;
 use bytes::Bytes;
@@ -282,55 +283,34 @@ async fn run_queued(conn: &mut Connection, queued: Vec<Queued>) -> Visited {
     let mut group: Option<(ShardId, Vec<ShardCommand>)> = None;
     let mut visited = Visited::new();
     for Queued { reg, args } in queued {
-        let spec = reg.spec;
-        match spec.exec {
-            Exec::Shard(_) if spec.has(flags::RUNS_SCRIPT) && conn.core.shared.shards() > 1 => {
+        let path = super::path(conn, reg, args, false);
+        if !matches!(path, Path::One(..)) {
+            run_group(conn, group.take()).await;
+        }
+        match path {
+            Path::One(shard, command) => {
+                *visited.entry(shard).or_default() |= reg.spec.locks_exclusively();
+                match &mut group {
+                    Some((s, cmds)) if *s == shard => cmds.push(command),
+                    _ => {
+                        run_group(conn, group.take()).await;
+                        group = Some((shard, vec![command]));
+                    }
+                }
+            }
+            Path::Script(command) => {
                 // Every shard is locked exclusively: each logs its part.
-                run_group(conn, group.take()).await;
-                let command = ShardCommand { id: reg.id, spec, args, client: conn.state.info() };
                 let mark = conn.out.len();
                 if let Err(e) = super::script::run_in_exec(conn, command).await {
                     conn.out.truncate(mark);
                     conn.reply().error(e.text());
                 }
             }
-            Exec::Shard(_) | Exec::Split { .. } => {
-                let command = ShardCommand { id: reg.id, spec, args, client: conn.state.info() };
-                match super::target(conn, &command) {
-                    super::Target::One(shard) => {
-                        *visited.entry(shard).or_default() |= spec.locks_exclusively();
-                        match &mut group {
-                            Some((s, cmds)) if *s == shard => cmds.push(command),
-                            _ => {
-                                run_group(conn, group.take()).await;
-                                group = Some((shard, vec![command]));
-                            }
-                        }
-                    }
-                    super::Target::Many => {
-                        run_group(conn, group.take()).await;
-                        let mark = conn.out.len();
-                        if let Err(e) = super::cross::run(conn, command, false).await {
-                            conn.out.truncate(mark);
-                            conn.reply().error(e.text());
-                        }
-                    }
-                }
-            }
-            Exec::Node(node) => {
-                run_group(conn, group.take()).await;
-                let mark = conn.out.len();
-                // Boxed: EXEC is itself a server command (the future would
-                // otherwise contain itself).
-                if let Err(e) = Box::pin(crate::cmd::run(conn, node, reg, &args)).await {
-                    conn.out.truncate(mark);
-                    conn.reply().error(e.text());
-                    // As outside a transaction (Redis counts every error
-                    // reply, the ones EXEC carries too).
-                    conn.core.shard.borrow_mut().state.stats.error(e.code());
-                }
-            }
-            Exec::Container => conn.reply().error("ERR unknown subcommand"),
+            Path::Many(command) => super::run_many(conn, command).await,
+            Path::Node(node, args) => super::run_node(conn, node, reg, &args).await,
+            // Not asked for: EXEC's commands never wait.
+            Path::Blocking(_) => conn.reply().error("ERR internal error: a queued command blocked"),
+            Path::Container => conn.reply().error("ERR unknown subcommand"),
         }
     }
     run_group(conn, group).await;
