@@ -15,18 +15,41 @@ pub struct Server {
     pub port: u16,
     /// The server's own `dir` when the test gave none (removed on drop):
     /// no test ever writes a snapshot into the repository.
-    own_dir: Option<std::path::PathBuf>,
+    own_dir: Option<TempDir>,
 }
 
-/// A fresh directory under the system's temp dir.
-pub fn temp_dir(tag: &str) -> std::path::PathBuf {
+/// A fresh directory under the system's temp dir, removed when dropped
+/// (so a run of the suite leaves nothing behind).
+pub fn temp_dir(tag: &str) -> TempDir {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static N: AtomicUsize = AtomicUsize::new(0);
     let n = N.fetch_add(1, Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("ringdb-{tag}-{}-{n}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("a temp dir");
-    dir
+    TempDir(dir)
+}
+
+/// See [`temp_dir`].
+pub struct TempDir(std::path::PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = std::path::Path;
+    fn deref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::path::Path> for TempDir {
+    fn as_ref(&self) -> &std::path::Path {
+        &self.0
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// A port no other server of this test process has used. ringdb listens
@@ -224,9 +247,7 @@ impl Drop for Server {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        if let Some(dir) = &self.own_dir {
-            let _ = std::fs::remove_dir_all(dir);
-        }
+        // own_dir goes after the process: removed as it drops.
     }
 }
 
@@ -389,7 +410,7 @@ pub struct RedisServer {
     child: Child,
     pub port: u16,
     /// The server's `dir` when the caller gave none (removed on drop).
-    own_dir: Option<std::path::PathBuf>,
+    own_dir: Option<TempDir>,
 }
 
 impl RedisServer {
@@ -486,8 +507,6 @@ impl Drop for RedisServer {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        if let Some(dir) = &self.own_dir {
-            let _ = std::fs::remove_dir_all(dir);
-        }
+        // own_dir goes after the process: removed as it drops.
     }
 }
