@@ -383,12 +383,14 @@ async fn gather_keys(
             home.state.latency.record_call(latency, command.id, fast, done.usec);
         }
     }
-    // A slow gathered command is logged like any other; the commands a
-    // gathered script called are shown to monitors.
+    // What the copy produced besides its changes (which go to their owners
+    // below, and fire there): a slow gathered command is logged like any
+    // other; the commands a gathered script called are shown to monitors.
+    let effects = state.take_effects();
     let max_len = state.settings.slowlog.max_len;
-    crate::cmd::slowlog::deliver(&conn.core, std::mem::take(&mut state.slow), max_len);
-    if !state.monitor_out.is_empty() {
-        crate::cmd::monitor::send(&conn.core, std::mem::take(&mut state.monitor_out));
+    crate::cmd::slowlog::deliver(&conn.core, effects.slow, max_len);
+    if !effects.monitor.is_empty() {
+        crate::cmd::monitor::send(&conn.core, effects.monitor);
     }
 
     // Keys a tracking client read here are remembered by their owners.

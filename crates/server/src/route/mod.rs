@@ -422,9 +422,7 @@ pub(crate) async fn run_node(
     args: &[Bytes],
 ) {
     let mark = conn.out.len();
-    // Boxed: EXEC is itself a server command that runs server commands
-    // (the future would otherwise contain itself).
-    if let Err(e) = Box::pin(crate::cmd::run(conn, node, reg, args)).await {
+    if let Err(e) = crate::cmd::run(conn, node, reg, args).await {
         conn.out.truncate(mark);
         conn.reply().error(e.text());
         conn.core.shard.borrow_mut().state.stats.error(e.code());

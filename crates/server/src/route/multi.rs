@@ -307,7 +307,10 @@ async fn run_queued(conn: &mut Connection, queued: Vec<Queued>) -> Visited {
                 }
             }
             Path::Many(command) => super::run_many(conn, command).await,
-            Path::Node(node, args) => super::run_node(conn, node, reg, &args).await,
+            // Boxed: EXEC is itself a server command (the future would
+            // otherwise contain itself). Only here: a boxed server command
+            // is a large allocation, which INFO's used_memory would count.
+            Path::Node(node, args) => Box::pin(super::run_node(conn, node, reg, &args)).await,
             // Not asked for: EXEC's commands never wait.
             Path::Blocking(_) => conn.reply().error("ERR internal error: a queued command blocked"),
             Path::Container => conn.reply().error("ERR unknown subcommand"),
