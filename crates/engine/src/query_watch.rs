@@ -231,7 +231,7 @@ impl QueryWatchTable {
 }
 
 /// Runs a watched read command in one protocol, as the server (see
-/// [`evaluate`]): the runner [`QueryWatchTable`] is given by the shard.
+/// [`Caller::Query`](crate::shard::Caller::Query)): the runner [`QueryWatchTable`] is given by the shard.
 pub fn run(
     keyspace: &mut Keyspace,
     state: &mut ShardState,

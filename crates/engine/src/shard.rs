@@ -1010,7 +1010,7 @@ fn atomic_in_log(state: &mut ShardState, log_mark: usize) {
 /// write for a command flagged `write`, a read otherwise. This is the one
 /// place a command's keys are known on its shard, and it runs once per
 /// command a client (or a script) sends; the server's own re-runs of
-/// reactive queries ([`evaluate`]) are not counted, and neither are the
+/// reactive queries ([`Caller::Query`]) are not counted, and neither are the
 /// scratch copies cross-shard commands run on (a recording funnel): they
 /// would cost each such command a fresh sketch, and count on a state that
 /// is thrown away.

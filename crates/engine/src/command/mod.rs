@@ -2,7 +2,7 @@
 //!
 //! - [`spec`]: a row of the table ([`CommandSpec`]): name, arity, flags, key
 //!   specs, ACL categories, docs and how the command runs.
-//! - [`table`]: the registry built once from every family's rows; lookup by
+//! - [`table`](mod@table): the registry built once from every family's rows; lookup by
 //!   name (and subcommand), arity checks, ids for statistics.
 //! - [`ctx`]: the handler's view of the shard ([`Ctx`], [`KeyspaceView`]).
 //! - [`docs`]: the argument trees of COMMAND DOCS, read from each row's syntax.

@@ -432,7 +432,7 @@ pub enum NodeCommand {
     /// this core.
     Migrate,
     /// `<NAME>.WATCH …`: a reactive query (rows made from each watchable
-    /// row; see [`super::table`]).
+    /// row; see [`super::table`](mod@super::table)).
     QueryWatch,
     /// `<NAME>.UNWATCH fingerprint`.
     QueryUnwatch,

@@ -3,7 +3,7 @@
 //! every access.
 //!
 //! The shard calls [`HotKeys::record`] once for each key of each command it
-//! runs (from [`crate::shard::execute_timed`], the one place a command's
+//! runs (from [`crate::shard::call`], the one place a command's
 //! keys are known on its shard), and [`HotKeys::tick`] periodically.
 //!
 //! - Every access feeds the sketch behind `HOTKEYS TOP` ([`topk`]).

@@ -2,7 +2,7 @@
 //! its checksum and compression, the point-in-time snapshot of a keyspace,
 //! and the append-only log's records.
 //!
-//! - [`crc64`], [`lzf`]: the checksum and compression RDB uses.
+//! - [`crc64`], [`lzf`](ringdb_types::lzf): the checksum and compression RDB uses.
 //! - [`encodings`]: listpacks, ziplists, intsets, zipmaps byte for byte.
 //! - [`rdb`]: the RDB format (values, keys, files).
 //! - [`dump`]: DUMP payloads and their checks.

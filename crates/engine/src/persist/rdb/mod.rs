@@ -6,7 +6,7 @@
 //!   header (aux fields, functions), `SELECTDB` and the footer.
 //! - [`decode`]: a bounded reader of RDB values that builds ringdb's own
 //!   structures with Redis's encoding rules, validating everything.
-//! - [`file`]: a whole file as a stream of records, with its checksum.
+//! - [`file`](mod@file): a whole file as a stream of records, with its checksum.
 //!
 //! Bloom filters are stored as RedisBloom stores them: a module value
 //! (`RDB_TYPE_MODULE_2`) of the module type `MBbloom--`, so that a
