@@ -50,7 +50,7 @@ pub struct BlockTable {
     deferred: Vec<Waiter>,
     /// For the server: a reply for a served client, or `None` to wake a
     /// client whose keys span shards so that it tries again.
-    pub outbox: Vec<(Waiter, Option<Bytes>)>,
+    pub(crate) outbox: Vec<(Waiter, Option<Bytes>)>,
 }
 
 /// What a blocked command's run means for its client.

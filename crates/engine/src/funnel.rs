@@ -173,7 +173,7 @@ pub struct Funnel {
     pub notify_flags: u32,
     /// Keyspace notifications waiting to be published by the server, in
     /// order.
-    pub outbox: Vec<KeyEvent>,
+    pub(crate) outbox: Vec<KeyEvent>,
     /// Client-side caching: tracked keys, BCAST prefixes, invalidations.
     pub tracking: TrackingTable,
     /// The append-only log's pending changes (`None`: `appendonly no`).

@@ -94,7 +94,7 @@ pub struct QueryWatchTable {
     /// Queries whose key changed since the last re-run, in order.
     dirty: Vec<u64>,
     /// Results to push, per core, oldest first (the server sends them).
-    pub outbox: Vec<WatchPush>,
+    pub(crate) outbox: Vec<WatchPush>,
     /// Re-executions and pushes made (INFO watch).
     pub reexecutions: u64,
     pub pushes: u64,

@@ -372,7 +372,7 @@ pub struct ShardState {
     pub pause: std::sync::Arc<crate::pause::Pause>,
     /// This shard ran out of candidates while others have some: the server
     /// asks them to evict now (see [`crate::evict`]).
-    pub evict_elsewhere: bool,
+    pub(crate) evict_elsewhere: bool,
     /// A scratch state whose keyspace the router filled with the keys the
     /// command forms from its data too ([`FormedKeys`]), so it may read them.
     ///
@@ -380,7 +380,7 @@ pub struct ShardState {
     pub formed_keys_gathered: bool,
     /// Slow commands run here, for the log on their clients' home cores
     /// (see [`crate::slowlog`]).
-    pub slow: std::collections::VecDeque<crate::slowlog::SlowEntry>,
+    pub(crate) slow: std::collections::VecDeque<crate::slowlog::SlowEntry>,
     /// Where slow-log entry ids come from: one counter for every shard of
     /// the process (the server shares its own; scratch states share their
     /// home shard's).
@@ -388,10 +388,10 @@ pub struct ShardState {
     /// Some client, on any core, is in MONITOR: commands scripts call are
     /// written as lines to `monitor_out` for the server to deliver.
     pub monitored: bool,
-    pub monitor_out: Vec<Bytes>,
+    pub(crate) monitor_out: Vec<Bytes>,
     /// Messages scripts PUBLISHed here, in order, for the server to deliver
     /// once the run is over (see [`crate::scripting::call`]).
-    pub publishes: Vec<Publish>,
+    pub(crate) publishes: Vec<Publish>,
     rng: u64,
 }
 

@@ -22,7 +22,7 @@ pub async fn run(core: Rc<Core>) {
                 shard.state.hotkeys.record_served(db, &key, n, now);
             }
             shard.state.hotkeys.tick(now);
-            !shard.state.hotkeys.outbox.is_empty()
+            shard.state.hotkeys.has_events()
         };
         if cooled {
             core.publish_changes();

@@ -116,7 +116,7 @@ pub struct HotKeys {
     pub watchers: BTreeMap<u16, u32>,
     /// State changes waiting to be sent to the watchers' cores (and used
     /// for read copies when `replicate` is on).
-    pub outbox: Vec<HotEvent>,
+    pub(crate) outbox: Vec<HotEvent>,
     /// `hotkeys-replicate-reads`: queue state changes even with no watcher.
     pub replicate: bool,
     pub stats: HotStats,
@@ -282,6 +282,12 @@ impl HotKeys {
                 }
             }
         }
+    }
+
+    /// Keys became hot or cooled down since the last
+    /// [`Shard::take_effects`](crate::shard::Shard::take_effects).
+    pub fn has_events(&self) -> bool {
+        !self.outbox.is_empty()
     }
 
     /// Cools down the keys whose time is up and ages the sketch; the server
