@@ -67,10 +67,6 @@ impl<'a> KeyspaceView<'a> {
         self.keyspace.db(self.db)
     }
 
-    pub fn db_mut(&mut self) -> &mut Db {
-        self.keyspace.db_mut(self.db)
-    }
-
     /// Deletes `key` if it has expired, firing the funnel. Returns whether it
     /// has expired. Free when the database has no keys with a TTL. While
     /// CLIENT PAUSE freezes keys, a read leaves the expired key in place
@@ -196,6 +192,31 @@ impl<'a> KeyspaceView<'a> {
             Some(e) => !e.is_expired(now),
             None => false,
         }
+    }
+
+    /// Renames `src` to `dst` (an existing `dst` was discarded by the
+    /// caller), keeping its TTL and access time, and fires `rename_from`
+    /// and `rename_to`. Whether `src` was there.
+    pub fn rename(&mut self, src: &[u8], dst: &[u8]) -> bool {
+        let db = self.keyspace.db_mut(self.db);
+        let Some(entry) = db.remove(src) else { return false };
+        let (expire, access) = (entry.expire_at(), entry.access);
+        let mut renamed = Entry::new(dst, entry.value).with_expire(expire);
+        renamed.access = access;
+        db.put(Box::new(renamed));
+        self.changed(src, NotifyClass::Generic, "rename_from");
+        self.changed(dst, NotifyClass::Generic, "rename_to");
+        true
+    }
+
+    /// Moves `key` to database `to` (the caller checked that it is free
+    /// there) and fires `move_from` and `move_to`. Whether it was there.
+    pub fn move_to(&mut self, key: &[u8], to: usize) -> bool {
+        let Some(entry) = self.keyspace.db_mut(self.db).remove(key) else { return false };
+        self.keyspace.db_mut(to).insert(entry);
+        self.changed(key, NotifyClass::Generic, "move_from");
+        self.changed_in(to, key, NotifyClass::Generic, "move_to");
+        true
     }
 
     /// Sets or clears the expiry of an existing key.

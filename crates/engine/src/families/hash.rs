@@ -146,7 +146,7 @@ fn hash_or_create<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Result<&'a mut Ha
     let is_hash = ks.write(key).map(|e| matches!(e.value, Value::Hash(_)));
     let entry = match is_hash {
         Some(false) => return Err(WRONG_TYPE),
-        Some(true) => ks.db_mut().get_mut(key),
+        Some(true) => ks.write(key),
         None => Some(ks.set(key, Value::Hash(Hash::new()), false)),
     };
     match entry.map(|e| &mut e.value) {

@@ -253,13 +253,6 @@ fn type_of(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 }
 
 /// `entry` under another name, keeping its value, expiry and access time.
-fn rekeyed(entry: Entry, key: &[u8]) -> Entry {
-    let (expire, access) = (entry.expire_at(), entry.access);
-    let mut moved = Entry::new(key, entry.value).with_expire(expire);
-    moved.access = access;
-    moved
-}
-
 /// Redis's `renameGenericCommand`: the TTL moves with the value, and an
 /// existing destination is overwritten (RENAME) or left alone (RENAMENX).
 fn rename_generic(ctx: &mut Ctx, args: &[Bytes], nx: bool) -> CmdResult {
@@ -282,10 +275,9 @@ fn rename_generic(ctx: &mut Ctx, args: &[Bytes], nx: bool) -> CmdResult {
         // Replaced: the event is rename_to.
         ctx.ks.discard(dst);
     }
-    let Some(entry) = ctx.ks.db_mut().remove(src) else { return Err(NO_SUCH_KEY) };
-    ctx.ks.db_mut().put(Box::new(rekeyed(*entry, dst)));
-    ctx.ks.changed(src, NotifyClass::Generic, "rename_from");
-    ctx.ks.changed(dst, NotifyClass::Generic, "rename_to");
+    if !ctx.ks.rename(src, dst) {
+        return Err(NO_SUCH_KEY);
+    }
     match nx {
         true => ctx.out.int(1),
         false => ctx.out.ok(),
@@ -326,14 +318,8 @@ fn move_key(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         ctx.out.int(0);
         return Ok(());
     }
-    let Some(entry) = ctx.ks.db_mut().remove(key) else {
-        ctx.out.int(0);
-        return Ok(());
-    };
-    ctx.ks.keyspace.db_mut(dst_db).insert(entry);
-    ctx.ks.changed(key, NotifyClass::Generic, "move_from");
-    ctx.ks.changed_in(dst_db, key, NotifyClass::Generic, "move_to");
-    ctx.out.int(1);
+    let moved = ctx.ks.move_to(key, dst_db);
+    ctx.out.int(moved as i64);
     Ok(())
 }
 
