@@ -1093,6 +1093,24 @@ fn run_handler(
     failed
 }
 
+/// Tests' way to run a command: `args` resolved against the command table
+/// (an unknown command fails the test), run as `client` at `now` through
+/// [`call`]; the reply's bytes.
+#[cfg(test)]
+pub(crate) fn test_call(
+    keyspace: &mut Keyspace,
+    state: &mut ShardState,
+    args: Vec<Bytes>,
+    client: ClientInfo,
+    now: u64,
+) -> Vec<u8> {
+    let reg = crate::command::table().resolve(&args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+    let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client };
+    let mut out = Vec::new();
+    call(keyspace, state, &cmd, &mut out, &mut Clock::at(now), Caller::Client);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

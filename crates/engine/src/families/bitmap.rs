@@ -441,10 +441,9 @@ fn bitfield_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> CmdResult
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::{table, ClientInfo};
+    use crate::command::ClientInfo;
     use crate::keyspace::Keyspace;
-    use crate::shard::{call, Caller, Clock, ShardSettings, ShardState};
-    use crate::ShardCommand;
+    use crate::shard::{test_call, ShardSettings, ShardState};
 
     /// A keyspace with a recording funnel, driven through the command table.
     struct Bench {
@@ -465,17 +464,7 @@ mod tests {
         fn run(&mut self, line: &str) -> String {
             let args: Vec<Bytes> =
                 line.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
-            let reg = table().resolve(&args).expect("known command");
-            let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client: self.client };
-            let mut out = Vec::new();
-            call(
-                &mut self.keyspace,
-                &mut self.state,
-                &cmd,
-                &mut out,
-                &mut Clock::at(1_000),
-                Caller::Client,
-            );
+            let out = test_call(&mut self.keyspace, &mut self.state, args, self.client, 1_000);
             String::from_utf8_lossy(&out).into_owned()
         }
 

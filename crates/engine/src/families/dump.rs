@@ -137,9 +137,9 @@ fn restore(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 
 #[cfg(test)]
 mod tests {
-    use crate::command::{table, ClientInfo};
+    use crate::command::ClientInfo;
     use crate::keyspace::Keyspace;
-    use crate::shard::{call, Caller, Clock, ShardCommand, ShardSettings, ShardState};
+    use crate::shard::{test_call, ShardSettings, ShardState};
     use bytes::Bytes;
 
     /// A one-shard keyspace driven command by command.
@@ -158,19 +158,7 @@ mod tests {
 
         fn args(&mut self, args: &[&[u8]]) -> Vec<u8> {
             let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
-            let reg = table().resolve(&args).expect("a command");
-            let cmd =
-                ShardCommand { id: reg.id, spec: reg.spec, args, client: ClientInfo::default() };
-            let mut out = Vec::new();
-            call(
-                &mut self.keyspace,
-                &mut self.state,
-                &cmd,
-                &mut out,
-                &mut Clock::at(1_000_000),
-                Caller::Client,
-            );
-            out
+            test_call(&mut self.keyspace, &mut self.state, args, ClientInfo::default(), 1_000_000)
         }
 
         fn run(&mut self, line: &str) -> String {

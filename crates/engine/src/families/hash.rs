@@ -563,10 +563,9 @@ fn hscan(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 
 #[cfg(test)]
 mod tests {
-    use crate::command::{table, ClientInfo};
+    use crate::command::ClientInfo;
     use crate::keyspace::Keyspace;
-    use crate::shard::{call, Caller, Clock, ShardSettings, ShardState};
-    use crate::ShardCommand;
+    use crate::shard::{test_call, ShardSettings, ShardState};
     use bytes::Bytes;
     use ringdb_protocol::Resp;
 
@@ -591,17 +590,12 @@ mod tests {
         }
 
         fn run_args(&mut self, args: Vec<Bytes>) -> String {
-            let reg = table().resolve(&args).expect("known command");
-            let client = ClientInfo { resp: self.resp, ..ClientInfo::default() };
-            let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client };
-            let mut out = Vec::new();
-            call(
+            let out = test_call(
                 &mut self.keyspace,
                 &mut self.state,
-                &cmd,
-                &mut out,
-                &mut Clock::at(1_000),
-                Caller::Client,
+                args,
+                ClientInfo { resp: self.resp, ..ClientInfo::default() },
+                1_000,
             );
             String::from_utf8_lossy(&out).into_owned()
         }

@@ -257,20 +257,21 @@ fn pfselftest(ctx: &mut Ctx, _args: &[Bytes]) -> CmdResult {
 
 #[cfg(test)]
 mod tests {
-    use crate::command::{table, ClientInfo};
+    use crate::command::ClientInfo;
     use crate::keyspace::Keyspace;
-    use crate::shard::{call, Caller, Clock, ShardSettings, ShardState};
-    use crate::ShardCommand;
+    use crate::shard::{test_call, ShardSettings, ShardState};
     use bytes::Bytes;
     use ringdb_protocol::Resp;
 
     fn run(ks: &mut Keyspace, state: &mut ShardState, args: &[&[u8]]) -> String {
         let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
-        let reg = table().resolve(&args).expect("known command");
-        let client = ClientInfo { resp: Resp::V2, ..ClientInfo::default() };
-        let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client };
-        let mut out = Vec::new();
-        call(ks, state, &cmd, &mut out, &mut Clock::at(1_000), Caller::Client);
+        let out = test_call(
+            ks,
+            state,
+            args,
+            ClientInfo { resp: Resp::V2, ..ClientInfo::default() },
+            1_000,
+        );
         String::from_utf8_lossy(&out).into_owned()
     }
 

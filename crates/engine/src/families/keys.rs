@@ -761,9 +761,7 @@ mod tests {
     use crate::command::spec::NodeCommand;
     use crate::command::{table, ClientInfo};
     use crate::keyspace::Keyspace;
-    use crate::shard::{
-        call, Caller, Clock, ShardCommand, ShardId, ShardSettings, ShardState, SlotMap,
-    };
+    use crate::shard::{test_call, ShardId, ShardSettings, ShardState, SlotMap};
     use ringdb_protocol::Resp;
 
     /// A one-shard keyspace and a recording state, driven command by command.
@@ -789,23 +787,18 @@ mod tests {
         fn run(&mut self, line: &str) -> String {
             let args: Vec<Bytes> =
                 line.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
-            let reg = table().resolve(&args).unwrap_or_else(|e| panic!("{line}: {e}"));
-            let client = ClientInfo {
-                id: 1,
-                db: self.db,
-                resp: Resp::V2,
-                no_touch: self.no_touch,
-                ..ClientInfo::default()
-            };
-            let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client };
-            let mut out = Vec::new();
-            call(
+            let out = test_call(
                 &mut self.keyspace,
                 &mut self.state,
-                &cmd,
-                &mut out,
-                &mut Clock::at(self.now),
-                Caller::Client,
+                args,
+                ClientInfo {
+                    id: 1,
+                    db: self.db,
+                    resp: Resp::V2,
+                    no_touch: self.no_touch,
+                    ..ClientInfo::default()
+                },
+                self.now,
             );
             String::from_utf8_lossy(&out).into_owned()
         }

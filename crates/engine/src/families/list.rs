@@ -764,9 +764,9 @@ fn ltrim(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 
 #[cfg(test)]
 mod tests {
-    use crate::command::{table, ClientInfo};
+    use crate::command::ClientInfo;
     use crate::keyspace::Keyspace;
-    use crate::shard::{call, Caller, Clock, ShardCommand, ShardSettings, ShardState};
+    use crate::shard::{test_call, ShardSettings, ShardState};
     use bytes::Bytes;
     use ringdb_protocol::Resp;
 
@@ -789,17 +789,12 @@ mod tests {
         fn run(&mut self, line: &str) -> String {
             let args: Vec<Bytes> =
                 line.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
-            let reg = table().resolve(&args).unwrap_or_else(|e| panic!("{line}: {e}"));
-            let client = ClientInfo { resp: self.resp, ..ClientInfo::default() };
-            let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client };
-            let mut out = Vec::new();
-            call(
+            let out = test_call(
                 &mut self.keyspace,
                 &mut self.state,
-                &cmd,
-                &mut out,
-                &mut Clock::at(1_000_000),
-                Caller::Client,
+                args,
+                ClientInfo { resp: self.resp, ..ClientInfo::default() },
+                1_000_000,
             );
             String::from_utf8_lossy(&out).into_owned()
         }

@@ -710,21 +710,17 @@ fn lcs(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 
 #[cfg(test)]
 mod lcs_tests {
-    use crate::command::{table, ClientInfo};
+    use crate::command::ClientInfo;
     use crate::keyspace::Keyspace;
-    use crate::shard::{call, Caller, Clock, ShardSettings, ShardState};
-    use crate::ShardCommand;
+    use crate::shard::{test_call, ShardSettings, ShardState};
     use bytes::Bytes;
     use ringdb_protocol::Resp;
 
     fn run(keyspace: &mut Keyspace, state: &mut ShardState, resp: Resp, line: &str) -> String {
         let args: Vec<Bytes> =
             line.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
-        let reg = table().resolve(&args).expect("known command");
-        let client = ClientInfo { resp, ..ClientInfo::default() };
-        let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client };
-        let mut out = Vec::new();
-        call(keyspace, state, &cmd, &mut out, &mut Clock::at(1_000), Caller::Client);
+        let out =
+            test_call(keyspace, state, args, ClientInfo { resp, ..ClientInfo::default() }, 1_000);
         String::from_utf8_lossy(&out).into_owned()
     }
 

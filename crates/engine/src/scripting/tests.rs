@@ -2,7 +2,7 @@
 
 use crate::command::{table, ClientInfo};
 use crate::keyspace::Keyspace;
-use crate::shard::{call, now_ms, Caller, Clock, ShardCommand, ShardSettings, ShardState};
+use crate::shard::{now_ms, test_call, Caller, Clock, ShardCommand, ShardSettings, ShardState};
 use bytes::Bytes;
 
 struct Fixture {
@@ -20,17 +20,7 @@ impl Fixture {
 
     fn run(&mut self, args: &[&str]) -> String {
         let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a.as_bytes())).collect();
-        let reg = table().resolve(&args).unwrap();
-        let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client: ClientInfo::default() };
-        let mut out = Vec::new();
-        call(
-            &mut self.ks,
-            &mut self.state,
-            &cmd,
-            &mut out,
-            &mut Clock::at(now_ms()),
-            Caller::Client,
-        );
+        let out = test_call(&mut self.ks, &mut self.state, args, ClientInfo::default(), now_ms());
         String::from_utf8_lossy(&out).into_owned()
     }
 

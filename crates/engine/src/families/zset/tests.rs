@@ -2,11 +2,10 @@
 //! replies byte for byte in RESP2 and RESP3, the funnel events each write
 //! fires, encodings at the thresholds.
 
-use crate::command::{table, ClientInfo};
+use crate::command::ClientInfo;
 use crate::funnel::NotifyClass;
 use crate::keyspace::{Keyspace, Value};
-use crate::shard::{call, Caller, Clock, ShardSettings, ShardState};
-use crate::ShardCommand;
+use crate::shard::{test_call, ShardSettings, ShardState};
 use bytes::Bytes;
 use ringdb_protocol::Resp;
 
@@ -21,11 +20,13 @@ impl Db {
     }
 
     fn exec(&mut self, resp: Resp, args: Vec<Bytes>) -> String {
-        let reg = table().resolve(&args).expect("known command");
-        let client = ClientInfo { resp, ..ClientInfo::default() };
-        let cmd = ShardCommand { id: reg.id, spec: reg.spec, args, client };
-        let mut out = Vec::new();
-        call(&mut self.ks, &mut self.state, &cmd, &mut out, &mut Clock::at(1_000), Caller::Client);
+        let out = test_call(
+            &mut self.ks,
+            &mut self.state,
+            args,
+            ClientInfo { resp, ..ClientInfo::default() },
+            1_000,
+        );
         String::from_utf8_lossy(&out).into_owned()
     }
 
