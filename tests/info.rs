@@ -307,3 +307,31 @@ fn instantaneous_rates_follow_the_load() {
     std::thread::sleep(Duration::from_millis(2000));
     assert!(rate(&mut c, "instantaneous_ops_per_sec") <= 1.0);
 }
+
+/// A command over keys of two shards runs on copies of them (gathered):
+/// what it counts there (hits, misses, error replies) is counted as if it
+/// ran on one shard.
+#[test]
+fn a_gathered_command_counts_its_hits_misses_and_errors() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let (a, b) = keys_on_two_shards();
+    let _: i64 = q(&mut c, &["SADD", &a, "x"]).unwrap();
+    let _: i64 = q(&mut c, &["SADD", &b, "y"]).unwrap();
+    let _: String = q(&mut c, &["CONFIG", "RESETSTAT"]).unwrap();
+    let union: Vec<String> = q(&mut c, &["SUNION", &a, &b]).unwrap();
+    assert_eq!(union.len(), 2);
+    let _: String = q(&mut c, &["SET", &b, "not a set"]).unwrap();
+    let err = q::<Vec<String>>(&mut c, &["SUNION", &a, &b]).unwrap_err();
+    assert!(err.to_string().contains("WRONGTYPE"), "{err}");
+    let stats = fields(&info(&mut c, &["stats"]));
+    // SUNION read both keys twice (the second time, b as the wrong type).
+    assert_eq!(stats["keyspace_hits"], "4", "{stats:?}");
+    assert_eq!(stats["keyspace_misses"], "0");
+    assert_eq!(stats["total_error_replies"], "1");
+    let errors = fields(&info(&mut c, &["errorstats"]));
+    assert_eq!(errors["errorstat_WRONGTYPE"], "count=1");
+    let commands = fields(&info(&mut c, &["commandstats"]));
+    assert!(commands["cmdstat_sunion"].starts_with("calls=2,"), "{commands:?}");
+    assert!(commands["cmdstat_sunion"].contains("failed_calls=1"), "{commands:?}");
+}

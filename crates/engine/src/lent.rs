@@ -215,10 +215,7 @@ impl<'a> Lent<'a> {
         state.slowlog_ids = own_state.slowlog_ids.clone();
         call(&mut scratch, &mut state, cmd, out, clock, Caller::Client);
         // Its statistics are the running shard's.
-        own_state.stats.add_calls(cmd.id, *state.stats.command(cmd.id));
-        for (code, n) in state.stats.errors.drain() {
-            *own_state.stats.errors.entry(code).or_default() += n;
-        }
+        own_state.stats.add(&state.stats);
         own_state.monitor_out.append(&mut state.monitor_out);
         for (key, readers) in state.funnel.tracking.take_remembered() {
             let (_, owner) =

@@ -193,16 +193,6 @@ impl ShardStats {
         self.commands_processed += 1;
     }
 
-    /// Counts here the calls of row `id` that ran on a scratch copy (a
-    /// gathered command's).
-    pub fn add_calls(&mut self, id: usize, done: CommandStats) {
-        let stat = self.command(id);
-        stat.calls += done.calls;
-        stat.usec += done.usec;
-        stat.failed_calls += done.failed_calls;
-        self.commands_processed += done.calls;
-    }
-
     /// Takes back one call of row `id`: a script run that is undone to
     /// start again with every shard leaves no trace.
     pub fn undo_call(&mut self, id: usize) {
@@ -417,13 +407,6 @@ impl ShardState {
         let fast = spec.has(crate::command::spec::flags::FAST);
         self.stats.call(id, usec, failed);
         self.latency.record_call(self.settings.latency, id, fast, usec);
-    }
-
-    /// A blocked command that timed out or was unblocked: its one call.
-    /// What it waited for is not its run time (Redis).
-    pub fn blocked_call(&mut self, id: usize, failed: bool) {
-        self.stats.call(id, 0, failed);
-        self.latency.record_call(self.settings.latency, id, false, 0);
     }
 
     pub fn new(settings: ShardSettings, seed: u64) -> Self {

@@ -154,8 +154,11 @@ pub async fn run(conn: &mut Connection, reg: &'static Registered, args: Vec<Byte
     };
     conn.handle.view.borrow_mut().blocked = false;
     conn.core.blocked.borrow_mut().by_client.remove(&conn.state.id);
-    let stats =
-        |conn: &Connection, failed| conn.core.shard.borrow_mut().state.blocked_call(reg.id, failed);
+    // A blocked command that timed out or was unblocked: its one call.
+    // What it waited for is not its run time (Redis).
+    let stats = |conn: &Connection, failed| {
+        conn.core.shard.borrow_mut().state.count_call(reg.id, reg.spec, 0, failed)
+    };
     match outcome {
         Outcome::Served => {}
         Outcome::TimedOut => {

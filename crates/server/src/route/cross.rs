@@ -363,24 +363,23 @@ async fn gather_keys(
     let mut report = state.scripting.take_report();
     report.found_nothing = state.found_nothing;
     std::mem::swap(&mut state.scripting, &mut conn.core.shard.borrow_mut().state.scripting);
-    if report.restart {
-        // Undone: it runs again with every shard, and nothing of it counts.
-        conn.out.truncate(mark);
-        state.funnel.take_events();
-        state.stats.undo_call(command.id);
-    }
     {
         let mut home = conn.core.shard.borrow_mut();
-        let done = *state.stats.command(command.id);
-        let stats = &mut home.state.stats;
-        stats.add_calls(command.id, done);
-        stats.script_runs.add(&state.stats.script_runs);
-        for (code, n) in state.stats.errors.drain() {
-            *stats.errors.entry(code).or_default() += n;
-        }
-        if done.calls > 0 {
-            let fast = command.spec.has(flags::FAST);
-            home.state.latency.record_call(latency, command.id, fast, done.usec);
+        if report.restart {
+            // Undone: it runs again with every shard, and nothing of it
+            // counts but the undoing.
+            conn.out.truncate(mark);
+            state.funnel.take_events();
+            home.state.stats.script_runs.add(&state.stats.script_runs);
+        } else {
+            // Everything the copy counted (its calls, the commands a script
+            // called, errors, hits and misses) is the home shard's.
+            home.state.stats.add(&state.stats);
+            let done = *state.stats.command(command.id);
+            if done.calls > 0 {
+                let fast = command.spec.has(flags::FAST);
+                home.state.latency.record_call(latency, command.id, fast, done.usec);
+            }
         }
     }
     // What the copy produced besides its changes (which go to their owners
