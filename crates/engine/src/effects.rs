@@ -79,11 +79,12 @@ impl ShardState {
 impl Shard {
     /// Ends a turn: serves the blocked clients whose keys changed, re-runs
     /// the reactive queries now unless `coalesce` (`watch-coalesce-ms`
-    /// asks the server to wait), and takes what the turn produced.
-    pub fn take_effects(&mut self, coalesce: bool, now: u64) -> Effects {
+    /// asks the server to wait), and takes what the turn produced. Costs no
+    /// clock read when no query is due.
+    pub fn take_effects(&mut self, coalesce: bool) -> Effects {
         self.serve_blocked();
-        if !coalesce {
-            self.rerun_queries(now);
+        if !coalesce && self.state.funnel.queries.has_dirty() {
+            self.rerun_queries(crate::shard::now_ms());
         }
         self.state.take_effects()
     }

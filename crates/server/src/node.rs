@@ -260,9 +260,12 @@ impl Core {
     /// within the window costs one re-run of the queries, and the watchers
     /// get its latest result.
     pub(crate) fn take_effects(self: &Rc<Self>, shard: &mut Shard) -> Effects {
-        let coalesce = self.config.borrow().watch_coalesce_ms();
-        let effects = shard.take_effects(coalesce != 0, ringdb_engine::shard::now_ms());
-        if shard.state.funnel.queries.has_dirty() && !self.watch_rerun_scheduled.replace(true) {
+        // The setting is read only when a query is due (after every batch
+        // otherwise).
+        let due = shard.state.funnel.queries.has_dirty();
+        let coalesce = if due { self.config.borrow().watch_coalesce_ms() } else { 0 };
+        let effects = shard.take_effects(coalesce != 0);
+        if coalesce != 0 && !self.watch_rerun_scheduled.replace(true) {
             let core = self.clone();
             glommio::spawn_local(async move {
                 glommio::timer::sleep(Duration::from_millis(coalesce)).await;
