@@ -282,6 +282,10 @@ fn auth_hello_reset_with_requirepass() {
         assert_eq!(raw.call(&["AUTH", "s3cret"]), "+OK\r\n");
         assert_eq!(raw.call(&["GET", "x"]), "$-1\r\n");
         assert_eq!(raw.call(&["CLIENT", "GETNAME"]), "$-1\r\n");
+        // After CLIENT REPLY SKIP, RESET's own reply is dropped (Redis
+        // clears the skip of the next command only); the next is answered.
+        raw.send(b"CLIENT REPLY SKIP\r\nRESET\r\n");
+        assert_eq!(raw.call(&["AUTH", "s3cret"]), "+OK\r\n");
     }
     let mut raw = server.raw();
     assert!(raw.call(&["HELLO", "4"]).starts_with("-NOPROTO unsupported protocol version"));

@@ -187,9 +187,14 @@ pub async fn reset(conn: &mut Connection) -> CmdResult {
     crate::route::multi::unwatch_all(conn).await;
     conn.leave_push_hub().await;
     // Everything else returns to a new connection's state (Redis's
-    // clearClientConnectionState), CLIENT CACHING and REPLY included.
+    // clearClientConnectionState), CLIENT CACHING and REPLY OFF included;
+    // RESET's own reply is still dropped after CLIENT REPLY SKIP (Redis
+    // clears only the skip of the next command), and a close asked for
+    // stays asked for.
     let authenticated = conn.core.config.borrow().requirepass().is_none();
-    conn.state = ClientState::new(conn.state.id, conn.state.home, authenticated);
+    let fresh = ClientState::new(conn.state.id, conn.state.home, authenticated);
+    let (skip_current, close_after_reply) = (conn.state.skip_current, conn.state.close_after_reply);
+    conn.state = ClientState { skip_current, close_after_reply, ..fresh };
     conn.handle.view.borrow_mut().name.clear();
     conn.reply().simple("RESET");
     Ok(())
