@@ -41,21 +41,22 @@ pub struct Effects {
 
 impl Effects {
     pub fn is_empty(&self) -> bool {
-        !self.sends_at_once()
-            && self.monitor.is_empty()
-            && self.publishes.is_empty()
-            && !self.evict_elsewhere
-            && self.slow.is_empty()
+        !self.sends_at_once() && !self.evict_elsewhere && self.slow.is_empty()
     }
 
-    /// Whether delivering these reaches clients about the writes at once
-    /// (under `appendfsync always` the log is synced first).
+    /// Whether delivering these reaches clients at once (under `appendfsync
+    /// always` the log is synced first: Redis, too, writes nothing to a
+    /// client before the fsync of the writes it is about). Scripts'
+    /// messages and MONITOR lines count: a subscriber or a monitor would
+    /// otherwise hear of a write before it is on disk.
     pub fn sends_at_once(&self) -> bool {
         !self.wakes.is_empty()
             || self.invalidations.is_some()
             || !self.events.is_empty()
             || !self.watch_pushes.is_empty()
             || !self.hot.is_empty()
+            || !self.monitor.is_empty()
+            || !self.publishes.is_empty()
     }
 }
 
