@@ -438,6 +438,19 @@ impl ShardState {
         ShardState { funnel: Funnel::recording(), ..ShardState::new(settings, 0x2545_F491) }
     }
 
+    /// A generator seeded from this state's, for a command that draws
+    /// numbers while it holds a key for writing (SPOP) or reading.
+    pub fn generator(&mut self) -> impl FnMut() -> u64 {
+        let mut state = self.random();
+        move || {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+    }
+
     /// A fast xorshift random number (RANDOMKEY, LFU increments, sampling).
     pub fn random(&mut self) -> u64 {
         let mut x = self.rng;
@@ -1042,13 +1055,7 @@ fn run_handler(
     let outer_writer = state.funnel.tracking.enter(&cmd.client);
     let result = {
         let mut ctx = Ctx {
-            ks: KeyspaceView {
-                keyspace,
-                state,
-                db: cmd.client.db,
-                now_ms: now,
-                no_touch: cmd.client.no_touch,
-            },
+            ks: KeyspaceView::new(keyspace, state, cmd.client.db, now, cmd.client.no_touch),
             out: match splices.as_deref_mut() {
                 Some(splices) => ReplyWriter::spliced(out, splices, cmd.client.resp),
                 None => ReplyWriter::new(out, cmd.client.resp),

@@ -15,7 +15,7 @@ pub mod error;
 pub mod spec;
 pub mod table;
 
-pub use ctx::{ClientInfo, Ctx, KeyspaceView};
+pub use ctx::{ClientInfo, Ctx, KeyspaceView, Updater};
 pub use error::{CmdError, CmdResult};
 pub use spec::{CommandSpec, Exec, Handler, KeySpec, Merge, NodeCommand};
 pub use table::{table, CommandTable, Registered};

@@ -11,7 +11,7 @@
 use crate::command::args::{self, is};
 use crate::command::error::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use crate::command::spec::{acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec};
-use crate::command::{Ctx, KeyspaceView};
+use crate::command::{Ctx, KeyspaceView, Updater};
 use crate::families::string::read_str;
 use crate::funnel::NotifyClass;
 use crate::keyspace::{Entry, StrValue, Value};
@@ -111,33 +111,34 @@ fn str_bytes(s: &StrValue) -> Cow<'_, [u8]> {
     }
 }
 
-/// The string of `entry` as a mutable byte buffer (it becomes `raw`).
-fn raw_string(entry: &mut Entry) -> Result<&mut Vec<u8>, CmdError> {
+/// The string of `entry` as a mutable byte buffer (it becomes `raw`: how
+/// it is kept, not what it holds).
+fn raw_string(entry: &mut Entry) -> Option<&mut Vec<u8>> {
     match &mut entry.value {
-        Value::Str(s) => Ok(s.make_raw()),
-        _ => Err(WRONG_TYPE),
+        Value::Str(s) => Some(s.make_raw()),
+        _ => None,
     }
 }
 
 /// Redis's `lookupStringForBitCommand`: the string at `key`, created or
 /// zero-padded so that bit `max_bit` exists. Also says whether the key was
-/// created or grew (a change even if no bit flips).
-fn bits_for_write<'a>(
-    ks: &'a mut KeyspaceView,
-    key: &[u8],
+/// created or grew (a change even if no bit flips: the caller announces
+/// it).
+fn bits_for_write<'v>(
+    ks: &'v mut KeyspaceView,
+    key: &'v [u8],
     max_bit: u64,
-) -> Result<(&'a mut Vec<u8>, bool), CmdError> {
+) -> Result<(Updater<'v, Vec<u8>>, bool), CmdError> {
     // `bit_offset` bounded max_bit by proto-max-bulk-len, so this fits.
     let need = (max_bit >> 3) as usize + 1;
-    if !ks.exists(key) {
-        let entry = ks.set(key, Value::Str(StrValue::Raw(Box::new(vec![0u8; need]))), false);
-        return Ok((raw_string(entry)?, true));
+    if !ks.exists_for_write(key) {
+        let zeros = Value::Str(StrValue::Raw(Box::new(vec![0u8; need])));
+        return Ok((ks.create_as(key, zeros, raw_string)?, true));
     }
-    let Some(entry) = ks.write(key) else { return Err(WRONG_TYPE) };
-    let bytes = raw_string(entry)?;
+    let mut bytes = ks.write_as(key, raw_string)?.ok_or(WRONG_TYPE)?;
     let grew = bytes.len() < need;
     if grew {
-        bytes.resize(need, 0);
+        bytes.update(NotifyClass::String, "setbit").resize(need, 0);
     }
     Ok((bytes, grew))
 }
@@ -150,14 +151,15 @@ fn setbit(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     if on & !1 != 0 {
         return Err(BAD_BIT);
     }
-    let (bytes, grew) = bits_for_write(&mut ctx.ks, key, offset)?;
-    let byte = &mut bytes[(offset >> 3) as usize];
+    let (mut bytes, grew) = bits_for_write(&mut ctx.ks, key, offset)?;
+    let at = (offset >> 3) as usize;
     let mask = 0x80u8 >> (offset & 7);
-    let was = *byte & mask != 0;
+    let was = bytes[at] & mask != 0;
     if grew || was != (on == 1) {
+        let byte = &mut bytes.update(NotifyClass::String, "setbit")[at];
         *byte = if on == 1 { *byte | mask } else { *byte & !mask };
-        ctx.ks.changed(key, NotifyClass::String, "setbit");
     }
+    drop(bytes);
     ctx.out.int(was as i64);
     Ok(())
 }
@@ -266,8 +268,8 @@ fn bitop(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     };
     let len = result.len();
     if len > 0 {
-        ctx.ks.set(dest, Value::Str(StrValue::Raw(Box::new(result))), false);
-        ctx.ks.changed(dest, NotifyClass::String, "set");
+        let value = Value::Str(StrValue::Raw(Box::new(result)));
+        ctx.ks.set(dest, value, false, NotifyClass::String, "set");
     } else {
         ctx.ks.delete(dest);
     }
@@ -414,7 +416,8 @@ fn bitfield_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> CmdResult
     if read_only {
         return Err(BITFIELD_RO_GET_ONLY);
     }
-    let (bytes, grew) = bits_for_write(&mut ctx.ks, key, max_bit)?;
+    let (mut updater, grew) = bits_for_write(&mut ctx.ks, key, max_bit)?;
+    let bytes = updater.update(NotifyClass::String, "setbit");
     ctx.out.array(ops.len());
     let mut changed = grew;
     for op in &ops {
@@ -432,8 +435,8 @@ fn bitfield_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> CmdResult
     }
     // Redis signals only when an operation wrote; a key created or grown
     // with every write refused by FAIL changed too, so it is signalled here.
-    if changed {
-        ctx.ks.changed(key, NotifyClass::String, "setbit");
+    if !changed {
+        updater.unchanged();
     }
     Ok(())
 }

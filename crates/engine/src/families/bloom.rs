@@ -15,9 +15,9 @@
 use crate::command::args::is;
 use crate::command::error::{CmdError, CmdResult, WRONG_TYPE};
 use crate::command::spec::{flags::*, keyflags as kf, CommandSpec, Exec, KeySpec};
-use crate::command::{Ctx, KeyspaceView};
+use crate::command::{Ctx, KeyspaceView, Updater};
 use crate::funnel::NotifyClass;
-use crate::keyspace::Value;
+use crate::keyspace::{Entry, Value};
 use bytes::Bytes;
 use ringdb_protocol::reply::format_g;
 use ringdb_types::bloom::{AddResult, BloomError, BloomFilter, OPT_FORCE64};
@@ -150,11 +150,20 @@ fn filter_exists_for_write(ks: &mut KeyspaceView, key: &[u8]) -> Result<bool, Cm
     }
 }
 
-fn write_filter<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Option<&'a mut BloomFilter> {
-    match &mut ks.write(key)?.value {
-        Value::Bloom(f) => Some(f),
+/// The filter in an entry, if it holds one.
+fn as_filter(e: &mut Entry) -> Option<&mut BloomFilter> {
+    match &mut e.value {
+        Value::Bloom(f) => Some(&mut **f),
         _ => None,
     }
+}
+
+/// The filter at `key` for writing.
+fn write_filter<'v>(
+    ks: &'v mut KeyspaceView,
+    key: &'v [u8],
+) -> Result<Option<Updater<'v, BloomFilter>>, CmdError> {
+    ks.write_as(key, as_filter)
 }
 
 /// The bound on a filter's bit arrays.
@@ -225,8 +234,7 @@ fn bf_reserve(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         max_bytes(&ctx.ks),
     )
     .map_err(create_error)?;
-    ctx.ks.set(key, Value::Bloom(Box::new(filter)), false);
-    ctx.ks.changed(key, NotifyClass::Module, "bf.reserve");
+    ctx.ks.set(key, Value::Bloom(Box::new(filter)), false, NotifyClass::Module, "bf.reserve");
     ctx.out.ok();
     Ok(())
 }
@@ -329,10 +337,13 @@ fn bf_insert(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 /// filter that cannot grow gives an error for that item and goes on.
 fn insert(ctx: &mut Ctx, key: &[u8], items: &[Bytes], options: &InsertOptions) -> CmdResult {
     let limit = max_bytes(&ctx.ks);
-    if !filter_exists_for_write(&mut ctx.ks, key)? {
-        if !options.create {
-            return Err(NOT_FOUND);
-        }
+    let exists = filter_exists_for_write(&mut ctx.ks, key)?;
+    if !exists && !options.create {
+        return Err(NOT_FOUND);
+    }
+    let mut updater = if exists {
+        write_filter(&mut ctx.ks, key)?.ok_or(WRONG_TYPE)?
+    } else {
         let filter = BloomFilter::new(
             options.capacity as u64,
             options.error_rate,
@@ -341,9 +352,10 @@ fn insert(ctx: &mut Ctx, key: &[u8], items: &[Bytes], options: &InsertOptions) -
             limit,
         )
         .map_err(create_error)?;
-        ctx.ks.set(key, Value::Bloom(Box::new(filter)), false);
-    }
-    let Some(filter) = write_filter(&mut ctx.ks, key) else { return Err(WRONG_TYPE) };
+        ctx.ks.create_as(key, Value::Bloom(Box::new(filter)), as_filter)?
+    };
+    // RedisBloom replicates (and Redis signals) the key whatever happened.
+    let filter = updater.update(NotifyClass::Module, options.event);
     let mut results = Vec::with_capacity(items.len());
     for item in items {
         let result = filter.add(item, limit);
@@ -352,8 +364,7 @@ fn insert(ctx: &mut Ctx, key: &[u8], items: &[Bytes], options: &InsertOptions) -
             break;
         }
     }
-    // RedisBloom replicates (and Redis signals) the key whatever happened.
-    ctx.ks.changed(key, NotifyClass::Module, options.event);
+    drop(updater);
     if !options.multi {
         return match results.first() {
             Some(AddResult::Full) => Err(CmdError::new("ERR non scaling filter is full")),
@@ -486,12 +497,16 @@ fn bf_loadchunk(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     if !exists && iter == 1 {
         let filter = BloomFilter::from_header(data, max_bytes(&ctx.ks))
             .ok_or(CmdError::new("ERR received bad data"))?;
-        ctx.ks.set(key, Value::Bloom(Box::new(filter)), false);
+        let value = Value::Bloom(Box::new(filter));
+        ctx.ks.set(key, value, false, NotifyClass::Module, "bf.loadchunk");
     } else {
-        let filter = write_filter(&mut ctx.ks, key).ok_or(NOT_FOUND)?;
-        filter.load_chunk(iter, data).map_err(CmdError::new)?;
+        let mut filter = write_filter(&mut ctx.ks, key)?.ok_or(NOT_FOUND)?;
+        let loaded = filter.update(NotifyClass::Module, "bf.loadchunk").load_chunk(iter, data);
+        if loaded.is_err() {
+            filter.unchanged();
+        }
+        loaded.map_err(CmdError::new)?;
     }
-    ctx.ks.changed(key, NotifyClass::Module, "bf.loadchunk");
     ctx.out.ok();
     Ok(())
 }

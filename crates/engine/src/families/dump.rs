@@ -7,7 +7,6 @@ use crate::command::args::{self, is};
 use crate::command::error::{CmdError, CmdResult, SYNTAX};
 use crate::command::spec::{acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec};
 use crate::command::Ctx;
-use crate::funnel::NotifyClass;
 use crate::persist::dump;
 use crate::persist::rdb::decode::LoadLimits;
 use crate::persist::rdb::encode::Encoder;
@@ -123,14 +122,7 @@ fn restore(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         ctx.ks.discard(key);
     }
     let access = ctx.ks.state.restored_access(now, o.idle, o.freq);
-    let entry = ctx.ks.set(key, value, false);
-    if let Some(access) = access {
-        entry.access = access;
-    }
-    if expire_at.is_some() {
-        ctx.ks.set_expire(key, expire_at);
-    }
-    ctx.ks.changed(key, NotifyClass::Generic, "restore");
+    ctx.ks.set_restored(key, value, expire_at, access, "restore");
     ctx.out.ok();
     Ok(())
 }

@@ -10,9 +10,9 @@
 use crate::command::args::{self, is};
 use crate::command::error::{CmdError, CmdResult, NOT_FLOAT, OVERFLOW, SYNTAX, WRONG_TYPE};
 use crate::command::spec::{acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec};
-use crate::command::{Ctx, KeyspaceView};
+use crate::command::{Ctx, KeyspaceView, Updater};
 use crate::funnel::NotifyClass;
-use crate::keyspace::Value;
+use crate::keyspace::{Entry, Value};
 use crate::scan::parse_cursor;
 use bytes::Bytes;
 use ringdb_protocol::ReplyWriter;
@@ -125,33 +125,33 @@ pub fn read_hash<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Result<Option<&'a 
     }
 }
 
-/// The hash at `key` for writing (`lookupKeyWrite` + `checkType`).
-pub fn write_hash<'a>(
-    ks: &'a mut KeyspaceView,
-    key: &[u8],
-) -> Result<Option<&'a mut Hash>, CmdError> {
-    match ks.write(key) {
-        None => Ok(None),
-        Some(e) => match &mut e.value {
-            Value::Hash(h) => Ok(Some(h)),
-            _ => Err(WRONG_TYPE),
-        },
+/// The hash in an entry, if it holds one.
+fn as_hash(e: &mut Entry) -> Option<&mut Hash> {
+    match &mut e.value {
+        Value::Hash(h) => Some(h),
+        _ => None,
     }
+}
+
+/// The hash at `key` for writing (`lookupKeyWrite` + `checkType`).
+pub fn write_hash<'v>(
+    ks: &'v mut KeyspaceView,
+    key: &'v [u8],
+) -> Result<Option<Updater<'v, Hash>>, CmdError> {
+    ks.write_as(key, as_hash)
 }
 
 /// The hash at `key`, created empty when missing (Redis's
 /// `hashTypeLookupWriteOrCreate`). Callers add a field right away, so no
 /// empty hash is ever left in the keyspace.
-fn hash_or_create<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Result<&'a mut Hash, CmdError> {
-    let is_hash = ks.write(key).map(|e| matches!(e.value, Value::Hash(_)));
-    let entry = match is_hash {
-        Some(false) => return Err(WRONG_TYPE),
-        Some(true) => ks.write(key),
-        None => Some(ks.set(key, Value::Hash(Hash::new()), false)),
-    };
-    match entry.map(|e| &mut e.value) {
-        Some(Value::Hash(h)) => Ok(h),
-        _ => Err(WRONG_TYPE),
+fn hash_or_create<'v>(
+    ks: &'v mut KeyspaceView,
+    key: &'v [u8],
+) -> Result<Updater<'v, Hash>, CmdError> {
+    if ks.exists_for_write(key) {
+        ks.write_as(key, as_hash)?.ok_or(WRONG_TYPE)
+    } else {
+        ks.create_as(key, Value::Hash(Hash::new()), as_hash)
     }
 }
 
@@ -174,9 +174,8 @@ fn set_pairs(ctx: &mut Ctx, args: &[Bytes], command: &str) -> Result<usize, CmdE
     let key = &args[1];
     let pairs: Vec<(&[u8], &[u8])> = args[2..].chunks(2).map(|p| (&p[0][..], &p[1][..])).collect();
     let limits = ctx.ks.state.settings.limits;
-    let created = hash_or_create(&mut ctx.ks, key)?.set_many(&pairs, &limits);
-    ctx.ks.changed(key, NotifyClass::Hash, "hset");
-    Ok(created)
+    let mut hash = hash_or_create(&mut ctx.ks, key)?;
+    Ok(hash.update(NotifyClass::Hash, "hset").set_many(&pairs, &limits))
 }
 
 fn hset(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
@@ -196,14 +195,15 @@ fn hmset(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 fn hsetnx(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let (key, field, value) = (&args[1], &args[2], &args[3]);
     let limits = ctx.ks.state.settings.limits;
-    let hash = hash_or_create(&mut ctx.ks, key)?;
+    let mut hash = hash_or_create(&mut ctx.ks, key)?;
     if hash.contains(field) {
+        drop(hash);
         ctx.out.int(0);
         return Ok(());
     }
+    let hash = hash.update(NotifyClass::Hash, "hset");
     hash.prepare_for(&[field, value], &limits);
     hash.set(field, value, &limits);
-    ctx.ks.changed(key, NotifyClass::Hash, "hset");
     ctx.out.int(1);
     Ok(())
 }
@@ -273,10 +273,11 @@ fn hvals(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 /// Deletes the hash when its last field goes, firing `hdel` then `del`.
 fn hdel(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let Some(hash) = write_hash(&mut ctx.ks, key)? else {
+    let Some(mut updater) = write_hash(&mut ctx.ks, key)? else {
         ctx.out.int(0);
         return Ok(());
     };
+    let hash = updater.update(NotifyClass::Hash, "hdel");
     let mut deleted = 0;
     for field in &args[2..] {
         if hash.remove(field) {
@@ -287,11 +288,12 @@ fn hdel(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         }
     }
     let emptied = hash.is_empty();
-    if deleted > 0 {
-        ctx.ks.changed(key, NotifyClass::Hash, "hdel");
-        if emptied {
-            ctx.ks.delete(key);
-        }
+    if deleted == 0 {
+        updater.unchanged();
+    }
+    drop(updater);
+    if deleted > 0 && emptied {
+        ctx.ks.delete(key);
     }
     ctx.out.int(deleted);
     Ok(())
@@ -325,15 +327,15 @@ fn store_field(
     event: &'static str,
 ) -> CmdResult {
     let limits = ctx.ks.state.settings.limits;
-    hash_or_create(&mut ctx.ks, key)?.set(field, value, &limits);
-    ctx.ks.changed(key, NotifyClass::Hash, event);
+    hash_or_create(&mut ctx.ks, key)?.update(NotifyClass::Hash, event).set(field, value, &limits);
     Ok(())
 }
 
 fn hincrby(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let (key, field) = (&args[1], &args[2]);
     let by = args::int(&args[3])?;
-    let old = match write_hash(&mut ctx.ks, key)?.and_then(|h| h.get(field)) {
+    let hash = write_hash(&mut ctx.ks, key)?;
+    let old = match hash.as_deref().and_then(|h| h.get(field)) {
         None => 0,
         Some(Item::Int(n)) => n,
         Some(item) => {
@@ -341,6 +343,7 @@ fn hincrby(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
             parse_i64(item.bytes(&mut tmp)).ok_or(NOT_INTEGER_VALUE)?
         }
     };
+    drop(hash);
     let value = old.checked_add(by).ok_or(OVERFLOW)?;
     let mut tmp = [0u8; 24];
     store_field(ctx, key, field, ringdb_types::pack::format_i64(&mut tmp, value), "hincrby")?;
@@ -366,7 +369,8 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     if !by.is_finite() {
         return Err(CmdError::new("ERR value is NaN or Infinity"));
     }
-    let old = match write_hash(&mut ctx.ks, key)?.and_then(|h| h.get(field)) {
+    let hash = write_hash(&mut ctx.ks, key)?;
+    let old = match hash.as_deref().and_then(|h| h.get(field)) {
         None => 0.0,
         Some(Item::Int(n)) => n as f64,
         Some(item) => {
@@ -374,6 +378,7 @@ fn hincrbyfloat(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
             parse_long_double(item.bytes(&mut tmp)).ok_or(NOT_FLOAT_VALUE)?
         }
     };
+    drop(hash);
     let value = old + by;
     if !value.is_finite() {
         return Err(NAN_OR_INFINITY);
@@ -430,9 +435,10 @@ fn hrandfield(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         return Ok(());
     };
     // Borrow the hash and the shard's generator side by side.
-    let KeyspaceView { keyspace, state, db, .. } = &mut ctx.ks;
+    let db = ctx.ks.db;
+    let (keyspace, state) = ctx.ks.keyspace_and_state();
     let max_reply = state.settings.max_bulk_len;
-    let Some(Value::Hash(hash)) = keyspace.db(*db).get(key).map(|e| &e.value) else {
+    let Some(Value::Hash(hash)) = keyspace.db(db).get(key).map(|e| &e.value) else {
         return Err(WRONG_TYPE);
     };
     let mut rng = || state.random();

@@ -8,9 +8,9 @@
 
 use crate::command::error::{CmdError, CmdResult, WRONG_TYPE};
 use crate::command::spec::{acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec};
-use crate::command::{Ctx, KeyspaceView};
+use crate::command::{Ctx, KeyspaceView, Updater};
 use crate::funnel::NotifyClass;
-use crate::keyspace::{StrValue, Value};
+use crate::keyspace::{Entry, StrValue, Value};
 use bytes::Bytes;
 use ringdb_types::hll::{self, Encoding, REGISTERS};
 
@@ -115,17 +115,17 @@ fn hll_mut(value: &mut Value) -> Result<&mut Vec<u8>, CmdError> {
 
 /// The HLL at `key` for writing, created empty when missing. The flag says
 /// whether it was created.
-fn write_hll<'a>(
-    ks: &'a mut KeyspaceView,
-    key: &[u8],
-) -> Result<(&'a mut Vec<u8>, bool), CmdError> {
-    let created = ks.write(key).is_none();
-    let entry = if created {
-        ks.set(key, Value::Str(StrValue::Raw(Box::new(hll::new_sparse()))), false)
-    } else {
-        ks.write(key).ok_or(WRONG_TYPE)?
-    };
-    Ok((hll_mut(&mut entry.value)?, created))
+fn write_hll<'v>(
+    ks: &'v mut KeyspaceView,
+    key: &'v [u8],
+) -> Result<(Updater<'v, Entry>, bool), CmdError> {
+    if !ks.exists_for_write(key) {
+        let empty = Value::Str(StrValue::Raw(Box::new(hll::new_sparse())));
+        return Ok((ks.create_as(key, empty, |e| Some(e))?, true));
+    }
+    let entry = ks.write(key).ok_or(WRONG_TYPE)?;
+    hll_bytes(&entry.value)?;
+    Ok((entry, false))
 }
 
 /// PFADD key [element ...]: 1 when a register changed (or the key was
@@ -133,14 +133,25 @@ fn write_hll<'a>(
 fn pfadd(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let sparse_max = ctx.ks.state.settings.hll_sparse_max_bytes;
-    let (hll, mut updated) = write_hll(&mut ctx.ks, key)?;
+    let (mut entry, mut updated) = write_hll(&mut ctx.ks, key)?;
+    let hll = hll_mut(&mut entry.update(NotifyClass::String, "pfadd").value)?;
+    let mut result = Ok(());
     for element in &args[2..] {
-        updated |= hll::add(hll, element, sparse_max).map_err(corrupt)?;
+        match hll::add(hll, element, sparse_max) {
+            Ok(changed) => updated |= changed,
+            Err(e) => {
+                result = Err(corrupt(e));
+                break;
+            }
+        }
     }
     if updated {
         hll::invalidate_cache(hll);
-        ctx.ks.changed(key, NotifyClass::String, "pfadd");
+    } else {
+        entry.unchanged();
     }
+    drop(entry);
+    result?;
     ctx.out.int(updated as i64);
     Ok(())
 }
@@ -159,7 +170,9 @@ fn pfcount(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         ctx.out.int(hll::count_registers(&max) as i64);
         return Ok(());
     }
-    let Some(entry) = ctx.ks.read(&args[1]) else {
+    // The cached count lives in the value: refreshing it reshapes the
+    // value, the set it describes stays.
+    let Some(entry) = ctx.ks.read_to_reshape(&args[1]) else {
         ctx.out.int(0);
         return Ok(());
     };
@@ -169,7 +182,7 @@ fn pfcount(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         // Storing the cache changes the bytes but not the set the HLL
         // describes: Redis counts it dirty (for propagation) without a
         // keyspace event, and so does ringdb.
-        ctx.ks.state.funnel.dirty += 1;
+        ctx.ks.reshaped();
     }
     ctx.out.int(count as i64);
     Ok(())
@@ -189,10 +202,11 @@ fn pfmerge(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     }
     let dest = &args[1];
     let sparse_max = ctx.ks.state.settings.hll_sparse_max_bytes;
-    let (hll, _) = write_hll(&mut ctx.ks, dest)?;
-    hll::store_max(hll, &max, use_dense, sparse_max).map_err(corrupt)?;
+    let (mut entry, _) = write_hll(&mut ctx.ks, dest)?;
     // Redis signals PFMERGE as a PFADD: a mass-add of elements.
-    ctx.ks.changed(dest, NotifyClass::String, "pfadd");
+    let hll = hll_mut(&mut entry.update(NotifyClass::String, "pfadd").value)?;
+    hll::store_max(hll, &max, use_dense, sparse_max).map_err(corrupt)?;
+    drop(entry);
     ctx.out.ok();
     Ok(())
 }
@@ -202,17 +216,15 @@ fn pfmerge(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 /// Redis.
 fn pfdebug(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let sub = String::from_utf8_lossy(&args[1]).to_ascii_lowercase();
-    let Some(entry) = ctx.ks.write(&args[2]) else {
+    let Some(mut entry) = ctx.ks.write(&args[2]) else {
         return Err(CmdError::new("ERR The specified key does not exist"));
     };
-    let hll = hll_mut(&mut entry.value)?;
+    let hll = hll_mut(&mut entry.reshape().value)?;
+    let mut converted = false;
     match sub.as_str() {
         "getreg" => {
-            let converted = hll::to_dense_encoding(hll).map_err(corrupt)?;
+            converted = hll::to_dense_encoding(hll).map_err(corrupt)?;
             let registers = hll::registers(hll);
-            if converted {
-                ctx.ks.state.funnel.dirty += 1;
-            }
             ctx.out.array(registers.len());
             for r in registers {
                 ctx.out.int(r as i64);
@@ -227,10 +239,7 @@ fn pfdebug(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         }
         "encoding" => ctx.out.simple(hll::encoding(hll).name()),
         "todense" => {
-            let converted = hll::to_dense_encoding(hll).map_err(corrupt)?;
-            if converted {
-                ctx.ks.state.funnel.dirty += 1;
-            }
+            converted = hll::to_dense_encoding(hll).map_err(corrupt)?;
             ctx.out.int(converted as i64);
         }
         _ => {
@@ -239,6 +248,10 @@ fn pfdebug(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
                 String::from_utf8_lossy(&args[1])
             )))
         }
+    }
+    drop(entry);
+    if converted {
+        ctx.ks.reshaped();
     }
     Ok(())
 }

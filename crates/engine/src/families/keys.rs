@@ -16,7 +16,6 @@ use crate::command::spec::{
     acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec, Merge, NodeCommand as N,
 };
 use crate::command::{Ctx, KeyspaceView};
-use crate::funnel::NotifyClass;
 use crate::keyspace::{Db, Entry, Keyspace, StrValue, Value};
 use crate::shard::Shard;
 use bytes::Bytes;
@@ -310,7 +309,7 @@ pub fn db_index(arg: &[u8], databases: usize) -> Result<usize, CmdError> {
 
 fn move_key(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let dst_db = db_index(&args[2], ctx.ks.keyspace.db_count())?;
+    let dst_db = db_index(&args[2], ctx.ks.keyspace().db_count())?;
     if dst_db == ctx.ks.db {
         return Err(SAME_OBJECT);
     }
@@ -333,7 +332,7 @@ fn copy(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         if is(&args[j], "REPLACE") {
             replace = true;
         } else if is(&args[j], "DB") && j + 1 < args.len() {
-            dst_db = db_index(&args[j + 1], ctx.ks.keyspace.db_count())?;
+            dst_db = db_index(&args[j + 1], ctx.ks.keyspace().db_count())?;
             j += 1;
         } else {
             return Err(SYNTAX);
@@ -354,13 +353,7 @@ fn copy(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         ctx.out.int(0);
         return Ok(());
     }
-    ctx.ks.with_db(dst_db, |ks| {
-        ks.set(dst, value, false);
-        if expire.is_some() {
-            ks.set_expire(dst, expire);
-        }
-        ks.changed(dst, NotifyClass::Generic, "copy_to");
-    });
+    ctx.ks.with_db(dst_db, |ks| ks.set_restored(dst, value, expire, None, "copy_to"));
     ctx.out.int(1);
     Ok(())
 }
@@ -546,8 +539,7 @@ fn expire_generic(
     if when <= ctx.ks.now_ms as i64 {
         ctx.ks.delete(key);
     } else {
-        ctx.ks.set_expire(key, Some(when as u64));
-        ctx.ks.changed(key, NotifyClass::Generic, "expire");
+        ctx.ks.set_expire(key, Some(when as u64), "expire");
     }
     ctx.out.int(1);
     Ok(())
@@ -615,8 +607,7 @@ fn persist(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let had_ttl = ctx.ks.write(key).is_some_and(|e| e.expire_at().is_some());
     if had_ttl {
-        ctx.ks.set_expire(key, None);
-        ctx.ks.changed(key, NotifyClass::Generic, "persist");
+        ctx.ks.set_expire(key, None, "persist");
     }
     ctx.out.int(had_ttl as i64);
     Ok(())

@@ -22,9 +22,9 @@ use crate::command::error::{
 use crate::command::spec::{
     acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec, TimeoutAt, Waits,
 };
-use crate::command::{Ctx, KeyspaceView};
+use crate::command::{Ctx, KeyspaceView, Updater};
 use crate::funnel::NotifyClass;
-use crate::keyspace::Value;
+use crate::keyspace::{Entry, Value};
 use bytes::Bytes;
 use ringdb_protocol::ReplyWriter;
 use ringdb_types::list::{normalize_range, End, List};
@@ -154,48 +154,54 @@ const BPOP_KEYS: KeySpec = KeySpec::range(1, -2, 1, kf::RW | kf::ACCESS | kf::DE
 
 /// The list at `key` for reading: `Ok(None)` when missing, WRONGTYPE when
 /// the key holds another type. Mutable so that a read can close the
-/// compressed nodes it opened ([`List::close`]).
+/// compressed nodes it opened ([`List::close`]): that changes how the list
+/// is kept, not what it holds.
 pub fn read_list<'a>(
     ks: &'a mut KeyspaceView,
     key: &[u8],
 ) -> Result<Option<&'a mut List>, CmdError> {
-    match ks.read(key) {
+    match ks.read_to_reshape(key) {
         None => Ok(None),
         Some(e) => match &mut e.value {
             Value::List(l) => Ok(Some(l)),
             _ => Err(WRONG_TYPE),
         },
+    }
+}
+
+/// The list in an entry, if it holds one.
+fn as_list(e: &mut Entry) -> Option<&mut List> {
+    match &mut e.value {
+        Value::List(l) => Some(l),
+        _ => None,
     }
 }
 
 /// The list at `key` for writing.
-pub fn write_list<'a>(
-    ks: &'a mut KeyspaceView,
-    key: &[u8],
-) -> Result<Option<&'a mut List>, CmdError> {
-    match ks.write(key) {
-        None => Ok(None),
-        Some(e) => match &mut e.value {
-            Value::List(l) => Ok(Some(l)),
-            _ => Err(WRONG_TYPE),
-        },
-    }
+pub fn write_list<'v>(
+    ks: &'v mut KeyspaceView,
+    key: &'v [u8],
+) -> Result<Option<Updater<'v, List>>, CmdError> {
+    ks.write_as(key, as_list)
 }
 
 /// The list at `key` for writing, created empty when missing (the caller
 /// pushes at once: an empty list never stays in the keyspace).
-fn list_or_create<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Result<&'a mut List, CmdError> {
-    if ks.write(key).is_none() {
-        ks.set(key, Value::List(List::new()), false);
+fn list_or_create<'v>(
+    ks: &'v mut KeyspaceView,
+    key: &'v [u8],
+) -> Result<Updater<'v, List>, CmdError> {
+    if ks.exists_for_write(key) {
+        write_list(ks, key)?.ok_or(WRONG_TYPE)
+    } else {
+        ks.create_as(key, Value::List(List::new()), as_list)
     }
-    write_list(ks, key)?.ok_or(WRONG_TYPE)
 }
 
-/// After elements went from the list at `key`: fires `event`, then deletes
-/// the list if that `emptied` it, with Redis's `del` event (Redis's
-/// `listElementsRemoved`).
-fn elements_removed(ks: &mut KeyspaceView, key: &[u8], event: &'static str, emptied: bool) {
-    ks.changed(key, NotifyClass::List, event);
+/// After elements went from the list at `key` (its updater fired the
+/// command's event): deletes the list if that `emptied` it, with Redis's
+/// `del` event (Redis's `listElementsRemoved`).
+fn delete_if_emptied(ks: &mut KeyspaceView, key: &[u8], emptied: bool) {
     if emptied {
         ks.delete(key);
     }
@@ -273,15 +279,13 @@ pub fn op_push(
     only_existing: bool,
 ) -> Result<Option<usize>, CmdError> {
     let limits = ks.state.settings.limits;
-    let list = match write_list(ks, key)? {
-        Some(list) => list,
-        None if only_existing => return Ok(None),
-        None => list_or_create(ks, key)?,
-    };
+    if only_existing && !ks.exists_for_write(key) {
+        return Ok(None);
+    }
+    let mut list = list_or_create(ks, key)?;
+    let list = list.update(NotifyClass::List, push_event(end));
     list.push(end, elements, &limits);
-    let len = list.len();
-    ks.changed(key, NotifyClass::List, push_event(end));
-    Ok(Some(len))
+    Ok(Some(list.len()))
 }
 
 fn push_command(ctx: &mut Ctx, args: &[Bytes], end: End, only_existing: bool) -> CmdResult {
@@ -322,15 +326,18 @@ pub fn op_pop(
     count: usize,
 ) -> Result<Option<Popped>, CmdError> {
     let limits = ks.state.settings.limits;
-    let Some(list) = write_list(ks, key)? else { return Ok(None) };
+    let Some(mut updater) = write_list(ks, key)? else { return Ok(None) };
+    let list = updater.update(NotifyClass::List, pop_event(end));
     let popped = list.pop_many(end, count.max(1), &limits);
     let emptied = list.is_empty();
     if popped.is_empty() {
         // Only a list left empty by a bug could get here; Redis replies as
         // for a missing key.
+        updater.unchanged();
         return Ok(None);
     }
-    elements_removed(ks, key, pop_event(end), emptied);
+    drop(updater);
+    delete_if_emptied(ks, key, emptied);
     Ok(Some(popped))
 }
 
@@ -453,21 +460,33 @@ pub fn op_move(
         return Ok(None);
     }
     write_list(ks, destination)?;
-    let Some(source_list) = write_list(ks, source)? else { return Ok(None) };
-    let (value, emptied) = if source == destination {
+    if source == destination {
         // Pop and push on one list, then its shrink check, in Redis's order.
-        (source_list.rotate(from, to, &limits), false)
-    } else {
-        let value = source_list.pop(from, &limits);
-        let emptied = source_list.is_empty();
-        if let Some(v) = &value {
-            list_or_create(ks, destination)?.push(to, &[v], &limits);
+        let Some(mut list) = write_list(ks, source)? else { return Ok(None) };
+        let value = list.update(NotifyClass::List, push_event(to)).rotate(from, to, &limits);
+        list.update(NotifyClass::List, pop_event(from));
+        if value.is_none() {
+            list.unchanged();
         }
-        (value, emptied)
+        return Ok(value);
+    }
+    // Redis announces the push before the pop: the element is read first,
+    // pushed, and only then popped.
+    let index = if from == End::Head { 0 } else { -1 };
+    let Some(value) = write_list(ks, source)?.and_then(|l| l.get(index).map(|i| i.to_vec())) else {
+        return Ok(None);
     };
-    let Some(value) = value else { return Ok(None) };
-    ks.changed(destination, NotifyClass::List, push_event(to));
-    elements_removed(ks, source, pop_event(from), emptied);
+    list_or_create(ks, destination)?.update(NotifyClass::List, push_event(to)).push(
+        to,
+        &[&value],
+        &limits,
+    );
+    let Some(mut updater) = write_list(ks, source)? else { return Ok(Some(value)) };
+    let list = updater.update(NotifyClass::List, pop_event(from));
+    list.pop(from, &limits);
+    let emptied = list.is_empty();
+    drop(updater);
+    delete_if_emptied(ks, source, emptied);
     Ok(Some(value))
 }
 
@@ -693,12 +712,13 @@ fn lpos(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 fn lset(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let limits = ctx.ks.state.settings.limits;
-    let Some(list) = write_list(&mut ctx.ks, key)? else { return Err(NO_SUCH_KEY) };
+    let Some(mut updater) = write_list(&mut ctx.ks, key)? else { return Err(NO_SUCH_KEY) };
     let index = parse_i64(&args[2]).ok_or(NOT_INTEGER)?;
-    if !list.set(index, &args[3], &limits) {
+    if !updater.update(NotifyClass::List, "lset").set(index, &args[3], &limits) {
+        updater.unchanged();
         return Err(OUT_OF_RANGE);
     }
-    ctx.ks.changed(key, NotifyClass::List, "lset");
+    drop(updater);
     ctx.out.ok();
     Ok(())
 }
@@ -715,16 +735,16 @@ fn linsert(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     };
     let key = &args[1];
     let limits = ctx.ks.state.settings.limits;
-    let Some(list) = write_list(&mut ctx.ks, key)? else {
+    let Some(mut updater) = write_list(&mut ctx.ks, key)? else {
         ctx.out.int(0);
         return Ok(());
     };
-    match list.insert(&args[3], &args[4], after, &limits) {
-        Some(len) => {
-            ctx.ks.changed(key, NotifyClass::List, "linsert");
-            ctx.out.int(len as i64);
+    match updater.update(NotifyClass::List, "linsert").insert(&args[3], &args[4], after, &limits) {
+        Some(len) => ctx.out.int(len as i64),
+        None => {
+            updater.unchanged();
+            ctx.out.int(-1)
         }
-        None => ctx.out.int(-1),
     }
     Ok(())
 }
@@ -734,15 +754,18 @@ fn lrem(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let count = parse_i64(&args[2]).ok_or(NOT_INTEGER)?;
     let limits = ctx.ks.state.settings.limits;
-    let Some(list) = write_list(&mut ctx.ks, key)? else {
+    let Some(mut updater) = write_list(&mut ctx.ks, key)? else {
         ctx.out.int(0);
         return Ok(());
     };
+    let list = updater.update(NotifyClass::List, "lrem");
     let removed = list.remove(&args[3], count, &limits);
     let emptied = list.is_empty();
-    if removed > 0 {
-        elements_removed(&mut ctx.ks, key, "lrem", emptied);
+    if removed == 0 {
+        updater.unchanged();
     }
+    drop(updater);
+    delete_if_emptied(&mut ctx.ks, key, removed > 0 && emptied);
     ctx.out.int(removed as i64);
     Ok(())
 }
@@ -753,12 +776,13 @@ fn ltrim(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let start = parse_i64(&args[2]).ok_or(NOT_INTEGER)?;
     let stop = parse_i64(&args[3]).ok_or(NOT_INTEGER)?;
     let limits = ctx.ks.state.settings.limits;
-    if let Some(list) = write_list(&mut ctx.ks, key)? {
-        list.trim(start, stop, &limits);
-        let emptied = list.is_empty();
-        elements_removed(&mut ctx.ks, key, "ltrim", emptied);
-    }
     ctx.out.ok();
+    let Some(mut updater) = write_list(&mut ctx.ks, key)? else { return Ok(()) };
+    let list = updater.update(NotifyClass::List, "ltrim");
+    list.trim(start, stop, &limits);
+    let emptied = list.is_empty();
+    drop(updater);
+    delete_if_emptied(&mut ctx.ks, key, emptied);
     Ok(())
 }
 

@@ -177,13 +177,13 @@ pub fn op_dump_keys(
     keys: &[(usize, Bytes)],
     now_ms: u64,
 ) -> Vec<(usize, Dumped)> {
-    let mut ks = KeyspaceView {
-        keyspace: &mut shard.keyspace,
-        state: &mut shard.state,
-        db: client.db,
+    let mut ks = KeyspaceView::new(
+        &mut shard.keyspace,
+        &mut shard.state,
+        client.db,
         now_ms,
-        no_touch: client.no_touch,
-    };
+        client.no_touch,
+    );
     let encoder = Encoder::default();
     keys.iter()
         .filter_map(|(i, key)| {
@@ -202,13 +202,7 @@ pub fn op_dump_keys(
 /// the write funnel as DEL does (a `del` event each, watchers and trackers
 /// told, the append-only log written).
 pub fn op_delete_migrated(shard: &mut Shard, db: usize, keys: &[Bytes], now_ms: u64) {
-    let mut ks = KeyspaceView {
-        keyspace: &mut shard.keyspace,
-        state: &mut shard.state,
-        db,
-        now_ms,
-        no_touch: true,
-    };
+    let mut ks = KeyspaceView::new(&mut shard.keyspace, &mut shard.state, db, now_ms, true);
     for key in keys {
         // The lookup reclaims an expired key first (its own event).
         if ks.exists(key) {

@@ -14,9 +14,9 @@
 use crate::command::args::{self, is};
 use crate::command::error::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use crate::command::spec::{acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec};
-use crate::command::{Ctx, KeyspaceView};
+use crate::command::{Ctx, KeyspaceView, Updater};
 use crate::funnel::NotifyClass;
-use crate::keyspace::Value;
+use crate::keyspace::{Entry, Value};
 use crate::scan::parse_cursor;
 use crate::shard::ShardState;
 use bytes::Bytes;
@@ -134,55 +134,47 @@ const REPLY_TOO_LARGE: CmdError =
 const PICK_BATCH: usize = 1000;
 
 /// The set at `key` for reading (Redis's `lookupKeyRead` + `checkType`).
-fn read_set<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Result<Option<&'a mut Set>, CmdError> {
+fn read_set<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Result<Option<&'a Set>, CmdError> {
     match ks.read(key) {
         None => Ok(None),
-        Some(e) => match &mut e.value {
+        Some(e) => match &e.value {
             Value::Set(s) => Ok(Some(s)),
             _ => Err(WRONG_TYPE),
         },
+    }
+}
+
+/// The set in an entry, if it holds one.
+fn as_set(e: &mut Entry) -> Option<&mut Set> {
+    match &mut e.value {
+        Value::Set(s) => Some(s),
+        _ => None,
     }
 }
 
 /// The set at `key` for writing (`lookupKeyWrite` + `checkType`).
-fn write_set<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Result<Option<&'a mut Set>, CmdError> {
-    match ks.write(key) {
-        None => Ok(None),
-        Some(e) => match &mut e.value {
-            Value::Set(s) => Ok(Some(s)),
-            _ => Err(WRONG_TYPE),
-        },
-    }
+fn write_set<'v>(
+    ks: &'v mut KeyspaceView,
+    key: &'v [u8],
+) -> Result<Option<Updater<'v, Set>>, CmdError> {
+    ks.write_as(key, as_set)
 }
 
-/// How a key is looked up: for reading (hits and misses counted) or for
-/// writing.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Lookup {
-    Read,
-    Write,
-}
-
-/// The set at `key` together with the shard state (for its random
-/// numbers), borrowed apart; `Ok(None)` when missing, WRONGTYPE when the
-/// key holds another type.
-fn set_and_state<'a>(
+/// The set at `key` for reading together with the shard state (for its
+/// random numbers), borrowed apart; `Ok(None)` when missing, WRONGTYPE when
+/// the key holds another type.
+fn read_set_and_state<'a>(
     ks: &'a mut KeyspaceView,
     key: &[u8],
-    lookup: Lookup,
-) -> Result<Option<(&'a mut Set, &'a mut ShardState)>, CmdError> {
-    let found = match lookup {
-        Lookup::Read => read_set(ks, key)?.is_some(),
-        Lookup::Write => write_set(ks, key)?.is_some(),
-    };
-    if !found {
+) -> Result<Option<(&'a Set, &'a mut ShardState)>, CmdError> {
+    if read_set(ks, key)?.is_none() {
         return Ok(None);
     }
     // The lookup above did expiry, statistics and the type check; this one
     // only splits the borrow of the keyspace from the shard state.
     let db = ks.db;
-    let state = &mut *ks.state;
-    Ok(match ks.keyspace.db_mut(db).get_mut(key).map(|e| &mut e.value) {
+    let (keyspace, state) = ks.keyspace_and_state();
+    Ok(match keyspace.db(db).get(key).map(|e| &e.value) {
         Some(Value::Set(s)) => Some((s, state)),
         _ => None,
     })
@@ -215,28 +207,30 @@ fn reply_members(out: &mut ReplyWriter, set: &Set) {
 fn sadd(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let (key, members) = (&args[1], &args[2..]);
     let limits = ctx.ks.state.settings.limits;
-    let added = match write_set(&mut ctx.ks, key)? {
-        Some(set) => members.iter().filter(|m| set.add(m, &limits)).count(),
-        None => {
-            let mut set = new_set(&members[0], &limits);
-            let added = members.iter().filter(|m| set.add(m, &limits)).count();
-            ctx.ks.set(key, Value::Set(set), false);
-            added
-        }
+    let Some(mut updater) = write_set(&mut ctx.ks, key)? else {
+        let mut set = new_set(&members[0], &limits);
+        let added = members.iter().filter(|m| set.add(m, &limits)).count();
+        ctx.ks.set(key, Value::Set(set), false, NotifyClass::Set, "sadd");
+        ctx.out.int(added as i64);
+        return Ok(());
     };
-    if added > 0 {
-        ctx.ks.changed(key, NotifyClass::Set, "sadd");
+    let set = updater.update(NotifyClass::Set, "sadd");
+    let added = members.iter().filter(|m| set.add(m, &limits)).count();
+    if added == 0 {
+        updater.unchanged();
     }
+    drop(updater);
     ctx.out.int(added as i64);
     Ok(())
 }
 
 fn srem(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let Some(set) = write_set(&mut ctx.ks, key)? else {
+    let Some(mut updater) = write_set(&mut ctx.ks, key)? else {
         ctx.out.int(0);
         return Ok(());
     };
+    let set = updater.update(NotifyClass::Set, "srem");
     let mut removed = 0;
     for member in &args[2..] {
         if set.remove(member) {
@@ -247,11 +241,12 @@ fn srem(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         }
     }
     let emptied = set.is_empty();
-    if removed > 0 {
-        ctx.ks.changed(key, NotifyClass::Set, "srem");
-        if emptied {
-            ctx.ks.delete(key);
-        }
+    if removed == 0 {
+        updater.unchanged();
+    }
+    drop(updater);
+    if removed > 0 && emptied {
+        ctx.ks.delete(key);
     }
     ctx.out.int(removed);
     Ok(())
@@ -297,7 +292,7 @@ fn srandmember(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         3 => return srandmember_count(ctx, args),
         _ => return Err(SYNTAX),
     }
-    let Some((set, state)) = set_and_state(&mut ctx.ks, &args[1], Lookup::Read)? else {
+    let Some((set, state)) = read_set_and_state(&mut ctx.ks, &args[1])? else {
         ctx.out.null();
         return Ok(());
     };
@@ -322,7 +317,7 @@ fn srandmember_count(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let unique = count >= 0;
     let count = count.unsigned_abs() as usize;
     let limit = ctx.ks.state.settings.max_bulk_len;
-    let Some((set, state)) = set_and_state(&mut ctx.ks, key, Lookup::Read)? else {
+    let Some((set, state)) = read_set_and_state(&mut ctx.ks, key)? else {
         ctx.out.array(0);
         return Ok(());
     };
@@ -376,13 +371,15 @@ fn spop(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         _ => return Err(SYNTAX),
     }
     let key = &args[1];
-    let Some((set, state)) = set_and_state(&mut ctx.ks, key, Lookup::Write)? else {
+    let mut random = ctx.ks.state.generator();
+    let Some(mut updater) = write_set(&mut ctx.ks, key)? else {
         ctx.out.null();
         return Ok(());
     };
-    let popped = set.pop_random(&mut || state.random());
+    let set = updater.update(NotifyClass::Set, "spop");
+    let popped = set.pop_random(&mut random);
     let emptied = set.is_empty();
-    ctx.ks.changed(key, NotifyClass::Set, "spop");
+    drop(updater);
     match popped {
         Some(m) => ctx.out.bulk(&m),
         None => ctx.out.null(),
@@ -404,14 +401,16 @@ fn spop_count(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         return Err(MUST_BE_POSITIVE);
     }
     let limits = ctx.ks.state.settings.limits;
-    let found = set_and_state(&mut ctx.ks, key, Lookup::Write)?;
-    let Some((set, state)) = found.filter(|_| count > 0) else {
+    let mut random = ctx.ks.state.generator();
+    let found = write_set(&mut ctx.ks, key)?;
+    let Some(mut updater) = found.filter(|_| count > 0) else {
         ctx.out.set(0);
         return Ok(());
     };
-    let popped = set.pop_many(count as usize, &mut || state.random(), &limits);
+    let set = updater.update(NotifyClass::Set, "spop");
+    let popped = set.pop_many(count as usize, &mut random, &limits);
     let emptied = set.is_empty();
-    ctx.ks.changed(key, NotifyClass::Set, "spop");
+    drop(updater);
     ctx.out.set(popped.len());
     for m in &popped {
         ctx.out.bulk(m);
@@ -443,33 +442,33 @@ fn smove(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         ctx.out.int(found as i64);
         return Ok(());
     }
-    let Some(source) = write_set(&mut ctx.ks, src)? else {
+    let Some(mut source) = write_set(&mut ctx.ks, src)? else {
         ctx.out.int(0);
         return Ok(());
     };
-    if !source.remove(member) {
+    let set = source.update(NotifyClass::Set, "srem");
+    if !set.remove(member) {
+        source.unchanged();
+        drop(source);
         ctx.out.int(0);
         return Ok(());
     }
-    let emptied = source.is_empty();
-    ctx.ks.changed(src, NotifyClass::Set, "srem");
+    let emptied = set.is_empty();
+    drop(source);
     if emptied {
         ctx.ks.delete(src);
     }
     let limits = ctx.ks.state.settings.limits;
-    let added = match write_set(&mut ctx.ks, dst)? {
-        Some(destination) => destination.add(member, &limits),
-        None => {
-            let mut set = new_set(member, &limits);
-            set.add(member, &limits);
-            ctx.ks.set(dst, Value::Set(set), false);
-            true
-        }
-    };
-    if added {
-        ctx.ks.changed(dst, NotifyClass::Set, "sadd");
-    }
     ctx.out.int(1);
+    let Some(mut destination) = write_set(&mut ctx.ks, dst)? else {
+        let mut set = new_set(member, &limits);
+        set.add(member, &limits);
+        ctx.ks.set(dst, Value::Set(set), false, NotifyClass::Set, "sadd");
+        return Ok(());
+    };
+    if !destination.update(NotifyClass::Set, "sadd").add(member, &limits) {
+        destination.unchanged();
+    }
     Ok(())
 }
 
@@ -499,8 +498,7 @@ fn sets_at<'a>(ks: &'a KeyspaceView, keys: &[Bytes]) -> Vec<Option<&'a Set>> {
 fn store(ctx: &mut Ctx, dst: &[u8], result: Set, event: &'static str) {
     let len = result.len();
     if len > 0 {
-        ctx.ks.set(dst, Value::Set(result), false);
-        ctx.ks.changed(dst, NotifyClass::Set, event);
+        ctx.ks.set(dst, Value::Set(result), false, NotifyClass::Set, event);
     } else {
         ctx.ks.delete(dst);
     }

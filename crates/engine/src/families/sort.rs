@@ -231,7 +231,7 @@ fn elements_of(value: &Value) -> Vec<Vec<u8>> {
 /// (and the sorted key and STORE target), or when the router gathered them
 /// into these copies. Otherwise (MULTI, scripts) they are refused.
 fn may_read_patterns(ks: &KeyspaceView, key: &[u8], o: &Options) -> Result<(), CmdError> {
-    let here = &ks.keyspace;
+    let here = ks.keyspace();
     if ks.state.formed_keys_gathered || here.owns_every_slot() {
         return Ok(());
     }
@@ -292,7 +292,7 @@ struct Sorted {
 fn sort_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> CmdResult {
     let mut o = parse(args, read_only)?;
     may_read_patterns(&ctx.ks, &args[1], &o)?;
-    let Some(entry) = ctx.ks.read(&args[1]) else {
+    let Some(entry) = ctx.ks.read_to_reshape(&args[1]) else {
         return finish(ctx, &o, Vec::new(), 0, -1);
     };
     let len = match &entry.value {
@@ -438,8 +438,7 @@ fn finish(ctx: &mut Ctx, o: &Options, elements: Vec<Vec<u8>>, start: i64, end: i
         }
     }
     if outputlen > 0 {
-        ctx.ks.set(dst, Value::List(list), false);
-        ctx.ks.changed(dst, NotifyClass::List, "sortstore");
+        ctx.ks.set(dst, Value::List(list), false, NotifyClass::List, "sortstore");
     } else {
         ctx.ks.delete(dst);
     }

@@ -23,10 +23,10 @@ use crate::command::error::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use crate::command::spec::{
     acl, flags::*, keyflags as kf, CommandSpec, Exec, FindKeys, KeySpec, TimeoutAt, Waits,
 };
-use crate::command::{Ctx, KeyspaceView};
+use crate::command::{Ctx, KeyspaceView, Updater};
 use crate::families::keys::reply_help;
 use crate::funnel::NotifyClass;
-use crate::keyspace::Value;
+use crate::keyspace::{Entry, Value};
 use bytes::Bytes;
 use ringdb_protocol::ReplyWriter;
 use ringdb_types::limits::Limits;
@@ -276,16 +276,31 @@ fn read_stream<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Result<Option<&'a St
 }
 
 /// The stream at `key` for writing (`lookupKeyWrite` + `checkType`).
-fn write_stream<'a>(
-    ks: &'a mut KeyspaceView,
-    key: &[u8],
-) -> Result<Option<&'a mut Stream>, CmdError> {
-    match ks.write(key) {
-        None => Ok(None),
-        Some(e) => match &mut e.value {
-            Value::Stream(s) => Ok(Some(s)),
-            _ => Err(WRONG_TYPE),
-        },
+fn write_stream<'v>(
+    ks: &'v mut KeyspaceView,
+    key: &'v [u8],
+) -> Result<Option<Updater<'v, Stream>>, CmdError> {
+    ks.write_as(key, as_stream)
+}
+
+/// The stream in an entry, if it holds one.
+fn as_stream(e: &mut Entry) -> Option<&mut Stream> {
+    match &mut e.value {
+        Value::Stream(s) => Some(&mut **s),
+        _ => None,
+    }
+}
+
+/// The stream at `key`, created empty when missing (`created` says so).
+fn stream_or_create<'v>(
+    ks: &'v mut KeyspaceView,
+    key: &'v [u8],
+    created: bool,
+) -> Result<Updater<'v, Stream>, CmdError> {
+    if created {
+        ks.create_as(key, Value::Stream(Box::default()), as_stream)
+    } else {
+        write_stream(ks, key)?.ok_or(WRONG_TYPE)
     }
 }
 
@@ -496,19 +511,19 @@ fn xadd(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
             ctx.out.null();
             return Ok(());
         }
-        ctx.ks.set(key, Value::Stream(Box::default()), false);
     }
-    let Some(stream) = write_stream(&mut ctx.ks, key)? else {
-        return Err(WRONG_TYPE);
-    };
-    if stream.last_id() == StreamId::MAX {
+    let mut updater = stream_or_create(&mut ctx.ks, key, !exists)?;
+    if updater.last_id() == StreamId::MAX {
         return Err(CmdError::new(
             "ERR The stream has exhausted the last possible ID, unable to add more items",
         ));
     }
+    let stream = updater.update(NotifyClass::Stream, "xadd");
     let id = match stream.append(add_id, &pairs, now, &limits) {
         Ok(id) => id,
         Err(e) => {
+            updater.unchanged();
+            drop(updater);
             // A stream this command created stays only if something went in.
             if !exists {
                 ctx.ks.discard(key);
@@ -519,12 +534,11 @@ fn xadd(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
             });
         }
     };
-    let trimmed = parsed.trim.is_some_and(|trim| stream.trim(&trim) > 0);
-    reply_id(&mut ctx.out, id);
-    ctx.ks.changed(key, NotifyClass::Stream, "xadd");
-    if trimmed {
-        ctx.ks.changed(key, NotifyClass::Stream, "xtrim");
+    if parsed.trim.is_some_and(|trim| stream.trim(&trim) > 0) {
+        updater.announce(NotifyClass::Stream, "xtrim");
     }
+    drop(updater);
+    reply_id(&mut ctx.out, id);
     Ok(())
 }
 
@@ -535,14 +549,15 @@ fn xtrim(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         return Err(SYNTAX);
     };
     let key = &args[1];
-    let Some(stream) = write_stream(&mut ctx.ks, key)? else {
+    let Some(mut stream) = write_stream(&mut ctx.ks, key)? else {
         ctx.out.int(0);
         return Ok(());
     };
-    let deleted = stream.trim(&trim);
-    if deleted > 0 {
-        ctx.ks.changed(key, NotifyClass::Stream, "xtrim");
+    let deleted = stream.update(NotifyClass::Stream, "xtrim").trim(&trim);
+    if deleted == 0 {
+        stream.unchanged();
     }
+    drop(stream);
     ctx.out.int(deleted as i64);
     Ok(())
 }
@@ -593,15 +608,16 @@ fn range_generic(ctx: &mut Ctx, args: &[Bytes], rev: bool) -> CmdResult {
 
 fn xdel(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let Some(stream) = write_stream(&mut ctx.ks, key)? else {
+    let Some(mut stream) = write_stream(&mut ctx.ks, key)? else {
         ctx.out.int(0);
         return Ok(());
     };
     let ids = args[2..].iter().map(|a| strict_id(a)).collect::<Result<Vec<_>, _>>()?;
-    let deleted = stream.delete(&ids);
-    if deleted > 0 {
-        ctx.ks.changed(key, NotifyClass::Stream, "xdel");
+    let deleted = stream.update(NotifyClass::Stream, "xdel").delete(&ids);
+    if deleted == 0 {
+        stream.unchanged();
     }
+    drop(stream);
     ctx.out.int(deleted as i64);
     Ok(())
 }
@@ -810,18 +826,15 @@ fn read_group(
         return Ok(None);
     };
     let now = ctx.ks.now_ms as i64;
-    let Some(stream) = write_stream(&mut ctx.ks, key)? else {
+    let Some(mut stream) = write_stream(&mut ctx.ks, key)? else {
         return Ok(None);
     };
-    let Some(done) = stream.read_group(group, consumer, from, read.count, read.noack, now) else {
-        return Ok(None);
-    };
-    if done.consumer_created {
-        ctx.ks.changed(key, NotifyClass::Stream, "xgroup-createconsumer");
-    }
-    if !done.entries.is_empty() {
-        ctx.ks.changed(key, NotifyClass::Silent, "xreadgroup");
-    }
+    let done = stream
+        .update(NotifyClass::Silent, "xreadgroup")
+        .read_group(group, consumer, from, read.count, read.noack, now);
+    stream.unchanged();
+    let Some(done) = done else { return Ok(None) };
+    announce_claimed(&mut stream, done.consumer_created, !done.entries.is_empty(), "xreadgroup");
     Ok(Some(done.entries))
 }
 
@@ -856,11 +869,11 @@ const KEY_REQUIRED: CmdError = CmdError::new(
 
 /// The stream an XGROUP subcommand works on, which must exist; with
 /// `need_group`, the group too.
-fn group_stream<'a>(
-    ks: &'a mut KeyspaceView,
-    args: &[Bytes],
+fn group_stream<'v>(
+    ks: &'v mut KeyspaceView,
+    args: &'v [Bytes],
     need_group: bool,
-) -> Result<&'a mut Stream, CmdError> {
+) -> Result<Updater<'v, Stream>, CmdError> {
     let (key, group) = (&args[2], &args[3]);
     let stream = write_stream(ks, key)?.ok_or(KEY_REQUIRED)?;
     if need_group && stream.group(group).is_none() {
@@ -883,23 +896,19 @@ fn xgroup_create(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         b"$" => write_stream(&mut ctx.ks, key)?.map_or(StreamId::MIN, |s| s.last_id()),
         other => strict_id(other)?,
     };
-    if !exists {
-        ctx.ks.set(key, Value::Stream(Box::default()), false);
-    }
-    let Some(stream) = write_stream(&mut ctx.ks, key)? else {
-        return Err(WRONG_TYPE);
-    };
-    if !stream.create_group(group, id, entries_read) {
+    let mut stream = stream_or_create(&mut ctx.ks, key, !exists)?;
+    if !stream.update(NotifyClass::Stream, "xgroup-create").create_group(group, id, entries_read) {
+        stream.unchanged();
         return Err(CmdError::new("BUSYGROUP Consumer Group name already exists"));
     }
-    ctx.ks.changed(key, NotifyClass::Stream, "xgroup-create");
+    drop(stream);
     ctx.out.ok();
     Ok(())
 }
 
 fn xgroup_setid(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let (_, entries_read) = group_options(args, false)?;
-    let stream = group_stream(&mut ctx.ks, args, true)?;
+    let mut stream = group_stream(&mut ctx.ks, args, true)?;
     if args.len() != 5 && args.len() != 7 {
         return Err(subcommand_syntax(args));
     }
@@ -907,41 +916,51 @@ fn xgroup_setid(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         b"$" => stream.last_id(),
         other => st::parse(other, 0).map_err(|_| INVALID_ID)?,
     };
-    if let Some(g) = stream.group_mut(&args[3]) {
+    if let Some(g) = stream.update(NotifyClass::Stream, "xgroup-setid").group_mut(&args[3]) {
         g.last_id = id;
         g.entries_read = entries_read;
     }
-    ctx.ks.changed(&args[2], NotifyClass::Stream, "xgroup-setid");
+    drop(stream);
     ctx.out.ok();
     Ok(())
 }
 
 fn xgroup_destroy(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
-    let destroyed = group_stream(&mut ctx.ks, args, false)?.destroy_group(&args[3]);
-    if destroyed {
-        ctx.ks.changed(&args[2], NotifyClass::Stream, "xgroup-destroy");
+    let mut stream = group_stream(&mut ctx.ks, args, false)?;
+    let destroyed = stream.update(NotifyClass::Stream, "xgroup-destroy").destroy_group(&args[3]);
+    if !destroyed {
+        stream.unchanged();
     }
+    drop(stream);
     ctx.out.int(destroyed as i64);
     Ok(())
 }
 
 fn xgroup_createconsumer(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let now = ctx.ks.now_ms as i64;
-    let stream = group_stream(&mut ctx.ks, args, true)?;
-    let created = stream.group_mut(&args[3]).is_some_and(|g| g.create_consumer(&args[4], now));
-    if created {
-        ctx.ks.changed(&args[2], NotifyClass::Stream, "xgroup-createconsumer");
+    let mut stream = group_stream(&mut ctx.ks, args, true)?;
+    let created = stream
+        .update(NotifyClass::Stream, "xgroup-createconsumer")
+        .group_mut(&args[3])
+        .is_some_and(|g| g.create_consumer(&args[4], now));
+    if !created {
+        stream.unchanged();
     }
+    drop(stream);
     ctx.out.int(created as i64);
     Ok(())
 }
 
 fn xgroup_delconsumer(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
-    let stream = group_stream(&mut ctx.ks, args, true)?;
-    let pending = stream.group_mut(&args[3]).and_then(|g| g.delete_consumer(&args[4]));
-    if pending.is_some() {
-        ctx.ks.changed(&args[2], NotifyClass::Stream, "xgroup-delconsumer");
+    let mut stream = group_stream(&mut ctx.ks, args, true)?;
+    let pending = stream
+        .update(NotifyClass::Stream, "xgroup-delconsumer")
+        .group_mut(&args[3])
+        .and_then(|g| g.delete_consumer(&args[4]));
+    if pending.is_none() {
+        stream.unchanged();
     }
+    drop(stream);
     ctx.out.int(pending.unwrap_or(0) as i64);
     Ok(())
 }
@@ -996,8 +1015,14 @@ fn xsetid(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         i += 2;
     }
     let key = &args[1];
-    let stream = write_stream(&mut ctx.ks, key)?.ok_or(NO_SUCH_KEY)?;
-    stream.set_last_id(id, entries_added, max_deleted).map_err(|e| match e {
+    let mut stream = write_stream(&mut ctx.ks, key)?.ok_or(NO_SUCH_KEY)?;
+    let set =
+        stream.update(NotifyClass::Stream, "xsetid").set_last_id(id, entries_added, max_deleted);
+    if set.is_err() {
+        stream.unchanged();
+    }
+    drop(stream);
+    set.map_err(|e| match e {
         SetIdError::SmallerThanTop => CmdError::new(
             "ERR The ID specified in XSETID is smaller than the target stream top item",
         ),
@@ -1005,7 +1030,6 @@ fn xsetid(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
             "ERR The entries_added specified in XSETID is smaller than the target stream length",
         ),
     })?;
-    ctx.ks.changed(key, NotifyClass::Stream, "xsetid");
     ctx.out.ok();
     Ok(())
 }
@@ -1014,16 +1038,20 @@ fn xsetid(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 
 fn xack(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let (key, group) = (&args[1], &args[2]);
-    let Some(g) = write_stream(&mut ctx.ks, key)?.and_then(|s| s.group_mut(group)) else {
-        ctx.out.int(0);
-        return Ok(());
-    };
-    // All ids are checked before any is acknowledged.
+    let stream = write_stream(&mut ctx.ks, key)?;
+    // All ids are checked before any is acknowledged, even with no group.
     let ids = args[3..].iter().map(|a| strict_id(a)).collect::<Result<Vec<_>, _>>()?;
-    let acked = ids.into_iter().filter(|id| g.ack(*id)).count();
-    if acked > 0 {
-        ctx.ks.changed(key, NotifyClass::Silent, "xack");
-    }
+    let acked = match stream {
+        Some(mut stream) if stream.group(group).is_some() => {
+            let g = stream.update(NotifyClass::Silent, "xack").group_mut(group);
+            let acked = g.map_or(0, |g| ids.into_iter().filter(|id| g.ack(*id)).count());
+            if acked == 0 {
+                stream.unchanged();
+            }
+            acked
+        }
+        _ => 0,
+    };
     ctx.out.int(acked as i64);
     Ok(())
 }
@@ -1184,23 +1212,34 @@ fn xclaim(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         return Err(no_key_or_group(key, group, ""));
     }
     let (ids, opts) = parse_claim(args, now)?;
-    let Some(stream) = write_stream(&mut ctx.ks, key)? else {
+    let Some(mut stream) = write_stream(&mut ctx.ks, key)? else {
         return Err(no_key_or_group(key, group, ""));
     };
-    let Some(done) = stream.claim(group, consumer, &ids, &opts, now) else {
+    let done =
+        stream.update(NotifyClass::Silent, "xclaim").claim(group, consumer, &ids, &opts, now);
+    stream.unchanged();
+    let Some(done) = done else {
         return Err(no_key_or_group(key, group, ""));
     };
-    claimed_events(ctx, key, done.consumer_created, done.changed);
+    announce_claimed(&mut stream, done.consumer_created, done.changed, "xclaim");
+    drop(stream);
     reply_claimed(&mut ctx.out, &done.entries, opts.just_id);
     Ok(())
 }
 
-fn claimed_events(ctx: &mut Ctx, key: &[u8], consumer_created: bool, changed: bool) {
+/// What a group read or claim announces: the consumer it created, then
+/// (silently, as Redis) the entries it moved.
+fn announce_claimed(
+    stream: &mut Updater<'_, Stream>,
+    consumer_created: bool,
+    moved: bool,
+    event: &'static str,
+) {
     if consumer_created {
-        ctx.ks.changed(key, NotifyClass::Stream, "xgroup-createconsumer");
+        stream.announce(NotifyClass::Stream, "xgroup-createconsumer");
     }
-    if changed {
-        ctx.ks.changed(key, NotifyClass::Silent, "xclaim");
+    if moved {
+        stream.announce(NotifyClass::Silent, event);
     }
 }
 
@@ -1242,11 +1281,17 @@ fn xautoclaim(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         j += 1;
     }
     let now = ctx.ks.now_ms as i64;
-    let stream = write_stream(&mut ctx.ks, key)?;
-    let Some(done) = stream.and_then(|s| s.autoclaim(group, consumer, &request, now)) else {
+    let Some(mut stream) = write_stream(&mut ctx.ks, key)? else {
         return Err(no_key_or_group(key, group, ""));
     };
-    claimed_events(ctx, key, done.consumer_created, done.changed);
+    let done =
+        stream.update(NotifyClass::Silent, "xclaim").autoclaim(group, consumer, &request, now);
+    stream.unchanged();
+    let Some(done) = done else {
+        return Err(no_key_or_group(key, group, ""));
+    };
+    announce_claimed(&mut stream, done.consumer_created, done.changed, "xclaim");
+    drop(stream);
     let out = &mut ctx.out;
     out.array(3);
     reply_id(out, done.cursor);

@@ -5,9 +5,9 @@
 use crate::command::args::{self, is};
 use crate::command::error::{CmdError, CmdResult, NOT_FLOAT, NOT_INTEGER, SYNTAX, WRONG_TYPE};
 use crate::command::spec::{acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec, Merge};
-use crate::command::{Ctx, KeyspaceView};
+use crate::command::{Ctx, KeyspaceView, Updater};
 use crate::funnel::NotifyClass;
-use crate::keyspace::{StrValue, Value};
+use crate::keyspace::{Entry, StrValue, Value};
 use bytes::Bytes;
 use ringdb_types::number::{format_human_f64, parse_f64, parse_i64};
 
@@ -157,18 +157,20 @@ pub fn read_str<'a>(
     }
 }
 
-/// The string at `key` for writing.
-pub fn write_str<'a>(
-    ks: &'a mut KeyspaceView,
-    key: &[u8],
-) -> Result<Option<&'a mut StrValue>, CmdError> {
-    match ks.write(key) {
-        None => Ok(None),
-        Some(e) => match &mut e.value {
-            Value::Str(s) => Ok(Some(s)),
-            _ => Err(WRONG_TYPE),
-        },
+/// The string in an entry, if it holds one.
+pub fn as_str(e: &mut Entry) -> Option<&mut StrValue> {
+    match &mut e.value {
+        Value::Str(s) => Some(s),
+        _ => None,
     }
+}
+
+/// The string at `key` for writing.
+pub fn write_str<'v>(
+    ks: &'v mut KeyspaceView,
+    key: &'v [u8],
+) -> Result<Option<Updater<'v, StrValue>>, CmdError> {
+    ks.write_as(key, as_str)
 }
 
 /// A string value's reply; a long (shared) one goes out by reference.
@@ -294,11 +296,10 @@ fn set_generic(
         }
         return Ok(());
     }
-    ctx.ks.set(key, Value::Str(StrValue::from_bytes(value)), opts.expiry == Expiry::KeepTtl);
-    ctx.ks.changed(key, NotifyClass::String, "set");
+    let value = Value::Str(StrValue::from_bytes(value));
+    ctx.ks.set(key, value, opts.expiry == Expiry::KeepTtl, NotifyClass::String, "set");
     if let Some(at) = expire {
-        ctx.ks.set_expire(key, Some(at));
-        ctx.ks.changed(key, NotifyClass::Generic, "expire");
+        ctx.ks.set_expire(key, Some(at), "expire");
     }
     if !opts.get {
         match ok_reply {
@@ -332,8 +333,8 @@ fn psetex(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 fn getset(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let old = read_str(&mut ctx.ks, &args[1])?;
     reply_str(&mut ctx.out, old);
-    ctx.ks.set(&args[1], Value::Str(StrValue::from_bytes(&args[2])), false);
-    ctx.ks.changed(&args[1], NotifyClass::String, "set");
+    let value = Value::Str(StrValue::from_bytes(&args[2]));
+    ctx.ks.set(&args[1], value, false, NotifyClass::String, "set");
     Ok(())
 }
 
@@ -359,14 +360,12 @@ fn getex(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
             ctx.ks.delete(key);
         }
         Some(at) => {
-            ctx.ks.set_expire(key, Some(at));
-            ctx.ks.changed(key, NotifyClass::Generic, "expire");
+            ctx.ks.set_expire(key, Some(at), "expire");
         }
         None if opts.expiry == Expiry::Persist
             && ctx.ks.peek(key).and_then(|e| e.expire_at()).is_some() =>
         {
-            ctx.ks.set_expire(key, None);
-            ctx.ks.changed(key, NotifyClass::Generic, "persist");
+            ctx.ks.set_expire(key, None, "persist");
         }
         None => {}
     }
@@ -401,8 +400,8 @@ fn mset(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::wrong_args("mset"));
     }
     for pair in args[1..].chunks(2) {
-        ctx.ks.set(&pair[0], Value::Str(StrValue::from_bytes(&pair[1])), false);
-        ctx.ks.changed(&pair[0], NotifyClass::String, "set");
+        let value = Value::Str(StrValue::from_bytes(&pair[1]));
+        ctx.ks.set(&pair[0], value, false, NotifyClass::String, "set");
     }
     ctx.out.ok();
     Ok(())
@@ -417,8 +416,8 @@ fn msetnx(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
         return Ok(());
     }
     for pair in args[1..].chunks(2) {
-        ctx.ks.set(&pair[0], Value::Str(StrValue::from_bytes(&pair[1])), false);
-        ctx.ks.changed(&pair[0], NotifyClass::String, "set");
+        let value = Value::Str(StrValue::from_bytes(&pair[1]));
+        ctx.ks.set(&pair[0], value, false, NotifyClass::String, "set");
     }
     ctx.out.int(1);
     Ok(())
@@ -438,18 +437,18 @@ fn append(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let current_len = write_str(&mut ctx.ks, key)?.map(|s| s.len());
     let new_len = match current_len {
         None => {
-            ctx.ks.set(key, Value::Str(StrValue::from_bytes(tail)), false);
+            let value = Value::Str(StrValue::from_bytes(tail));
+            ctx.ks.set(key, value, false, NotifyClass::String, "append");
             tail.len()
         }
         Some(len) => {
             check_string_length(&ctx.ks, len as u64, tail.len() as u64)?;
-            let Some(s) = write_str(&mut ctx.ks, key)? else { return Ok(()) };
-            let raw = s.make_raw();
+            let Some(mut s) = write_str(&mut ctx.ks, key)? else { return Ok(()) };
+            let raw = s.update(NotifyClass::String, "append").make_raw();
             raw.extend_from_slice(tail);
             raw.len()
         }
     };
-    ctx.ks.changed(key, NotifyClass::String, "append");
     ctx.out.int(new_len as i64);
     Ok(())
 }
@@ -462,23 +461,18 @@ fn strlen(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
 
 /// Redis's `incrDecrCommand`: the TTL is kept.
 fn incr_by(ctx: &mut Ctx, key: &[u8], by: i64) -> CmdResult {
-    let current = match write_str(&mut ctx.ks, key)? {
-        None => None,
-        Some(StrValue::Int(n)) => Some(*n),
-        Some(s) => {
-            let mut tmp = [0u8; 20];
-            Some(parse_i64(s.as_bytes(&mut tmp)).ok_or(NOT_INTEGER)?)
-        }
+    let Some(mut s) = write_str(&mut ctx.ks, key)? else {
+        ctx.ks.set(key, Value::Str(StrValue::Int(by)), false, NotifyClass::String, "incrby");
+        ctx.out.int(by);
+        return Ok(());
     };
-    let old = current.unwrap_or(0);
+    let old = match &*s {
+        StrValue::Int(n) => *n,
+        other => parse_i64(other.as_bytes(&mut [0u8; 20])).ok_or(NOT_INTEGER)?,
+    };
     let value = old.checked_add(by).ok_or(crate::command::error::OVERFLOW)?;
-    match write_str(&mut ctx.ks, key)? {
-        Some(s) => *s = StrValue::Int(value),
-        None => {
-            ctx.ks.set(key, Value::Str(StrValue::Int(value)), false);
-        }
-    }
-    ctx.ks.changed(key, NotifyClass::String, "incrby");
+    *s.update(NotifyClass::String, "incrby") = StrValue::Int(value);
+    drop(s);
     ctx.out.int(value);
     Ok(())
 }
@@ -508,10 +502,7 @@ fn incrbyfloat(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
     let current = match write_str(&mut ctx.ks, key)? {
         None => 0.0,
-        Some(s) => {
-            let mut tmp = [0u8; 20];
-            parse_f64(s.as_bytes(&mut tmp)).ok_or(NOT_FLOAT)?
-        }
+        Some(s) => parse_f64(s.as_bytes(&mut [0u8; 20])).ok_or(NOT_FLOAT)?,
     };
     let by = parse_f64(&args[2]).ok_or(NOT_FLOAT)?;
     let value = current + by;
@@ -520,13 +511,7 @@ fn incrbyfloat(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     }
     let text = format_human_f64(value);
     let new = StrValue::from_bytes(text.as_bytes());
-    match write_str(&mut ctx.ks, key)? {
-        Some(s) => *s = new,
-        None => {
-            ctx.ks.set(key, Value::Str(new), false);
-        }
-    }
-    ctx.ks.changed(key, NotifyClass::String, "incrbyfloat");
+    ctx.ks.set(key, Value::Str(new), true, NotifyClass::String, "incrbyfloat");
     ctx.out.bulk(text.as_bytes());
     Ok(())
 }
@@ -581,7 +566,8 @@ fn setrange(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
             check_string_length(&ctx.ks, offset, value.len() as u64)?;
             let mut buf = vec![0u8; offset as usize + value.len()];
             buf[offset as usize..].copy_from_slice(value);
-            ctx.ks.set(key, Value::Str(StrValue::Raw(Box::new(buf))), false);
+            let value = Value::Str(StrValue::Raw(Box::new(buf)));
+            ctx.ks.set(key, value, false, NotifyClass::String, "setrange");
         }
         Some(len) => {
             if value.is_empty() {
@@ -589,8 +575,8 @@ fn setrange(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
                 return Ok(());
             }
             check_string_length(&ctx.ks, offset, value.len() as u64)?;
-            let Some(s) = write_str(&mut ctx.ks, key)? else { return Ok(()) };
-            let raw = s.make_raw();
+            let Some(mut s) = write_str(&mut ctx.ks, key)? else { return Ok(()) };
+            let raw = s.update(NotifyClass::String, "setrange").make_raw();
             let end = offset as usize + value.len();
             if raw.len() < end {
                 raw.resize(end, 0);
@@ -598,7 +584,6 @@ fn setrange(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
             raw[offset as usize..end].copy_from_slice(value);
         }
     }
-    ctx.ks.changed(key, NotifyClass::String, "setrange");
     let len = read_len(&ctx.ks, key);
     ctx.out.int(len as i64);
     Ok(())

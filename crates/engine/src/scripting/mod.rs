@@ -638,7 +638,9 @@ impl LuaEngine {
         // The declared keys are the ones the script's commands touch: their
         // entries load while Lua sets the run up.
         let keys = inv.keys.iter().map(|k| &k[..]);
-        crate::shard::prefetch_keys(ctx.ks.keyspace, ctx.ks.state, ctx.ks.db, keys);
+        let db = ctx.ks.db;
+        let (keyspace, state) = ctx.ks.for_nested_calls();
+        crate::shard::prefetch_keys(keyspace, state, db, keys);
         let settings = ctx.ks.state.settings.scripts;
         let lua = &self.lua;
         let arrays = keys_and_argv(lua, &self.sandbox.real, inv.keys, inv.argv, inv.eval)
@@ -662,15 +664,17 @@ impl LuaEngine {
         let reach = match ctx.lent.take() {
             Some(lent) => call::Reach::Node(lent),
             None => call::Reach::Held(journal::Journal::new(
-                !ctx.ks.state.funnel.is_recording() && !ctx.ks.keyspace.owns_every_slot(),
+                !ctx.ks.state.funnel.is_recording() && !ctx.ks.keyspace().owns_every_slot(),
             )),
         };
+        let (now_ms, db) = (ctx.ks.now_ms, ctx.ks.db);
+        let (keyspace, state) = ctx.ks.for_nested_calls();
         let call_ctx = RefCell::new(call::CallCtx {
-            keyspace: &mut *ctx.ks.keyspace,
-            state: &mut *ctx.ks.state,
+            keyspace,
+            state,
             reach,
-            clock: crate::shard::Clock::at(ctx.ks.now_ms),
-            client: crate::command::ClientInfo { db: ctx.ks.db, ..ctx.client },
+            clock: crate::shard::Clock::at(now_ms),
+            client: crate::command::ClientInfo { db, ..ctx.client },
             keys: inv.keys,
             read_only,
             allow_undeclared,
@@ -714,7 +718,8 @@ impl LuaEngine {
         } += 1;
         // An undone run leaves nothing: the server runs it again.
         if let (true, Some(journal)) = (restart, journal) {
-            journal.undo(ctx.ks.keyspace, ctx.ks.state);
+            let (keyspace, state) = ctx.ks.for_nested_calls();
+            journal.undo(keyspace, state);
         }
         ctx.ks.state.scripting.report = report;
         self.run.end();

@@ -34,9 +34,9 @@ use crate::command::error::{CmdError, WRONG_TYPE};
 use crate::command::spec::{
     acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec, TimeoutAt, Waits,
 };
-use crate::command::{Ctx, KeyspaceView};
+use crate::command::{Ctx, KeyspaceView, Updater};
 use crate::funnel::NotifyClass;
-use crate::keyspace::Value;
+use crate::keyspace::{Entry, Value};
 use ringdb_protocol::ReplyWriter;
 use ringdb_types::limits::Limits;
 use ringdb_types::pack::Item;
@@ -180,23 +180,37 @@ pub fn read_zset<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Result<Option<&'a 
 }
 
 /// The sorted set at `key` for writing.
-pub fn write_zset<'a>(
-    ks: &'a mut KeyspaceView,
-    key: &[u8],
-) -> Result<Option<&'a mut ZSet>, CmdError> {
-    match ks.write(key) {
-        None => Ok(None),
-        Some(e) => match &mut e.value {
-            Value::ZSet(z) => Ok(Some(z)),
-            _ => Err(WRONG_TYPE),
-        },
+pub fn write_zset<'v>(
+    ks: &'v mut KeyspaceView,
+    key: &'v [u8],
+) -> Result<Option<Updater<'v, ZSet>>, CmdError> {
+    ks.write_as(key, as_zset)
+}
+
+/// The sorted set in an entry, if it holds one.
+fn as_zset(e: &mut Entry) -> Option<&mut ZSet> {
+    match &mut e.value {
+        Value::ZSet(z) => Some(z),
+        _ => None,
     }
 }
 
-/// After members were removed from `key` (event `event`): fires the funnel
-/// and deletes the key when it became empty, with Redis's "del" event.
-fn removed_from(ks: &mut KeyspaceView, key: &[u8], event: &'static str) {
-    ks.changed(key, NotifyClass::ZSet, event);
+/// The sorted set at `key`, created as `new` when missing.
+fn zset_or_create<'v>(
+    ks: &'v mut KeyspaceView,
+    key: &'v [u8],
+    new: impl FnOnce() -> ZSet,
+) -> Result<Updater<'v, ZSet>, CmdError> {
+    if ks.exists_for_write(key) {
+        write_zset(ks, key)?.ok_or(WRONG_TYPE)
+    } else {
+        ks.create_as(key, Value::ZSet(new()), as_zset)
+    }
+}
+
+/// After members were removed from `key` (its updater fired the event):
+/// deletes the key when it became empty, with Redis's "del" event.
+fn delete_if_emptied(ks: &mut KeyspaceView, key: &[u8]) {
     let emptied = matches!(ks.peek(key).map(|e| &e.value), Some(Value::ZSet(z)) if z.is_empty());
     if emptied {
         ks.delete(key);
@@ -257,7 +271,6 @@ pub(crate) fn store_result(
         return;
     }
     let limits = ctx.ks.state.settings.limits;
-    ctx.ks.set(dst, Value::ZSet(build_zset(members, &limits)), false);
-    ctx.ks.changed(dst, NotifyClass::ZSet, event);
+    ctx.ks.set(dst, Value::ZSet(build_zset(members, &limits)), false, NotifyClass::ZSet, event);
     ctx.out.int(members.len() as i64);
 }

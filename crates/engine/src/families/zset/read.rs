@@ -254,8 +254,7 @@ const RANDOM_BATCH: usize = 1000;
 /// ZRANDMEMBER key [count [WITHSCORES]]
 pub fn zrandmember(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     if args.len() < 3 {
-        let seed = ctx.ks.state.random();
-        let mut rng = splitmix(seed);
+        let mut rng = ctx.ks.state.generator();
         let pick = read_zset(&mut ctx.ks, &args[1])?.and_then(|z| z.random(&mut rng));
         match pick {
             Some((member, _)) => bulk_member(&mut ctx.out, &member),
@@ -273,13 +272,12 @@ pub fn zrandmember(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     if with_scores && !(-i64::MAX / 2..=i64::MAX / 2).contains(&count) {
         return Err(CmdError::new("ERR value is out of range"));
     }
-    let seed = ctx.ks.state.random();
+    let mut rng = ctx.ks.state.generator();
     let budget = ctx.ks.state.settings.max_bulk_len;
     let Some(z) = read_zset(&mut ctx.ks, &args[1])? else {
         ctx.out.array(0);
         return Ok(());
     };
-    let mut rng = splitmix(seed);
     let n = usize::try_from(count.unsigned_abs()).unwrap_or(usize::MAX);
     if count == 0 {
         ctx.out.array(0);
@@ -328,19 +326,6 @@ fn random_with_repeats(
         }
     }
     Ok(())
-}
-
-/// A SplitMix64 generator seeded from the shard's: the sorted set borrows
-/// the keyspace view while the picks are drawn.
-fn splitmix(seed: u64) -> impl FnMut() -> u64 {
-    let mut state = seed;
-    move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
 }
 
 /// ZSCAN's options (Redis's `scanGenericCommand` for a key: no TYPE).

@@ -3,12 +3,11 @@
 //! BZPOPMIN, BZPOPMAX and BZMPOP.
 
 use super::parse::{self, int_in};
-use super::{bulk_member, removed_from, write_zset};
+use super::{bulk_member, delete_if_emptied, write_zset, zset_or_create};
 use crate::command::args::{self, is};
 use crate::command::error::{CmdError, CmdResult, SYNTAX};
 use crate::command::Ctx;
 use crate::funnel::NotifyClass;
-use crate::keyspace::Value;
 use bytes::Bytes;
 use ringdb_types::pack::Item;
 use ringdb_types::zset::{AddFlags, ZSet};
@@ -73,18 +72,16 @@ fn zadd_generic(ctx: &mut Ctx, args: &[Bytes], incr: bool) -> CmdResult {
     }
     let scores = pairs.chunks(2).map(|p| args::float(&p[0])).collect::<Result<Vec<f64>, _>>()?;
     let limits = ctx.ks.state.settings.limits;
-    if write_zset(&mut ctx.ks, key)?.is_none() {
-        if f.xx {
-            reply_zadd(ctx, &o, 0, 0, None);
-            return Ok(());
-        }
-        // Redis 7.0's `zaddGenericCommand`: a listpack unless the first
-        // member is already too long (or listpacks are off); the set then
-        // converts as members arrive.
-        let z = ZSet::new_for(1, pairs[1].len(), &limits);
-        ctx.ks.set(key, Value::ZSet(z), false);
+    if f.xx && write_zset(&mut ctx.ks, key)?.is_none() {
+        reply_zadd(ctx, &o, 0, 0, None);
+        return Ok(());
     }
-    let Some(z) = write_zset(&mut ctx.ks, key)? else { return Ok(()) };
+    // Redis 7.0's `zaddGenericCommand`: a listpack unless the first member
+    // is already too long (or listpacks are off); the set then converts as
+    // members arrive.
+    let mut updater =
+        zset_or_create(&mut ctx.ks, key, || ZSet::new_for(1, pairs[1].len(), &limits))?;
+    let z = updater.update(NotifyClass::ZSet, if f.incr { "zincr" } else { "zadd" });
     let (mut added, mut updated) = (0, 0);
     let mut last = None;
     let mut result = Ok(());
@@ -101,9 +98,10 @@ fn zadd_generic(ctx: &mut Ctx, args: &[Bytes], incr: bool) -> CmdResult {
             }
         }
     }
-    if added + updated > 0 {
-        ctx.ks.changed(key, NotifyClass::ZSet, if f.incr { "zincr" } else { "zadd" });
+    if added + updated == 0 {
+        updater.unchanged();
     }
+    drop(updater);
     result?;
     reply_zadd(ctx, &o, added, updated, last);
     Ok(())
@@ -125,10 +123,11 @@ fn reply_zadd(ctx: &mut Ctx, o: &ZaddOptions, added: i64, updated: i64, score: O
 /// ZREM key member [member ...]
 pub fn zrem(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let key = &args[1];
-    let Some(z) = write_zset(&mut ctx.ks, key)? else {
+    let Some(mut updater) = write_zset(&mut ctx.ks, key)? else {
         ctx.out.int(0);
         return Ok(());
     };
+    let z = updater.update(NotifyClass::ZSet, "zrem");
     let mut deleted = 0;
     for member in &args[2..] {
         deleted += z.remove(member) as i64;
@@ -136,9 +135,11 @@ pub fn zrem(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
             break;
         }
     }
-    if deleted > 0 {
-        removed_from(&mut ctx.ks, key, "zrem");
+    if deleted == 0 {
+        updater.unchanged();
     }
+    drop(updater);
+    delete_if_emptied(&mut ctx.ks, key);
     ctx.out.int(deleted);
     Ok(())
 }
@@ -152,18 +153,21 @@ enum Removal {
 
 /// Redis's `zremrangeGenericCommand`.
 fn zremrange(ctx: &mut Ctx, key: &[u8], removal: Removal, event: &'static str) -> CmdResult {
-    let Some(z) = write_zset(&mut ctx.ks, key)? else {
+    let Some(mut updater) = write_zset(&mut ctx.ks, key)? else {
         ctx.out.int(0);
         return Ok(());
     };
+    let z = updater.update(NotifyClass::ZSet, event);
     let deleted = match &removal {
         Removal::Rank(start, stop) => z.remove_range_by_rank(*start, *stop),
         Removal::Score(range) => z.remove_range_by_score(range),
         Removal::Lex(range) => z.remove_range_by_lex(range),
     };
-    if deleted > 0 {
-        removed_from(&mut ctx.ks, key, event);
+    if deleted == 0 {
+        updater.unchanged();
     }
+    drop(updater);
+    delete_if_emptied(&mut ctx.ks, key);
     ctx.out.int(deleted as i64);
     Ok(())
 }
@@ -225,8 +229,10 @@ fn pop(ctx: &mut Ctx, keys: &[Bytes], max: bool, count: usize, shape: PopReply) 
         ctx.out.array(0);
         return Ok(());
     }
-    let Some(z) = write_zset(&mut ctx.ks, key)? else { return Ok(()) };
-    let popped = z.pop(max, count);
+    let Some(mut updater) = write_zset(&mut ctx.ks, key)? else { return Ok(()) };
+    let popped =
+        updater.update(NotifyClass::ZSet, if max { "zpopmax" } else { "zpopmin" }).pop(max, count);
+    drop(updater);
     match shape {
         PopReply::Flat => ctx.out.array(popped.len() * 2),
         PopReply::Pairs => ctx.out.array(popped.len()),
@@ -247,7 +253,7 @@ fn pop(ctx: &mut Ctx, keys: &[Bytes], max: bool, count: usize, shape: PopReply) 
         bulk_member(&mut ctx.out, &Item::Str(member));
         ctx.out.double(*score);
     }
-    removed_from(&mut ctx.ks, key, if max { "zpopmax" } else { "zpopmin" });
+    delete_if_emptied(&mut ctx.ks, key);
     Ok(())
 }
 
