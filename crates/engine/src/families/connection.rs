@@ -1,8 +1,47 @@
 //! Connection commands: PING, ECHO, HELLO, AUTH, SELECT, QUIT, RESET and the
 //! CLIENT container. They run on the connection's core (`Exec::Node`); the
-//! server crate implements them. Only their rows live here.
+//! server crate implements them. PING, ECHO and SELECT need nothing but
+//! their arguments, so they are written once here, for the server and for
+//! scripts (`redis.call('ping')`) alike.
 
+use crate::command::error::{CmdError, CmdResult, DB_INDEX_OUT_OF_RANGE};
 use crate::command::spec::{acl, flags::*, CommandSpec, Exec, NodeCommand as N};
+use bytes::Bytes;
+use ringdb_protocol::ReplyWriter;
+
+/// PING [message]. A RESP2 subscriber (`push_mode`) gets the answer as a
+/// Pub/Sub-style array.
+pub fn ping(out: &mut ReplyWriter, args: &[Bytes], push_mode: bool) -> CmdResult {
+    if args.len() > 2 {
+        return Err(CmdError::wrong_args("ping"));
+    }
+    if push_mode {
+        out.array(2);
+        out.bulk(b"pong");
+        out.bulk(args.get(1).map_or(&b""[..], |m| &m[..]));
+        return Ok(());
+    }
+    match args.get(1) {
+        Some(msg) => out.bulk(msg),
+        None => out.simple("PONG"),
+    }
+    Ok(())
+}
+
+/// ECHO message
+pub fn echo(out: &mut ReplyWriter, args: &[Bytes]) -> CmdResult {
+    out.bulk(&args[1]);
+    Ok(())
+}
+
+/// SELECT index: the database it selects, of `databases` (Redis's
+/// `getIntFromObjectOrReply`, then the range check).
+pub fn select_index(args: &[Bytes], databases: usize) -> Result<usize, CmdError> {
+    let not_int = CmdError::new("ERR value is not an integer or out of range");
+    let db = crate::command::args::int_or(&args[1], not_int.clone())?;
+    let db = i32::try_from(db).map_err(|_| not_int)?;
+    usize::try_from(db).ok().filter(|&db| db < databases).ok_or(DB_INDEX_OUT_OF_RANGE)
+}
 
 const fn node(name: &'static str, arity: i32, flags: u32, cmd: N) -> CommandSpec {
     CommandSpec::new(name, arity, flags, Exec::Node(cmd)).acl(acl::CONNECTION)

@@ -1,8 +1,19 @@
 //! Server commands: INFO, CONFIG, SLOWLOG, LATENCY, MONITOR, TIME, LASTSAVE, SAVE, BGSAVE, SHUTDOWN and DEBUG. They
 //! run on the connection's core and visit shards as needed (`Exec::Node`); the server crate implements them. Only their rows
-//! live here.
+//! live here, and TIME, which needs nothing but the clock: written once for
+//! the server and for scripts.
 
 use crate::command::spec::{acl, flags::*, CommandSpec, Exec, NodeCommand as N};
+use ringdb_protocol::ReplyWriter;
+
+/// TIME: seconds and microseconds, as two bulk strings.
+pub fn time(out: &mut ReplyWriter) {
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    out.array(2);
+    out.bulk_int(now.as_secs() as i64);
+    out.bulk_int(now.subsec_micros() as i64);
+}
 
 const fn node(name: &'static str, arity: i32, flags: u32, cmd: N) -> CommandSpec {
     CommandSpec::new(name, arity, flags, Exec::Node(cmd))

@@ -23,7 +23,8 @@ use super::sandbox::RunState;
 use crate::command::args::is;
 use crate::command::ctx::ClientInfo;
 use crate::command::spec::{flags, CommandSpec, Exec};
-use crate::command::{table, Registered};
+use crate::command::{table, CmdResult, Registered};
+use crate::families::connection::{self, select_index};
 use crate::keyspace::Keyspace;
 use crate::lent::Lent;
 use crate::shard::{call, Caller, Clock, ShardCommand, ShardState};
@@ -289,6 +290,13 @@ unsafe extern "C-unwind" fn push_reply(state: *mut ffi::lua_State) -> c_int {
     }
 }
 
+/// Runs a command that writes its reply or fails: its error is its reply.
+fn replied(out: &mut ReplyWriter, run: impl FnOnce(&mut ReplyWriter) -> CmdResult) {
+    if let Err(e) = run(out) {
+        out.error(e.text());
+    }
+}
+
 impl CallCtx<'_, '_> {
     /// Checks and runs one command, leaving its reply in `self.reply`; an
     /// `Err` is a refusal (its text becomes the error table).
@@ -481,34 +489,18 @@ impl CallCtx<'_, '_> {
         let resp = self.run.resp.get();
         let mut out = ReplyWriter::new(&mut self.reply, resp);
         match exec {
-            Exec::Node(N::Select) => match ringdb_types::number::parse_i64(&argv[1]) {
-                None => out.error("ERR value is not an integer or out of range"),
-                Some(db) if db < 0 || db as usize >= self.keyspace.db_count() => {
-                    out.error("ERR DB index is out of range")
-                }
-                Some(db) => {
-                    self.client.db = db as usize;
+            Exec::Node(N::Select) => match select_index(argv, self.keyspace.db_count()) {
+                Ok(db) => {
+                    self.client.db = db;
                     out.ok();
                 }
+                Err(e) => out.error(e.text()),
             },
-            Exec::Node(N::Ping) if argv.len() <= 2 => match argv.get(1) {
-                Some(msg) => out.bulk(msg),
-                None => out.simple("PONG"),
-            },
-            Exec::Node(N::Ping) => out.error("ERR wrong number of arguments for 'ping' command"),
-            Exec::Node(N::Echo) => out.bulk(&argv[1]),
-            Exec::Node(N::Time) => {
-                let now = std::time::SystemTime::now()
-                    .duration_since(std::time::UNIX_EPOCH)
-                    .unwrap_or_default();
-                out.array(2);
-                out.bulk_int(now.as_secs() as i64);
-                out.bulk_int(now.subsec_micros() as i64);
-            }
+            Exec::Node(N::Ping) => replied(&mut out, |out| connection::ping(out, argv, false)),
+            Exec::Node(N::Echo) => replied(&mut out, |out| connection::echo(out, argv)),
+            Exec::Node(N::Time) => crate::families::server::time(&mut out),
             Exec::Node(N::Debug) if argv.len() == 3 && is(&argv[1], "protocol") => {
-                if let Err(e) = crate::families::debug::protocol(&mut out, &argv[2]) {
-                    out.error(e.text());
-                }
+                replied(&mut out, |out| crate::families::debug::protocol(out, &argv[2]))
             }
             Exec::Node(N::ClusterDisabled) => {
                 out.error("ERR This instance has cluster support disabled")

@@ -14,15 +14,10 @@ use ringdb_engine::shard::{Caller, Clock};
 use ringdb_types::number::parse_i64;
 use ringdb_types::sha1::hex;
 use std::sync::atomic::Ordering::Relaxed;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// TIME: seconds and microseconds, as two bulk strings.
 pub async fn time(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
-    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
-    let mut out = conn.reply();
-    out.array(2);
-    out.bulk_int(now.as_secs() as i64);
-    out.bulk_int(now.subsec_micros() as i64);
+    ringdb_engine::families::server::time(&mut conn.reply());
     Ok(())
 }
 

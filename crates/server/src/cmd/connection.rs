@@ -3,8 +3,8 @@
 use crate::net::connection::{ClientState, Connection};
 use bytes::Bytes;
 use ringdb_engine::command::args::{self, is};
-use ringdb_engine::command::error::DB_INDEX_OUT_OF_RANGE;
 use ringdb_engine::command::{CmdError, CmdResult};
+use ringdb_engine::families::connection;
 use ringdb_protocol::Resp;
 
 /// The Redis version ringdb answers as (HELLO, INFO): the command set it
@@ -16,37 +16,17 @@ const WRONGPASS: CmdError =
     CmdError::new("WRONGPASS invalid username-password pair or user is disabled.");
 
 pub fn ping(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
-    if args.len() > 2 {
-        return Err(CmdError::wrong_args("ping"));
-    }
-    // A RESP2 subscriber (or watcher) gets PING's answer as a Pub/Sub-style
-    // array.
     let push_mode = conn.state.in_push_mode();
-    let mut out = conn.reply();
-    if push_mode {
-        out.array(2);
-        out.bulk(b"pong");
-        out.bulk(args.get(1).map_or(&b""[..], |m| &m[..]));
-        return Ok(());
-    }
-    match args.get(1) {
-        Some(msg) => out.bulk(msg),
-        None => out.simple("PONG"),
-    }
-    Ok(())
+    connection::ping(&mut conn.reply(), args, push_mode)
 }
 
 pub fn echo(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
-    conn.reply().bulk(&args[1]);
-    Ok(())
+    connection::echo(&mut conn.reply(), args)
 }
 
 pub fn select(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
-    let db = args::int_or(&args[1], CmdError::new("ERR invalid DB index"))?;
-    if db < 0 || db as usize >= conn.core.config.borrow().databases() {
-        return Err(DB_INDEX_OUT_OF_RANGE);
-    }
-    conn.state.db = db as usize;
+    let databases = conn.core.config.borrow().databases();
+    conn.state.db = connection::select_index(args, databases)?;
     conn.reply().ok();
     Ok(())
 }

@@ -7,10 +7,7 @@ use bytes::Bytes;
 use ringdb_engine::command::{CmdError, CmdResult};
 
 pub fn multi(conn: &mut Connection) -> CmdResult {
-    if conn.state.multi.is_some() {
-        return Err(CmdError::new("ERR MULTI calls can not be nested"));
-    }
-    conn.state.multi = Some(Multi::default());
+    Multi::begin(&mut conn.state.multi)?;
     conn.reply().ok();
     Ok(())
 }
@@ -20,9 +17,7 @@ pub async fn exec(conn: &mut Connection) -> CmdResult {
 }
 
 pub async fn discard(conn: &mut Connection) -> CmdResult {
-    if conn.state.multi.take().is_none() {
-        return Err(CmdError::new("ERR DISCARD without MULTI"));
-    }
+    Multi::discard(&mut conn.state.multi)?;
     multi::unwatch_all(conn).await;
     conn.reply().ok();
     Ok(())

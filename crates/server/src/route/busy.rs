@@ -20,7 +20,7 @@ use crate::node::Core;
 use crate::route::multi::Multi;
 use bytes::{Bytes, BytesMut};
 use ringdb_engine::command::spec::flags;
-use ringdb_engine::command::{table, Exec, NodeCommand};
+use ringdb_engine::command::{table, CmdError, CmdResult, Exec, NodeCommand};
 use ringdb_protocol::{encode_command, Output, ParseLimits, ReplyWriter, RequestParser, Resp};
 
 /// What the driver holds of a connection that waits for input, so that
@@ -122,28 +122,20 @@ fn answer_one(core: &Core, idle: &mut Idle, args: Vec<Bytes>, out: &mut ReplyWri
     let Exec::Node(command) = reg.spec.exec else { return false };
     match command {
         N::Multi => {
-            if idle.multi.is_some() {
-                out.error("ERR MULTI calls can not be nested");
-            } else {
-                idle.multi = Some(Multi::default());
-                out.simple("OK");
-            }
+            reply_ok(out, Multi::begin(&mut idle.multi));
             true
         }
         N::Discard => {
-            if idle.multi.take().is_some() {
-                idle.discarded = true;
-                out.simple("OK");
-            } else {
-                out.error("ERR DISCARD without MULTI");
-            }
+            let discarded = Multi::discard(&mut idle.multi);
+            idle.discarded |= discarded.is_ok();
+            reply_ok(out, discarded);
             true
         }
         N::ScriptKill | N::FunctionKill => {
-            match scripts.kill(command == N::ScriptKill) {
-                Ok(()) => out.simple("OK"),
-                Err(e) => out.error(e.text()),
-            }
+            reply_ok(
+                out,
+                scripts.kill(command == N::ScriptKill).map_err(|e| CmdError::new(e.text())),
+            );
             true
         }
         N::FunctionStats => {
@@ -168,6 +160,14 @@ fn answer_one(core: &Core, idle: &mut Idle, args: Vec<Bytes>, out: &mut ReplyWri
             true
         }
         _ => false,
+    }
+}
+
+/// `+OK`, or the error.
+fn reply_ok(out: &mut ReplyWriter, result: CmdResult) {
+    match result {
+        Ok(()) => out.simple("OK"),
+        Err(e) => out.error(e.text()),
     }
 }
 

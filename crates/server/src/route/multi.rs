@@ -51,6 +51,25 @@ pub struct Multi {
 }
 
 impl Multi {
+    /// MULTI on a connection whose transaction (if open) is `slot`; the
+    /// busy hook answers it the same way while a script holds the core.
+    pub fn begin(slot: &mut Option<Multi>) -> CmdResult {
+        if slot.is_some() {
+            return Err(CmdError::new("ERR MULTI calls can not be nested"));
+        }
+        *slot = Some(Multi::default());
+        Ok(())
+    }
+
+    /// DISCARD: ends the open transaction (the caller forgets its WATCHed
+    /// keys).
+    pub fn discard(slot: &mut Option<Multi>) -> CmdResult {
+        match slot.take() {
+            Some(_) => Ok(()),
+            None => Err(CmdError::new("ERR DISCARD without MULTI")),
+        }
+    }
+
     /// Queues a command (`+QUEUED`), or refuses one that may not run in a
     /// transaction, which fails the EXEC. A failed transaction keeps
     /// nothing (Redis frees nothing it will not run either).
