@@ -35,11 +35,13 @@ pub fn echo(out: &mut ReplyWriter, args: &[Bytes]) -> CmdResult {
 }
 
 /// SELECT index: the database it selects, of `databases` (Redis's
-/// `getIntFromObjectOrReply`, then the range check).
+/// `getIntFromObjectOrReply`, with its two errors, then the range check).
 pub fn select_index(args: &[Bytes], databases: usize) -> Result<usize, CmdError> {
     let not_int = CmdError::new("ERR value is not an integer or out of range");
-    let db = crate::command::args::int_or(&args[1], not_int.clone())?;
-    let db = i32::try_from(db).map_err(|_| not_int)?;
+    let db = crate::command::args::int_or(&args[1], not_int)?;
+    let db = i32::try_from(db).map_err(|_| {
+        CmdError::new("ERR value is out of range, value must between -2147483648 and 2147483647")
+    })?;
     usize::try_from(db).ok().filter(|&db| db < databases).ok_or(DB_INDEX_OUT_OF_RANGE)
 }
 
