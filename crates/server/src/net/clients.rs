@@ -213,7 +213,10 @@ impl ClientRegistry {
         self.clients.is_empty()
     }
 
+    /// The connections of this core. A killed one is leaving (its task
+    /// removes it once it has closed): it is not listed, and a second
+    /// CLIENT KILL does not count it, as Redis frees a killed client at once.
     pub fn iter(&self) -> impl Iterator<Item = &Rc<ClientHandle>> {
-        self.clients.values()
+        self.clients.values().filter(|c| !c.is_killed())
     }
 }
