@@ -48,9 +48,6 @@ pub struct BlockTable {
     ready: Vec<Waiter>,
     /// Ready waiters whose keys a transaction holds: tried again later.
     deferred: Vec<Waiter>,
-    /// For the server: a reply for a served client, or `None` to wake a
-    /// client whose keys span shards so that it tries again.
-    pub(crate) outbox: Vec<(Waiter, Option<Bytes>)>,
 }
 
 /// What a blocked command's run means for its client.
@@ -160,12 +157,11 @@ impl BlockTable {
         self.deferred.push(waiter);
     }
 
-    /// A served waiter: gone from every key, its reply queued.
-    pub fn served(&mut self, waiter: Waiter, reply: Bytes) {
+    /// A served waiter (its reply is queued as a wake): gone from every key.
+    pub fn served(&mut self, waiter: Waiter) {
         if let Some((command, keys)) = self.commands.remove(&waiter) {
             self.unblock(command.client.db, &keys, waiter);
         }
-        self.outbox.push((waiter, Some(reply)));
     }
 }
 

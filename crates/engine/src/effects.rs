@@ -1,10 +1,11 @@
-//! What a shard's turn produced for the world outside it: one value, taken
-//! in one place ([`Shard::take_effects`]) and delivered by the server.
+//! What a shard's turn produced for the world outside it: one value, filled
+//! as the turn runs (the funnel holds it: [`crate::funnel::Funnel::out`]),
+//! taken in one place ([`Shard::take_effects`]) and delivered by the server.
 //!
-//! Each part accumulates where it is made (the blocking table, tracking,
-//! the funnel's events, reactive queries, hot keys, scripts' MONITOR lines
-//! and PUBLISHes, the slow log); taking them all at once means a new kind
-//! of effect is added here once, and nothing can be forgotten by a caller.
+//! Every producer (the funnel's events, the blocking table, tracking,
+//! reactive queries, hot keys, scripts' MONITOR lines and PUBLISHes, the
+//! slow log, eviction) writes into this one value, so a new kind of effect
+//! is added here once, and nothing can be forgotten by a caller.
 
 use crate::blocking::Waiter;
 use crate::funnel::KeyEvent;
@@ -12,7 +13,7 @@ use crate::hotkeys::HotEvent;
 use crate::query_watch::WatchPush;
 use crate::shard::{Publish, Shard, ShardState};
 use crate::slowlog::SlowEntry;
-use crate::tracking::Outbox;
+use crate::tracking::{KeyInvalidation, Outbox, Reader};
 use bytes::Bytes;
 use std::collections::VecDeque;
 
@@ -22,7 +23,10 @@ pub struct Effects {
     /// Blocked clients served (their replies) or to try again elsewhere.
     pub wakes: Vec<(Waiter, Option<Bytes>)>,
     /// Client-side caching invalidations.
-    pub invalidations: Option<Outbox>,
+    pub invalidations: Outbox,
+    /// Bytes the queued invalidations hold (see
+    /// [`Effects::invalidation_bytes`]).
+    invalidation_bytes: usize,
     /// Keyspace events (notifications, WATCH, the hot-key copies).
     pub events: Vec<KeyEvent>,
     /// MONITOR lines of the commands scripts called.
@@ -40,6 +44,21 @@ pub struct Effects {
 }
 
 impl Effects {
+    /// Queues a tracking invalidation.
+    pub(crate) fn invalidate(&mut self, invalidation: KeyInvalidation) {
+        self.invalidation_bytes += invalidation.key.len()
+            + invalidation.readers.capacity() * std::mem::size_of::<Reader>()
+            + std::mem::size_of::<KeyInvalidation>();
+        self.invalidations.keys.push(invalidation);
+    }
+
+    /// Bytes the queued invalidations hold: eviction does not count them
+    /// (each key it evicts queues one, and counting it would make a run
+    /// evict far more than it needs, Redis's #8069 feedback loop).
+    pub fn invalidation_bytes(&self) -> usize {
+        self.invalidation_bytes
+    }
+
     pub fn is_empty(&self) -> bool {
         !self.sends_at_once() && !self.evict_elsewhere && self.slow.is_empty()
     }
@@ -51,7 +70,7 @@ impl Effects {
     /// otherwise hear of a write before it is on disk.
     pub fn sends_at_once(&self) -> bool {
         !self.wakes.is_empty()
-            || self.invalidations.is_some()
+            || !self.invalidations.is_empty()
             || !self.events.is_empty()
             || !self.watch_pushes.is_empty()
             || !self.hot.is_empty()
@@ -63,17 +82,7 @@ impl Effects {
 impl ShardState {
     /// Takes every effect queued in this state.
     pub fn take_effects(&mut self) -> Effects {
-        Effects {
-            wakes: std::mem::take(&mut self.funnel.blocked.outbox),
-            invalidations: self.funnel.tracking.take_outbox(),
-            events: std::mem::take(&mut self.funnel.outbox),
-            monitor: std::mem::take(&mut self.monitor_out),
-            publishes: std::mem::take(&mut self.publishes),
-            evict_elsewhere: std::mem::take(&mut self.evict_elsewhere),
-            slow: std::mem::take(&mut self.slow),
-            watch_pushes: std::mem::take(&mut self.funnel.queries.outbox),
-            hot: std::mem::take(&mut self.hotkeys.outbox),
-        }
+        std::mem::take(&mut self.funnel.out)
     }
 }
 

@@ -236,7 +236,7 @@ pub struct Pool {
 /// The memory eviction compares with `maxmemory`: all of it but the
 /// invalidations this shard has queued and not sent yet.
 fn counted(shard: &Shard, limit: &MemoryLimit) -> u64 {
-    let queued = shard.state.funnel.tracking.outbox_bytes() as u64;
+    let queued = shard.state.funnel.out.invalidation_bytes() as u64;
     (limit.used)(shard).saturating_sub(queued)
 }
 
@@ -312,7 +312,7 @@ fn evict_over_limit(shard: &mut Shard, now_ms: u64) {
     {
         // Other shards hold the keys to evict: ask them, and let this
         // command through meanwhile.
-        shard.state.evict_elsewhere = true;
+        shard.state.funnel.out.evict_elsewhere = true;
         failed = false;
     }
     shard.state.oom = failed;
@@ -471,7 +471,7 @@ mod tests {
         // Shard 1 has not said yet: it may have keys to evict.
         make_room(&mut s, 1_000_000);
         assert_eq!(s.keyspace.db(0).volatile(), 0);
-        assert!(!s.state.oom && std::mem::take(&mut s.state.evict_elsewhere));
+        assert!(!s.state.oom && std::mem::take(&mut s.state.funnel.out.evict_elsewhere));
         assert_eq!(board.shards_to_ask(ShardId(0)), [ShardId(1)]);
         assert!(board.shards_to_ask(ShardId(0)).is_empty(), "asked twice");
         // Shard 1 has nothing either: the writes are refused.
@@ -480,7 +480,7 @@ mod tests {
         other.state.evict_board = board.clone();
         evict_on_timer(&mut other, 1_000_000);
         make_room(&mut s, 1_000_000);
-        assert!(s.state.oom && !s.state.evict_elsewhere);
+        assert!(s.state.oom && !s.state.funnel.out.evict_elsewhere);
     }
 
     #[test]

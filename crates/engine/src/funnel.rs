@@ -171,9 +171,10 @@ pub struct Funnel {
     pub blocked: BlockTable,
     /// `notify-keyspace-events` flags (0: notifications off).
     pub notify_flags: u32,
-    /// Keyspace notifications waiting to be published by the server, in
-    /// order.
-    pub(crate) outbox: Vec<KeyEvent>,
+    /// Everything this shard has to tell (keyspace notifications, wakes,
+    /// invalidations, …), filled as the turn runs and taken whole when it
+    /// ends.
+    pub(crate) out: crate::effects::Effects,
     /// Client-side caching: tracked keys, BCAST prefixes, invalidations.
     pub tracking: TrackingTable,
     /// The append-only log's pending changes (`None`: `appendonly no`).
@@ -203,7 +204,7 @@ impl Funnel {
         }
         if !self.tracking.is_empty() {
             let by_client = !matches!(class, NotifyClass::Expired | NotifyClass::Evicted);
-            self.tracking.key_changed(key, by_client);
+            self.tracking.key_changed(key, by_client, &mut self.out);
         }
         if !self.replicas.is_empty() {
             self.replicas.invalidate(db, key);
@@ -235,7 +236,7 @@ impl Funnel {
     /// log, or what the log will be rewritten from).
     pub fn replaced(&mut self, db: usize, affected: impl Fn(&[u8]) -> bool) {
         if !self.tracking.is_empty() {
-            self.tracking.keys_changed_where(&affected);
+            self.tracking.keys_changed_where(&affected, &mut self.out);
         }
         if !self.watches.is_empty() {
             self.watches.touch_db(db, &affected);
@@ -257,8 +258,14 @@ impl Funnel {
         if self.notify_flags & class.flag() != 0
             && self.notify_flags & (notify::KEYSPACE | notify::KEYEVENT) != 0
         {
-            self.outbox.push(KeyEvent { db, key: Bytes::copy_from_slice(key), class, event });
+            self.out.events.push(KeyEvent { db, key: Bytes::copy_from_slice(key), class, event });
         }
+    }
+
+    /// Brings the tracked keys under `tracking-table-max-keys` (see
+    /// [`TrackingTable::limit_used_slots`]), queueing their invalidations.
+    pub fn limit_tracked(&mut self) {
+        self.tracking.limit_used_slots(&mut self.out);
     }
 
     /// Takes the recorded events (empty when not recording).

@@ -135,7 +135,7 @@ impl<'a> Lent<'a> {
         // Keyspace notifications leave from the running shard, in the
         // order the script's commands caused them.
         for other in self.others() {
-            own_state.funnel.outbox.append(&mut other.state.funnel.outbox);
+            own_state.funnel.out.events.append(&mut other.state.funnel.out.events);
         }
     }
 
@@ -216,7 +216,7 @@ impl<'a> Lent<'a> {
         call(&mut scratch, &mut state, cmd, out, clock, Caller::Client);
         // Its statistics are the running shard's.
         own_state.stats.add(&state.stats);
-        own_state.monitor_out.append(&mut state.monitor_out);
+        own_state.funnel.out.monitor.append(&mut state.funnel.out.monitor);
         for (key, readers) in state.funnel.tracking.take_remembered() {
             let (_, owner) =
                 self.parts(self.slot_map.shard_of_key(&key), (&mut *own_keyspace, &mut *own_state));
@@ -298,8 +298,8 @@ impl Shard {
                 };
                 table.remember(key, reader);
             });
-            self.state.funnel.tracking.limit_used_slots();
-            lent.others().for_each(|s| s.state.funnel.tracking.limit_used_slots());
+            self.state.funnel.limit_tracked();
+            lent.others().for_each(|s| s.state.funnel.limit_tracked());
         }
         let parts = changed.len() as u32;
         let wrap = |state: &mut ShardState, mark: Option<usize>| {

@@ -93,8 +93,6 @@ pub struct QueryWatchTable {
     by_key: HashMap<(usize, Bytes), Vec<u64>>,
     /// Queries whose key changed since the last re-run, in order.
     dirty: Vec<u64>,
-    /// Results to push, per core, oldest first (the server sends them).
-    pub(crate) outbox: Vec<WatchPush>,
     /// Re-executions and pushes made (INFO watch).
     pub reexecutions: u64,
     pub pushes: u64,
@@ -190,9 +188,9 @@ impl QueryWatchTable {
     }
 
     /// Re-runs every dirty query once per protocol its watchers speak and
-    /// queues in [`outbox`](Self::outbox), per core, the results that differ
-    /// from the last ones sent.
-    pub fn rerun(&mut self, mut run: impl FnMut(&ShardCommand, Resp) -> Bytes) {
+    /// returns, per core, the results that differ from the last ones sent.
+    pub fn rerun(&mut self, mut run: impl FnMut(&ShardCommand, Resp) -> Bytes) -> Vec<WatchPush> {
+        let mut pushes = Vec::new();
         for fp in std::mem::take(&mut self.dirty) {
             let Some(query) = self.queries.get_mut(&fp) else { continue };
             let mut changed: [Option<Bytes>; 2] = [None, None];
@@ -219,14 +217,10 @@ impl QueryWatchTable {
             }
             for (core, results) in by_core {
                 self.pushes += 1;
-                self.outbox.push(WatchPush {
-                    core,
-                    fingerprint: fp,
-                    name: query.name.clone(),
-                    results,
-                });
+                pushes.push(WatchPush { core, fingerprint: fp, name: query.name.clone(), results });
             }
         }
+        pushes
     }
 }
 
@@ -280,7 +274,7 @@ mod tests {
 
     fn pushed(shard: &mut Shard) -> Vec<(u16, Option<String>, Option<String>)> {
         let text = |b: &Option<Bytes>| b.as_ref().map(|b| String::from_utf8_lossy(b).into_owned());
-        std::mem::take(&mut shard.state.funnel.queries.outbox)
+        std::mem::take(&mut shard.state.funnel.out.watch_pushes)
             .iter()
             .map(|p| (p.core, text(&p.results[0]), text(&p.results[1])))
             .collect()

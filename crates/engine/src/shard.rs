@@ -360,28 +360,18 @@ pub struct ShardState {
     /// The node's CLIENT PAUSE state (keys neither expire nor are evicted
     /// while it freezes them).
     pub pause: std::sync::Arc<crate::pause::Pause>,
-    /// This shard ran out of candidates while others have some: the server
-    /// asks them to evict now (see [`crate::evict`]).
-    pub(crate) evict_elsewhere: bool,
     /// A scratch state whose keyspace the router filled with the keys the
     /// command forms from its data too ([`FormedKeys`]), so it may read them.
     ///
     /// [`FormedKeys`]: crate::command::spec::FormedKeys
     pub formed_keys_gathered: bool,
-    /// Slow commands run here, for the log on their clients' home cores
-    /// (see [`crate::slowlog`]).
-    pub(crate) slow: std::collections::VecDeque<crate::slowlog::SlowEntry>,
     /// Where slow-log entry ids come from: one counter for every shard of
     /// the process (the server shares its own; scratch states share their
     /// home shard's).
     pub slowlog_ids: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Some client, on any core, is in MONITOR: commands scripts call are
-    /// written as lines to `monitor_out` for the server to deliver.
+    /// written as lines to the effects for the server to deliver.
     pub monitored: bool,
-    pub(crate) monitor_out: Vec<Bytes>,
-    /// Messages scripts PUBLISHed here, in order, for the server to deliver
-    /// once the run is over (see [`crate::scripting::call`]).
-    pub(crate) publishes: Vec<Publish>,
     rng: u64,
 }
 
@@ -422,13 +412,9 @@ impl ShardState {
             evict_board: Default::default(),
             pause: Default::default(),
             latency: Default::default(),
-            evict_elsewhere: false,
             formed_keys_gathered: false,
-            slow: std::collections::VecDeque::new(),
             slowlog_ids: Default::default(),
             monitored: false,
-            monitor_out: Vec::new(),
-            publishes: Vec::new(),
             rng: seed | 1,
         }
     }
@@ -436,6 +422,29 @@ impl ShardState {
     /// A state whose funnel records every event (scratch keyspaces, tests).
     pub fn recording(settings: ShardSettings) -> Self {
         ShardState { funnel: Funnel::recording(), ..ShardState::new(settings, 0x2545_F491) }
+    }
+
+    /// Replaces the hot-key rules (keys that were hot under a changed rule
+    /// cool down: their events join the effects).
+    pub fn set_hotkey_rules(&mut self, rules: Vec<crate::hotkeys::rule::Rule>) {
+        self.hotkeys.set_rules(rules, &mut self.funnel.out.hot);
+    }
+
+    /// Changes `hotkeys-max-keys`.
+    pub fn set_hotkeys_max_keys(&mut self, max_keys: usize) {
+        self.hotkeys.set_max_keys(max_keys, &mut self.funnel.out.hot);
+    }
+
+    /// The hot-key tick (every 100 ms): counts the reads other cores served
+    /// from this shard's read copies, cools down the keys whose time is up.
+    /// Whether keys became hot or cooled since the effects were last taken.
+    pub fn tick_hotkeys(&mut self, now_ms: u64) -> bool {
+        let out = &mut self.funnel.out.hot;
+        for (db, key, n) in self.funnel.replicas.take_served() {
+            self.hotkeys.record_served(db, &key, n, now_ms, out);
+        }
+        self.hotkeys.tick(now_ms, out);
+        !out.is_empty()
     }
 
     /// A generator seeded from this state's, for a command that draws
@@ -805,19 +814,20 @@ impl Shard {
     /// before a command).
     pub fn enforce_limits(&mut self, now: u64) {
         crate::evict::evict_on_timer(self, now);
-        self.state.funnel.tracking.limit_used_slots();
+        self.state.funnel.limit_tracked();
     }
 
     /// Re-runs the reactive queries whose key changed; the results that
-    /// differ from the last ones sent wait in the table's outbox.
+    /// differ from the last ones sent join the effects.
     pub fn rerun_queries(&mut self, now: u64) {
         if !self.state.funnel.queries.has_dirty() {
             return;
         }
         let (keyspace, state) = (&mut self.keyspace, &mut self.state);
         let mut table = std::mem::take(&mut state.funnel.queries);
-        table.rerun(|cmd, resp| query_watch::run(keyspace, state, cmd, resp, now));
+        let pushes = table.rerun(|cmd, resp| query_watch::run(keyspace, state, cmd, resp, now));
         state.funnel.queries = table;
+        state.funnel.out.watch_pushes.extend(pushes);
     }
 
     /// Serves the blocked clients whose keys changed (see
@@ -835,7 +845,7 @@ impl Shard {
             for (waiter, command) in self.state.funnel.blocked.take_ready() {
                 let Some(command) = command else {
                     // Keys on several shards: its home core tries again.
-                    self.state.funnel.blocked.outbox.push((waiter, None));
+                    self.state.funnel.out.wakes.push((waiter, None));
                     continue;
                 };
                 if !self.locks.is_idle() && !self.locks.may_run(&command.lock_set()) {
@@ -848,7 +858,8 @@ impl Shard {
                 match crate::blocking::verdict(&command, &out, nothing, &self.keyspace) {
                     crate::blocking::Verdict::Wait => {}
                     crate::blocking::Verdict::Reply(reply) => {
-                        self.state.funnel.blocked.served(waiter, reply);
+                        self.state.funnel.blocked.served(waiter);
+                        self.state.funnel.out.wakes.push((waiter, Some(reply)));
                         served_any = true;
                     }
                 }
@@ -981,13 +992,13 @@ fn query(
     now: u64,
 ) {
     let (hits, misses) = (state.stats.keyspace_hits, state.stats.keyspace_misses);
-    let queued = state.funnel.outbox.len();
+    let queued = state.funnel.out.events.len();
     run_handler(keyspace, state, cmd, out, splices, now, None);
     state.stats.keyspace_hits = hits;
     state.stats.keyspace_misses = misses;
-    let added = state.funnel.outbox.split_off(queued);
-    let changes = added.into_iter().filter(|e| e.class != crate::funnel::NotifyClass::KeyMiss);
-    state.funnel.outbox.extend(changes);
+    let events = &mut state.funnel.out.events;
+    let added = events.split_off(queued);
+    events.extend(added.into_iter().filter(|e| e.class != crate::funnel::NotifyClass::KeyMiss));
 }
 
 /// A command that changed several keys (MSET, RENAME, a script) is one
@@ -1016,9 +1027,10 @@ fn record_accesses(state: &mut ShardState, cmd: &ShardCommand, now: u64) {
     }
     let write = cmd.spec.is_write();
     let (args, db, hotkeys) = (&cmd.args, cmd.client.db, &mut state.hotkeys);
+    let out = &mut state.funnel.out.hot;
     cmd.spec.for_each_key(args, |i| {
         if let Some(key) = args.get(i) {
-            hotkeys.record(db, key, write, now);
+            hotkeys.record(db, key, write, now, out);
         }
     });
 }
@@ -1065,7 +1077,8 @@ fn run_handler(
         };
         catch_unwind(AssertUnwindSafe(|| handler(&mut ctx, &cmd.args)))
     };
-    state.funnel.tracking.leave(outer_writer, &cmd.client, cmd.spec, &cmd.args);
+    let funnel = &mut state.funnel;
+    funnel.tracking.leave(outer_writer, &cmd.client, cmd.spec, &cmd.args, &mut funnel.out);
     let failed = match result {
         Ok(Ok(())) => None,
         Ok(Err(e)) => Some(e),

@@ -75,10 +75,11 @@ pub fn record(state: &mut ShardState, cmd: &ShardCommand, usec: u64, now_ms: u64
     {
         return;
     }
-    if state.slow.len() >= settings.max_len {
-        state.slow.pop_front();
+    let slow = &mut state.funnel.out.slow;
+    if slow.len() >= settings.max_len {
+        slow.pop_front();
     }
-    state.slow.push_back(SlowEntry {
+    slow.push_back(SlowEntry {
         id: state.slowlog_ids.fetch_add(1, Ordering::Relaxed),
         unix_secs: now_ms / 1000,
         usec,

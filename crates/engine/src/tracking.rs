@@ -31,6 +31,7 @@
 
 use crate::command::spec::{flags, CommandSpec};
 use crate::command::ClientInfo;
+use crate::effects::Effects;
 use bytes::Bytes;
 use hashbrown::HashMap;
 use std::collections::BTreeMap;
@@ -131,9 +132,6 @@ pub struct TrackingTable {
     writer: u64,
     /// A script running now called a read-only command.
     script_read: bool,
-    outbox: Outbox,
-    /// See [`outbox_bytes`](Self::outbox_bytes).
-    outbox_bytes: usize,
 }
 
 impl TrackingTable {
@@ -207,6 +205,7 @@ impl TrackingTable {
         client: &ClientInfo,
         spec: &CommandSpec,
         args: &[Bytes],
+        out: &mut Effects,
     ) {
         self.depth = self.depth.saturating_sub(1);
         self.writer = outer_writer;
@@ -223,7 +222,7 @@ impl TrackingTable {
         if (read_only || script_read) && !spec.has(flags::PUBSUB) {
             let reader = Reader { core: client.home, id: client.id };
             let _ = spec.for_each_key(args, |i| self.remember(&args[i], reader));
-            self.limit_used_slots();
+            self.limit_used_slots(out);
         }
     }
 
@@ -259,19 +258,19 @@ impl TrackingTable {
 
     /// The write funnel: `key` changed. `by_client` is false for expiry and
     /// eviction.
-    pub fn key_changed(&mut self, key: &[u8], by_client: bool) {
+    pub fn key_changed(&mut self, key: &[u8], by_client: bool, out: &mut Effects) {
         if !self.prefixes.is_empty() {
-            self.note_bcast(key, by_client);
+            self.note_bcast(key, by_client, out);
         }
         if let Some(readers) = self.keys.remove(key) {
             self.items -= readers.len();
             let key = Bytes::copy_from_slice(key);
-            self.queue(KeyInvalidation { key, readers, writer: self.writer });
+            out.invalidate(KeyInvalidation { key, readers, writer: self.writer });
         }
     }
 
     /// Queues `key` for every core with a BCAST prefix it starts with.
-    fn note_bcast(&mut self, key: &[u8], by_client: bool) {
+    fn note_bcast(&mut self, key: &[u8], by_client: bool, out: &mut Effects) {
         let writer = (by_client && self.writer != 0).then_some(self.writer);
         let mut cores: Vec<u16> = Vec::new();
         for (prefix, with) in &self.prefixes {
@@ -283,16 +282,16 @@ impl TrackingTable {
         cores.dedup();
         for core in cores {
             let change = BcastChange { key: Bytes::copy_from_slice(key), writer };
-            self.outbox.bcast.entry(core).or_default().push(change);
+            out.invalidations.bcast.entry(core).or_default().push(change);
         }
     }
 
     /// Every tracked key for which `affected` says yes changed at once
     /// (SWAPDB: keys on either side of the swap).
-    pub fn keys_changed_where(&mut self, affected: impl Fn(&[u8]) -> bool) {
+    pub fn keys_changed_where(&mut self, affected: impl Fn(&[u8]) -> bool, out: &mut Effects) {
         let changed: Vec<Bytes> = self.keys.keys().filter(|k| affected(k)).cloned().collect();
         for key in changed {
-            self.key_changed(&key, true);
+            self.key_changed(&key, true, out);
         }
     }
 
@@ -332,7 +331,7 @@ impl TrackingTable {
     /// the call before while it stays over. Called after each read that
     /// remembers keys, on every background tick, and on every shard before
     /// a command while the total is over.
-    pub fn limit_used_slots(&mut self) {
+    pub fn limit_used_slots(&mut self, out: &mut Effects) {
         let Some(max) = self.max_keys else { return };
         let all = self.sync_total();
         if all <= max {
@@ -351,7 +350,7 @@ impl TrackingTable {
             if let Some(readers) = self.keys.remove(&key) {
                 self.items -= readers.len();
                 // Nobody changed the key: no NOLOOP client is spared.
-                self.queue(KeyInvalidation { key, readers, writer: 0 });
+                out.invalidate(KeyInvalidation { key, readers, writer: 0 });
             }
         }
         let over = self.sync_total() > max;
@@ -387,33 +386,6 @@ impl TrackingTable {
             }
         }
     }
-
-    /// Invalidations wait to be sent.
-    pub fn has_outbox(&self) -> bool {
-        !self.outbox.is_empty()
-    }
-
-    fn queue(&mut self, invalidation: KeyInvalidation) {
-        self.outbox_bytes += invalidation.key.len()
-            + invalidation.readers.capacity() * std::mem::size_of::<Reader>()
-            + std::mem::size_of::<KeyInvalidation>();
-        self.outbox.keys.push(invalidation);
-    }
-
-    /// Bytes the queued invalidations hold: eviction does not count them
-    /// (each key it evicts queues one, and counting it would make a run
-    /// evict far more than it needs, Redis's #8069 feedback loop).
-    pub fn outbox_bytes(&self) -> usize {
-        self.outbox_bytes
-    }
-
-    pub fn take_outbox(&mut self) -> Option<Outbox> {
-        self.outbox_bytes = 0;
-        if self.outbox.is_empty() {
-            return None;
-        }
-        Some(std::mem::take(&mut self.outbox))
-    }
 }
 
 #[cfg(test)]
@@ -430,12 +402,56 @@ mod tests {
         s.split(' ').map(|a| Bytes::copy_from_slice(a.as_bytes())).collect()
     }
 
+    /// A table with the effects it queues (a shard's, in a server).
+    #[derive(Default)]
+    struct Table {
+        table: TrackingTable,
+        out: Effects,
+    }
+
+    impl Table {
+        fn key_changed(&mut self, key: &[u8], by_client: bool) {
+            self.table.key_changed(key, by_client, &mut self.out);
+        }
+        fn keys_changed_where(&mut self, affected: impl Fn(&[u8]) -> bool) {
+            self.table.keys_changed_where(affected, &mut self.out);
+        }
+        fn leave(&mut self, outer: u64, client: &ClientInfo, spec: &CommandSpec, args: &[Bytes]) {
+            self.table.leave(outer, client, spec, args, &mut self.out);
+        }
+        fn limit_used_slots(&mut self) {
+            self.table.limit_used_slots(&mut self.out);
+        }
+        fn take_outbox(&mut self) -> Option<Outbox> {
+            taken(&mut self.out)
+        }
+    }
+
+    impl std::ops::Deref for Table {
+        type Target = TrackingTable;
+        fn deref(&self) -> &TrackingTable {
+            &self.table
+        }
+    }
+
+    impl std::ops::DerefMut for Table {
+        fn deref_mut(&mut self) -> &mut TrackingTable {
+            &mut self.table
+        }
+    }
+
+    /// The invalidations queued in `out`, if any.
+    fn taken(out: &mut Effects) -> Option<Outbox> {
+        let outbox = std::mem::take(out).invalidations;
+        (!outbox.is_empty()).then_some(outbox)
+    }
+
     fn tracker(id: u64, core: u16) -> ClientInfo {
         ClientInfo { id, home: core, track: true, ..ClientInfo::default() }
     }
 
     /// Runs `line` as client `client` would (without executing anything).
-    fn run(t: &mut TrackingTable, client: &ClientInfo, line: &str) {
+    fn run(t: &mut Table, client: &ClientInfo, line: &str) {
         let a = args(line);
         let outer = t.enter(client);
         t.leave(outer, client, spec(line.split(' ').next().unwrap()), &a);
@@ -443,7 +459,7 @@ mod tests {
 
     #[test]
     fn reads_are_remembered_and_the_first_change_invalidates_once() {
-        let mut t = TrackingTable::default();
+        let mut t = Table::default();
         assert!(t.is_empty());
         let (a, b) = (tracker(7, 1), tracker(9, 0));
         run(&mut t, &a, "mget x y");
@@ -475,9 +491,9 @@ mod tests {
 
     #[test]
     fn scripts_track_their_declared_keys_only_after_a_read() {
-        let mut t = TrackingTable::default();
+        let mut t = Table::default();
         let c = tracker(4, 0);
-        let script = |t: &mut TrackingTable, line: &str, inner: &str| {
+        let script = |t: &mut Table, line: &str, inner: &str| {
             let a = args(line);
             let outer = t.enter(&c);
             let inner_args = args(inner);
@@ -496,7 +512,7 @@ mod tests {
 
     #[test]
     fn bcast_prefixes_route_changes_to_their_cores() {
-        let mut t = TrackingTable::default();
+        let mut t = Table::default();
         t.note_prefix(Bytes::from_static(b"a:"), 1, true);
         t.note_prefix(Bytes::from_static(b""), 0, true);
         t.note_prefix(Bytes::from_static(b"a:"), 0, true);
@@ -519,7 +535,7 @@ mod tests {
 
     #[test]
     fn flushes_and_swaps() {
-        let mut t = TrackingTable::default();
+        let mut t = Table::default();
         let c = tracker(2, 0);
         run(&mut t, &c, "mget a b c");
         t.keys_changed_where(|k| k == b"b");
@@ -561,10 +577,10 @@ mod tests {
         execute(&mut shard, &reader, "strlen missing");
         execute(&mut shard, &reader, "set h:x 2");
         assert_eq!(shard.state.funnel.tracking.key_count(), 3);
-        assert_eq!(shard.state.funnel.tracking.take_outbox(), None);
+        assert_eq!(taken(&mut shard.state.funnel.out), None);
         execute(&mut shard, &writer, "del a missing");
         execute(&mut shard, &writer, "append b x");
-        let out = shard.state.funnel.tracking.take_outbox().unwrap();
+        let out = taken(&mut shard.state.funnel.out).unwrap();
         let keys: Vec<(&[u8], u64)> = out.keys.iter().map(|k| (&k.key[..], k.writer)).collect();
         // Deleting a missing key changes nothing: it stays tracked.
         assert_eq!(keys, vec![(&b"a"[..], 5), (&b"b"[..], 5)]);
@@ -575,12 +591,12 @@ mod tests {
         // Long enough that the read below is surely before it expires, even
         // on a loaded machine.
         execute(&mut shard, &writer, "pexpire h:x 200");
-        let _ = shard.state.funnel.tracking.take_outbox();
+        let _ = taken(&mut shard.state.funnel.out);
         execute(&mut shard, &reader, "get h:x");
         shard.state.funnel.tracking.note_prefix(Bytes::from_static(b"h:"), 0, true);
         std::thread::sleep(std::time::Duration::from_millis(250));
         execute(&mut shard, &reader, "get h:x");
-        let out = shard.state.funnel.tracking.take_outbox().unwrap();
+        let out = taken(&mut shard.state.funnel.out).unwrap();
         assert_eq!(out.keys.len(), 1);
         assert_eq!(
             out.bcast.get(&0),
@@ -591,7 +607,7 @@ mod tests {
     #[test]
     fn the_limit_bounds_every_shard_together_with_growing_effort() {
         let total = Arc::new(TrackedTotal::default());
-        let (mut a, mut b) = (TrackingTable::default(), TrackingTable::default());
+        let (mut a, mut b) = (Table::default(), Table::default());
         a.count_in(total.clone());
         b.count_in(total.clone());
         a.set_limit(0);

@@ -18,11 +18,7 @@ pub async fn run(core: Rc<Core>) {
             let mut shard = core.shard.borrow_mut();
             shard.state.stats.sample(now);
             // Reads answered from copies on other cores count as accesses.
-            for (db, key, n) in shard.state.funnel.replicas.take_served() {
-                shard.state.hotkeys.record_served(db, &key, n, now);
-            }
-            shard.state.hotkeys.tick(now);
-            shard.state.hotkeys.has_events()
+            shard.state.tick_hotkeys(now)
         };
         if cooled {
             core.publish_changes();

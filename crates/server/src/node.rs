@@ -226,12 +226,11 @@ impl Core {
     /// Gives the shard `config`'s hot-key rules and key limit when they
     /// differ from `before`'s (all of them at start-up, `before` = None).
     fn apply_hotkeys(shard: &mut Shard, config: &Config, before: Option<&Config>) {
-        let now = ringdb_engine::shard::now_ms();
         let changed = |name: &str| before.is_none_or(|b| b.get(name) != config.get(name));
         if changed("hotkeys-rules") {
-            shard.state.hotkeys.set_rules(config.hotkeys_rules(), now);
+            shard.state.set_hotkey_rules(config.hotkeys_rules());
         }
-        shard.state.hotkeys.set_max_keys(config.hotkeys_max_keys(), now);
+        shard.state.set_hotkeys_max_keys(config.hotkeys_max_keys());
         shard.state.hotkeys.replicate = config.hotkeys_replicate_reads();
     }
 
@@ -289,8 +288,8 @@ impl Core {
         if !effects.wakes.is_empty() {
             crate::cmd::blocking::send_wakes(self, effects.wakes);
         }
-        if let Some(invalidations) = effects.invalidations {
-            crate::push::tracking::publish(self, invalidations);
+        if !effects.invalidations.is_empty() {
+            crate::push::tracking::publish(self, effects.invalidations);
         }
         if !effects.events.is_empty() {
             self.publish_events(effects.events);

@@ -19,7 +19,8 @@
 //!   another `duration`. When `duration` has passed with no such access, it
 //!   cools down (at the next tick or access).
 //!
-//! Becoming hot and cooling down are queued in [`HotKeys::outbox`] while
+//! Becoming hot and cooling down are queued in the shard's effects (the
+//! `out` every method that can cause them takes) while
 //! some core has `HOTKEYS.WATCH` watchers ([`HotKeys::watchers`]); the
 //! server sends them to those cores.
 
@@ -114,9 +115,6 @@ pub struct HotKeys {
     top: topk::TopK,
     /// Cores with `HOTKEYS.WATCH` watchers, and how many each has.
     pub watchers: BTreeMap<u16, u32>,
-    /// State changes waiting to be sent to the watchers' cores (and used
-    /// for read copies when `replicate` is on).
-    pub(crate) outbox: Vec<HotEvent>,
     /// `hotkeys-replicate-reads`: queue state changes even with no watcher.
     pub replicate: bool,
     pub stats: HotStats,
@@ -138,7 +136,6 @@ impl HotKeys {
             hot: Vec::new(),
             top: topk::TopK::default(),
             watchers: BTreeMap::new(),
-            outbox: Vec::new(),
             replicate: false,
             stats: HotStats::default(),
             rng: 0x2545_F491_4F6C_DD1D,
@@ -152,7 +149,7 @@ impl HotKeys {
     /// Replaces the rules. Keys whose rule is unchanged keep their counts
     /// and state; the others are forgotten (cooling down if hot), so a
     /// changed rule starts from a clean window.
-    pub fn set_rules(&mut self, rules: Vec<Rule>, now_ms: u64) {
+    pub fn set_rules(&mut self, rules: Vec<Rule>, out: &mut Vec<HotEvent>) {
         let old = std::mem::take(&mut self.rules);
         self.rules = rules
             .into_iter()
@@ -168,18 +165,18 @@ impl HotKeys {
             })
             .collect();
         for slot in stale {
-            self.forget(slot, now_ms);
+            self.forget(slot, out);
         }
     }
 
     /// Changes `hotkeys-max-keys`.
-    pub fn set_max_keys(&mut self, max_keys: usize, now_ms: u64) {
+    pub fn set_max_keys(&mut self, max_keys: usize, out: &mut Vec<HotEvent>) {
         if max_keys == self.tracked.capacity() {
             return;
         }
         for (key, t) in self.tracked.set_capacity(max_keys) {
             self.stats.evicted += 1;
-            self.gone(key, t, now_ms);
+            self.gone(key, t, out);
         }
         self.hot.retain(|&s| self.tracked.get(s).is_some());
     }
@@ -194,9 +191,16 @@ impl HotKeys {
 
     /// Counts `n` reads of a tracked `key` served from per-core copies (they
     /// never reach this shard one by one).
-    pub fn record_served(&mut self, db: usize, key: &[u8], n: u64, now_ms: u64) {
+    pub fn record_served(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        n: u64,
+        now_ms: u64,
+        out: &mut Vec<HotEvent>,
+    ) {
         if let Some(slot) = self.tracked.touch(db, key) {
-            self.count(slot, false, now_ms, n.min(u32::MAX as u64) as u32);
+            self.count(slot, false, now_ms, n.min(u32::MAX as u64) as u32, out);
         }
     }
 
@@ -207,7 +211,14 @@ impl HotKeys {
 
     /// Counts one access of `key` in `db` at `now_ms`; `write` tells a write
     /// from a read.
-    pub fn record(&mut self, db: usize, key: &[u8], write: bool, now_ms: u64) {
+    pub fn record(
+        &mut self,
+        db: usize,
+        key: &[u8],
+        write: bool,
+        now_ms: u64,
+        out: &mut Vec<HotEvent>,
+    ) {
         self.top.add(db, key);
         if self.rules.is_empty() {
             return;
@@ -233,13 +244,13 @@ impl HotKeys {
                 let (slot, evicted) = self.tracked.insert((db, Bytes::copy_from_slice(key)), t);
                 if let Some((old_key, old)) = evicted {
                     self.stats.evicted += 1;
-                    self.gone(old_key, old, now_ms);
+                    self.gone(old_key, old, out);
                     self.hot.retain(|&s| s != slot);
                 }
                 slot
             }
         };
-        self.count(slot, write, now_ms, 1);
+        self.count(slot, write, now_ms, 1, out);
     }
 
     /// Whether a new key may take a place now (see [`ADMIT_ONE_IN`]).
@@ -257,7 +268,7 @@ impl HotKeys {
     }
 
     /// Counts `n` accesses of a tracked key and updates its state.
-    fn count(&mut self, slot: Slot, write: bool, now_ms: u64, n: u32) {
+    fn count(&mut self, slot: Slot, write: bool, now_ms: u64, n: u32, out: &mut Vec<HotEvent>) {
         let Some(((db, key), t)) = self.tracked.get_mut(slot) else { return };
         if !t.rule.counted.counts(write) {
             return;
@@ -278,21 +289,15 @@ impl HotKeys {
                 self.stats.detected += 1;
                 self.hot.push(slot);
                 if self.wants_events() {
-                    self.outbox.push(event);
+                    out.push(event);
                 }
             }
         }
     }
 
-    /// Keys became hot or cooled down since the last
-    /// [`Shard::take_effects`](crate::shard::Shard::take_effects).
-    pub fn has_events(&self) -> bool {
-        !self.outbox.is_empty()
-    }
-
     /// Cools down the keys whose time is up and ages the sketch; the server
     /// calls it every 100 ms.
-    pub fn tick(&mut self, now_ms: u64) {
+    pub fn tick(&mut self, now_ms: u64, out: &mut Vec<HotEvent>) {
         self.top.age(now_ms);
         if self.hot.is_empty() {
             return;
@@ -307,32 +312,32 @@ impl HotKeys {
             if now_ms >= t.hot_until {
                 t.hot_since = None;
                 let event = HotEvent::Cold { db: *db, key: key.clone() };
-                self.cooled(event);
+                self.cooled(event, out);
             } else {
                 self.hot.push(slot);
             }
         }
     }
 
-    fn cooled(&mut self, event: HotEvent) {
+    fn cooled(&mut self, event: HotEvent, out: &mut Vec<HotEvent>) {
         self.stats.cooled += 1;
         if self.wants_events() {
-            self.outbox.push(event);
+            out.push(event);
         }
     }
 
     /// Drops a tracked key (its rule changed or went away).
-    fn forget(&mut self, slot: Slot, now_ms: u64) {
+    fn forget(&mut self, slot: Slot, out: &mut Vec<HotEvent>) {
         if let Some((key, t)) = self.tracked.remove(slot) {
-            self.gone(key, t, now_ms);
+            self.gone(key, t, out);
         }
         self.hot.retain(|&s| s != slot);
     }
 
     /// A key no longer tracked: if it was hot, it cools down now.
-    fn gone(&mut self, (db, key): lru::TrackedKey, t: Tracked, _now_ms: u64) {
+    fn gone(&mut self, (db, key): lru::TrackedKey, t: Tracked, out: &mut Vec<HotEvent>) {
         if t.hot_since.is_some() {
-            self.cooled(HotEvent::Cold { db, key });
+            self.cooled(HotEvent::Cold { db, key }, out);
         }
     }
 

@@ -7,16 +7,56 @@ fn rules(text: &str) -> Vec<Rule> {
     parse_rules(text).unwrap()
 }
 
+/// Hot keys with the events they queued (a shard's effects, in a server).
+struct Tracker {
+    keys: HotKeys,
+    outbox: Vec<HotEvent>,
+}
+
+impl Tracker {
+    fn new(max_keys: usize) -> Tracker {
+        Tracker { keys: HotKeys::new(max_keys), outbox: Vec::new() }
+    }
+    fn set_rules(&mut self, rules: Vec<Rule>, _now_ms: u64) {
+        self.keys.set_rules(rules, &mut self.outbox);
+    }
+    fn set_max_keys(&mut self, max_keys: usize, _now_ms: u64) {
+        self.keys.set_max_keys(max_keys, &mut self.outbox);
+    }
+    fn record(&mut self, db: usize, key: &[u8], write: bool, now_ms: u64) {
+        self.keys.record(db, key, write, now_ms, &mut self.outbox);
+    }
+    fn record_served(&mut self, db: usize, key: &[u8], n: u64, now_ms: u64) {
+        self.keys.record_served(db, key, n, now_ms, &mut self.outbox);
+    }
+    fn tick(&mut self, now_ms: u64) {
+        self.keys.tick(now_ms, &mut self.outbox);
+    }
+}
+
+impl std::ops::Deref for Tracker {
+    type Target = HotKeys;
+    fn deref(&self) -> &HotKeys {
+        &self.keys
+    }
+}
+
+impl std::ops::DerefMut for Tracker {
+    fn deref_mut(&mut self) -> &mut HotKeys {
+        &mut self.keys
+    }
+}
+
 /// A tracker with one rule over `user:` keys: 1 s window, threshold 10,
 /// hot for 2 s; and one watcher so events are queued.
-fn tracker() -> HotKeys {
-    let mut h = HotKeys::new(100);
+fn tracker() -> Tracker {
+    let mut h = Tracker::new(100);
     h.set_rules(rules("users PREFIX user: INTERVAL 1 THRESHOLD 10 DURATION 2"), 0);
     h.watch(0, 1);
     h
 }
 
-fn hot_keys(h: &mut HotKeys, now: u64) -> Vec<String> {
+fn hot_keys(h: &mut Tracker, now: u64) -> Vec<String> {
     h.list(now).iter().map(|e| String::from_utf8_lossy(&e.key).into_owned()).collect()
 }
 
@@ -87,7 +127,7 @@ fn accesses_below_the_threshold_do_not_renew_a_hot_key() {
 
 #[test]
 fn only_matching_keys_and_counted_kinds_are_tracked() {
-    let mut h = HotKeys::new(100);
+    let mut h = Tracker::new(100);
     h.set_rules(
         rules(
             "w PATTERN item:*:stock INTERVAL 1 THRESHOLD 3 DURATION 1 COUNT writes; \
@@ -120,7 +160,7 @@ fn only_matching_keys_and_counted_kinds_are_tracked() {
 
 #[test]
 fn the_tracked_keys_are_bounded_and_the_oldest_go() {
-    let mut h = HotKeys::new(3);
+    let mut h = Tracker::new(3);
     h.set_rules(rules("r PREFIX k INTERVAL 1 THRESHOLD 2 DURATION 10"), 0);
     h.watch(1, 1);
     h.record(0, b"k0", false, 1_000);
@@ -150,7 +190,7 @@ fn the_tracked_keys_are_bounded_and_the_oldest_go() {
 
 #[test]
 fn a_uniform_load_over_many_keys_does_not_churn_the_table_but_a_hot_key_gets_in() {
-    let mut h = HotKeys::new(100);
+    let mut h = Tracker::new(100);
     h.set_rules(rules("all PREFIX k INTERVAL 1 THRESHOLD 50 DURATION 1"), 0);
     let mut now = 10_000;
     for i in 0..10_000u64 {
@@ -166,7 +206,7 @@ fn a_uniform_load_over_many_keys_does_not_churn_the_table_but_a_hot_key_gets_in(
 
 #[test]
 fn changing_a_rule_restarts_its_keys_and_keeps_the_others() {
-    let mut h = HotKeys::new(100);
+    let mut h = Tracker::new(100);
     h.watch(0, 1);
     h.set_rules(
         rules("a PREFIX a: INTERVAL 1 THRESHOLD 2 DURATION 10; b PREFIX b: INTERVAL 1 THRESHOLD 2 DURATION 10"),

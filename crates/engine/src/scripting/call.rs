@@ -366,7 +366,7 @@ impl CallCtx<'_, '_> {
         }
         let client = ClientInfo { resp: self.run.resp.get(), script: true, ..self.client };
         if self.state.monitored && !spec.has(flags::ADMIN) {
-            self.state.monitor_out.push(crate::monitor::line(client.db, "lua", &argv));
+            self.state.funnel.out.monitor.push(crate::monitor::line(client.db, "lua", &argv));
         }
         let cmd = ShardCommand { id: reg.id, spec, args: argv, client };
         let clock = &mut self.clock;
@@ -543,7 +543,7 @@ impl CallCtx<'_, '_> {
                 let Some(count) = count else {
                     return Err(self.beyond("the subscribers of other cores (PUBLISH)"));
                 };
-                self.state.publishes.push(crate::shard::Publish {
+                self.state.funnel.out.publishes.push(crate::shard::Publish {
                     shard_channel,
                     channel: argv[1].clone(),
                     message: argv[2].clone(),

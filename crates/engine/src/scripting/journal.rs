@@ -114,7 +114,7 @@ impl Journal {
         if self.marks.is_none() {
             let funnel = &state.funnel;
             self.marks = Some(Marks {
-                notifications: funnel.outbox.len(),
+                notifications: funnel.out.events.len(),
                 log: funnel.log.as_ref().map(|log| log.mark()),
                 dirty: funnel.dirty,
             });
@@ -142,7 +142,7 @@ impl Journal {
         }
         if let Some(marks) = self.marks {
             let funnel = &mut state.funnel;
-            funnel.outbox.truncate(marks.notifications);
+            funnel.out.events.truncate(marks.notifications);
             if let (Some(log), Some(mark)) = (funnel.log.as_mut(), marks.log) {
                 log.truncate(mark);
             }

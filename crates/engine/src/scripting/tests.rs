@@ -204,7 +204,7 @@ fn run_on(shard: &mut crate::shard::Shard, args: &[&str]) -> String {
 fn a_held_run_that_meets_another_shards_key_is_undone() {
     let (mut shard, here, there) = half_node();
     run_on(&mut shard, &["SET", &here, "1"]);
-    shard.state.funnel.outbox.clear();
+    shard.state.funnel.out.events.clear();
     shard.state.funnel.log.as_mut().unwrap().events.clear();
     let watched = shard.state.funnel.watches.watch(0, here.as_bytes());
     let dirty = shard.state.funnel.dirty;
@@ -216,7 +216,7 @@ fn a_held_run_that_meets_another_shards_key_is_undone() {
     assert!(report.restart && report.needs_node, "{report:?}");
     assert_eq!(run_on(&mut shard, &["GET", &here]), "$1\r\n1\r\n");
     assert_eq!(run_on(&mut shard, &["EXISTS", &format!("new{here}")]), ":0\r\n");
-    assert!(shard.state.funnel.outbox.is_empty());
+    assert!(shard.state.funnel.out.events.is_empty());
     assert!(shard.state.funnel.log.as_ref().unwrap().events.is_empty());
     assert_eq!(shard.state.funnel.watches.version(0, here.as_bytes()), Some(watched));
     assert_eq!(shard.state.funnel.dirty, dirty);

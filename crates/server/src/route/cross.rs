@@ -420,7 +420,7 @@ async fn gather_keys(
                     for (key, readers) in reads {
                         readers.into_iter().for_each(|reader| tracking.remember(&key, reader));
                     }
-                    tracking.limit_used_slots();
+                    shard.state.funnel.limit_tracked();
                     let how = match (held, list.is_empty()) {
                         (true, _) => PartLog::Exec(exec_id),
                         (false, false) => PartLog::Own { id: tx_id, parts: n_parts },
