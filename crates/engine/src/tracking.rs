@@ -102,10 +102,10 @@ impl Outbox {
     }
 }
 
-/// Commands Redis leaves to their scripts: they remember keys only when the
-/// script reads (see [`TrackingTable::leave`]).
+/// Commands Redis leaves to their scripts (EVAL_RO, FCALL_RO … too): they
+/// remember keys only when the script reads (see [`TrackingTable::leave`]).
 fn tracks_through_script(spec: &CommandSpec) -> bool {
-    matches!(spec.name, "eval_ro" | "evalsha_ro" | "fcall_ro")
+    spec.has(flags::RUNS_SCRIPT)
 }
 
 /// A shard's tracking state.
