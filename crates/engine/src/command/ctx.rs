@@ -10,7 +10,7 @@
 
 use crate::command::error::{CmdError, WRONG_TYPE};
 use crate::funnel::{Funnel, NotifyClass};
-use crate::keyspace::{Db, Entry, Keyspace, Value};
+use crate::keyspace::{typed, Db, Entry, Keyspace, Typed, Value};
 use crate::shard::ShardState;
 use ringdb_protocol::{ReplyWriter, Resp};
 
@@ -177,6 +177,21 @@ impl<'a> KeyspaceView<'a> {
             funnel: &mut self.state.funnel,
             events: [None; 2],
         }))
+    }
+
+    /// The `T` at `key` for writing, created as `new` makes it when missing
+    /// (an empty container the caller fills at once: Redis's
+    /// `*TypeLookupWriteOrCreate`); WRONGTYPE when the key holds another type.
+    pub fn write_or_create<'v, T: Typed>(
+        &'v mut self,
+        key: &'v [u8],
+        new: impl FnOnce() -> Value,
+    ) -> Result<Updater<'v, T>, CmdError> {
+        if self.exists_for_write(key) {
+            self.write_as(key, typed)?.ok_or(WRONG_TYPE)
+        } else {
+            self.create_as(key, new(), typed)
+        }
     }
 
     /// Creates `key` holding `value` (an empty container the caller fills

@@ -17,7 +17,7 @@ use crate::command::error::{CmdError, CmdResult, WRONG_TYPE};
 use crate::command::spec::{flags::*, keyflags as kf, CommandSpec, Exec, KeySpec};
 use crate::command::{Ctx, KeyspaceView, Updater};
 use crate::funnel::NotifyClass;
-use crate::keyspace::{Entry, Value};
+use crate::keyspace::{typed, Value};
 use bytes::Bytes;
 use ringdb_protocol::reply::format_g;
 use ringdb_types::bloom::{AddResult, BloomError, BloomFilter, OPT_FORCE64};
@@ -150,20 +150,12 @@ fn filter_exists_for_write(ks: &mut KeyspaceView, key: &[u8]) -> Result<bool, Cm
     }
 }
 
-/// The filter in an entry, if it holds one.
-fn as_filter(e: &mut Entry) -> Option<&mut BloomFilter> {
-    match &mut e.value {
-        Value::Bloom(f) => Some(&mut **f),
-        _ => None,
-    }
-}
-
 /// The filter at `key` for writing.
 fn write_filter<'v>(
     ks: &'v mut KeyspaceView,
     key: &'v [u8],
 ) -> Result<Option<Updater<'v, BloomFilter>>, CmdError> {
-    ks.write_as(key, as_filter)
+    ks.write_as(key, typed)
 }
 
 /// The bound on a filter's bit arrays.
@@ -352,7 +344,7 @@ fn insert(ctx: &mut Ctx, key: &[u8], items: &[Bytes], options: &InsertOptions) -
             limit,
         )
         .map_err(create_error)?;
-        ctx.ks.create_as(key, Value::Bloom(Box::new(filter)), as_filter)?
+        ctx.ks.create_as(key, Value::Bloom(Box::new(filter)), typed)?
     };
     // RedisBloom replicates (and Redis signals) the key whatever happened.
     let filter = updater.update(NotifyClass::Module, options.event);

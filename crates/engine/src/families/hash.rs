@@ -12,7 +12,7 @@ use crate::command::error::{CmdError, CmdResult, NOT_FLOAT, OVERFLOW, SYNTAX, WR
 use crate::command::spec::{acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec};
 use crate::command::{Ctx, KeyspaceView, Updater};
 use crate::funnel::NotifyClass;
-use crate::keyspace::{Entry, Value};
+use crate::keyspace::{typed, Value};
 use crate::scan::parse_cursor;
 use bytes::Bytes;
 use ringdb_protocol::ReplyWriter;
@@ -125,20 +125,12 @@ pub fn read_hash<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Result<Option<&'a 
     }
 }
 
-/// The hash in an entry, if it holds one.
-fn as_hash(e: &mut Entry) -> Option<&mut Hash> {
-    match &mut e.value {
-        Value::Hash(h) => Some(h),
-        _ => None,
-    }
-}
-
 /// The hash at `key` for writing (`lookupKeyWrite` + `checkType`).
 pub fn write_hash<'v>(
     ks: &'v mut KeyspaceView,
     key: &'v [u8],
 ) -> Result<Option<Updater<'v, Hash>>, CmdError> {
-    ks.write_as(key, as_hash)
+    ks.write_as(key, typed)
 }
 
 /// The hash at `key`, created empty when missing (Redis's
@@ -148,11 +140,7 @@ fn hash_or_create<'v>(
     ks: &'v mut KeyspaceView,
     key: &'v [u8],
 ) -> Result<Updater<'v, Hash>, CmdError> {
-    if ks.exists_for_write(key) {
-        ks.write_as(key, as_hash)?.ok_or(WRONG_TYPE)
-    } else {
-        ks.create_as(key, Value::Hash(Hash::new()), as_hash)
-    }
+    ks.write_or_create(key, || Value::Hash(Hash::new()))
 }
 
 /// A field or value as a bulk string (integers in a listpack are formatted).

@@ -24,7 +24,7 @@ use crate::command::spec::{
 };
 use crate::command::{Ctx, KeyspaceView, Updater};
 use crate::funnel::NotifyClass;
-use crate::keyspace::{Entry, Value};
+use crate::keyspace::{typed, Value};
 use bytes::Bytes;
 use ringdb_protocol::ReplyWriter;
 use ringdb_types::list::{normalize_range, End, List};
@@ -169,20 +169,12 @@ pub fn read_list<'a>(
     }
 }
 
-/// The list in an entry, if it holds one.
-fn as_list(e: &mut Entry) -> Option<&mut List> {
-    match &mut e.value {
-        Value::List(l) => Some(l),
-        _ => None,
-    }
-}
-
 /// The list at `key` for writing.
 pub fn write_list<'v>(
     ks: &'v mut KeyspaceView,
     key: &'v [u8],
 ) -> Result<Option<Updater<'v, List>>, CmdError> {
-    ks.write_as(key, as_list)
+    ks.write_as(key, typed)
 }
 
 /// The list at `key` for writing, created empty when missing (the caller
@@ -191,11 +183,7 @@ fn list_or_create<'v>(
     ks: &'v mut KeyspaceView,
     key: &'v [u8],
 ) -> Result<Updater<'v, List>, CmdError> {
-    if ks.exists_for_write(key) {
-        write_list(ks, key)?.ok_or(WRONG_TYPE)
-    } else {
-        ks.create_as(key, Value::List(List::new()), as_list)
-    }
+    ks.write_or_create(key, || Value::List(List::new()))
 }
 
 /// After elements went from the list at `key` (its updater fired the

@@ -16,7 +16,7 @@ use crate::command::error::{CmdError, CmdResult, SYNTAX, WRONG_TYPE};
 use crate::command::spec::{acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec};
 use crate::command::{Ctx, KeyspaceView, Updater};
 use crate::funnel::NotifyClass;
-use crate::keyspace::{Entry, Value};
+use crate::keyspace::{typed, Value};
 use crate::scan::parse_cursor;
 use crate::shard::ShardState;
 use bytes::Bytes;
@@ -144,20 +144,12 @@ fn read_set<'a>(ks: &'a mut KeyspaceView, key: &[u8]) -> Result<Option<&'a Set>,
     }
 }
 
-/// The set in an entry, if it holds one.
-fn as_set(e: &mut Entry) -> Option<&mut Set> {
-    match &mut e.value {
-        Value::Set(s) => Some(s),
-        _ => None,
-    }
-}
-
 /// The set at `key` for writing (`lookupKeyWrite` + `checkType`).
 fn write_set<'v>(
     ks: &'v mut KeyspaceView,
     key: &'v [u8],
 ) -> Result<Option<Updater<'v, Set>>, CmdError> {
-    ks.write_as(key, as_set)
+    ks.write_as(key, typed)
 }
 
 /// The set at `key` for reading together with the shard state (for its

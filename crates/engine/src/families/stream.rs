@@ -26,7 +26,7 @@ use crate::command::spec::{
 use crate::command::{Ctx, KeyspaceView, Updater};
 use crate::families::keys::reply_help;
 use crate::funnel::NotifyClass;
-use crate::keyspace::{Entry, Value};
+use crate::keyspace::{typed, Value};
 use bytes::Bytes;
 use ringdb_protocol::ReplyWriter;
 use ringdb_types::limits::Limits;
@@ -280,15 +280,7 @@ fn write_stream<'v>(
     ks: &'v mut KeyspaceView,
     key: &'v [u8],
 ) -> Result<Option<Updater<'v, Stream>>, CmdError> {
-    ks.write_as(key, as_stream)
-}
-
-/// The stream in an entry, if it holds one.
-fn as_stream(e: &mut Entry) -> Option<&mut Stream> {
-    match &mut e.value {
-        Value::Stream(s) => Some(&mut **s),
-        _ => None,
-    }
+    ks.write_as(key, typed)
 }
 
 /// The stream at `key`, created empty when missing (`created` says so).
@@ -298,7 +290,7 @@ fn stream_or_create<'v>(
     created: bool,
 ) -> Result<Updater<'v, Stream>, CmdError> {
     if created {
-        ks.create_as(key, Value::Stream(Box::default()), as_stream)
+        ks.create_as(key, Value::Stream(Box::default()), typed)
     } else {
         write_stream(ks, key)?.ok_or(WRONG_TYPE)
     }

@@ -7,7 +7,7 @@ use crate::command::error::{CmdError, CmdResult, NOT_FLOAT, NOT_INTEGER, SYNTAX,
 use crate::command::spec::{acl, flags::*, keyflags as kf, CommandSpec, Exec, KeySpec, Merge};
 use crate::command::{Ctx, KeyspaceView, Updater};
 use crate::funnel::NotifyClass;
-use crate::keyspace::{Entry, StrValue, Value};
+use crate::keyspace::{typed, StrValue, Value};
 use bytes::Bytes;
 use ringdb_types::number::{format_human_f64, parse_f64, parse_i64};
 
@@ -157,20 +157,12 @@ pub fn read_str<'a>(
     }
 }
 
-/// The string in an entry, if it holds one.
-pub fn as_str(e: &mut Entry) -> Option<&mut StrValue> {
-    match &mut e.value {
-        Value::Str(s) => Some(s),
-        _ => None,
-    }
-}
-
 /// The string at `key` for writing.
 pub fn write_str<'v>(
     ks: &'v mut KeyspaceView,
     key: &'v [u8],
 ) -> Result<Option<Updater<'v, StrValue>>, CmdError> {
-    ks.write_as(key, as_str)
+    ks.write_as(key, typed)
 }
 
 /// A string value's reply; a long (shared) one goes out by reference.

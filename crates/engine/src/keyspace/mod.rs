@@ -16,7 +16,7 @@
 
 mod value;
 
-pub use value::{StrValue, Value, BLOOM_TYPE_NAME, EMBSTR_MAX, SHARED_MIN};
+pub use value::{typed, StrValue, Typed, Value, BLOOM_TYPE_NAME, EMBSTR_MAX, SHARED_MIN};
 
 use crate::persist::live::DbSnapshot;
 use hashbrown::HashTable;

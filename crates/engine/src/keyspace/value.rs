@@ -42,6 +42,38 @@ pub enum Value {
     Stream(Box<Stream>),
 }
 
+/// A type a [`Value`] may hold, picked out of it for a change
+/// ([`crate::command::KeyspaceView::write_as`] with [`typed`]).
+pub trait Typed {
+    fn of(value: &mut Value) -> Option<&mut Self>;
+}
+
+macro_rules! typed {
+    ($t:ty => $variant:ident, $($unbox:tt)*) => {
+        impl Typed for $t {
+            fn of(value: &mut Value) -> Option<&mut Self> {
+                match value {
+                    Value::$variant(v) => Some($($unbox)* v),
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+typed!(StrValue => Str,);
+typed!(List => List,);
+typed!(Hash => Hash,);
+typed!(Set => Set,);
+typed!(ZSet => ZSet,);
+typed!(BloomFilter => Bloom, &mut **);
+typed!(Stream => Stream, &mut **);
+
+/// The value of `entry` as a `T`, if it holds one.
+pub fn typed<T: Typed>(entry: &mut super::Entry) -> Option<&mut T> {
+    T::of(&mut entry.value)
+}
+
 /// The name TYPE reports for Bloom filters (RedisBloom's module type name).
 pub const BLOOM_TYPE_NAME: &str = "MBbloom--";
 

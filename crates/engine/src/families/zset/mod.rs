@@ -36,7 +36,7 @@ use crate::command::spec::{
 };
 use crate::command::{Ctx, KeyspaceView, Updater};
 use crate::funnel::NotifyClass;
-use crate::keyspace::{Entry, Value};
+use crate::keyspace::{typed, Value};
 use ringdb_protocol::ReplyWriter;
 use ringdb_types::limits::Limits;
 use ringdb_types::pack::Item;
@@ -184,28 +184,7 @@ pub fn write_zset<'v>(
     ks: &'v mut KeyspaceView,
     key: &'v [u8],
 ) -> Result<Option<Updater<'v, ZSet>>, CmdError> {
-    ks.write_as(key, as_zset)
-}
-
-/// The sorted set in an entry, if it holds one.
-fn as_zset(e: &mut Entry) -> Option<&mut ZSet> {
-    match &mut e.value {
-        Value::ZSet(z) => Some(z),
-        _ => None,
-    }
-}
-
-/// The sorted set at `key`, created as `new` when missing.
-fn zset_or_create<'v>(
-    ks: &'v mut KeyspaceView,
-    key: &'v [u8],
-    new: impl FnOnce() -> ZSet,
-) -> Result<Updater<'v, ZSet>, CmdError> {
-    if ks.exists_for_write(key) {
-        write_zset(ks, key)?.ok_or(WRONG_TYPE)
-    } else {
-        ks.create_as(key, Value::ZSet(new()), as_zset)
-    }
+    ks.write_as(key, typed)
 }
 
 /// After members were removed from `key` (its updater fired the event):

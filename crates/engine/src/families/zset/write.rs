@@ -3,11 +3,12 @@
 //! BZPOPMIN, BZPOPMAX and BZMPOP.
 
 use super::parse::{self, int_in};
-use super::{bulk_member, delete_if_emptied, write_zset, zset_or_create};
+use super::{bulk_member, delete_if_emptied, write_zset};
 use crate::command::args::{self, is};
 use crate::command::error::{CmdError, CmdResult, SYNTAX};
-use crate::command::Ctx;
+use crate::command::{Ctx, Updater};
 use crate::funnel::NotifyClass;
+use crate::keyspace::Value;
 use bytes::Bytes;
 use ringdb_types::pack::Item;
 use ringdb_types::zset::{AddFlags, ZSet};
@@ -79,8 +80,8 @@ fn zadd_generic(ctx: &mut Ctx, args: &[Bytes], incr: bool) -> CmdResult {
     // Redis 7.0's `zaddGenericCommand`: a listpack unless the first member
     // is already too long (or listpacks are off); the set then converts as
     // members arrive.
-    let mut updater =
-        zset_or_create(&mut ctx.ks, key, || ZSet::new_for(1, pairs[1].len(), &limits))?;
+    let mut updater: Updater<ZSet> =
+        ctx.ks.write_or_create(key, || Value::ZSet(ZSet::new_for(1, pairs[1].len(), &limits)))?;
     let z = updater.update(NotifyClass::ZSet, if f.incr { "zincr" } else { "zadd" });
     let (mut added, mut updated) = (0, 0);
     let mut last = None;
