@@ -1,5 +1,5 @@
 //! What a shard's turn produced for the world outside it: one value, filled
-//! as the turn runs (the funnel holds it: [`crate::funnel::Funnel::out`]),
+//! as the turn runs (the funnel holds it, as `Funnel::out`),
 //! taken in one place ([`Shard::take_effects`]) and delivered by the server.
 //!
 //! Every producer (the funnel's events, the blocking table, tracking,

@@ -9,7 +9,7 @@ use crate::command::spec::{acl, flags::*, CommandSpec, Exec, NodeCommand as N};
 use bytes::Bytes;
 use ringdb_protocol::ReplyWriter;
 
-/// PING [message]. A RESP2 subscriber (`push_mode`) gets the answer as a
+/// `PING [message]`. A RESP2 subscriber (`push_mode`) gets the answer as a
 /// Pub/Sub-style array.
 pub fn ping(out: &mut ReplyWriter, args: &[Bytes], push_mode: bool) -> CmdResult {
     if args.len() > 2 {

@@ -498,11 +498,9 @@ fn xadd(ctx: &mut Ctx, args: &[Bytes]) -> CmdResult {
     let pairs: Vec<&[u8]> = args[fields_at..].iter().map(|a| &a[..]).collect();
     let now = ctx.ks.now_ms;
     let exists = write_stream(&mut ctx.ks, key)?.is_some();
-    if !exists {
-        if parsed.no_mkstream {
-            ctx.out.null();
-            return Ok(());
-        }
+    if !exists && parsed.no_mkstream {
+        ctx.out.null();
+        return Ok(());
     }
     let mut updater = stream_or_create(&mut ctx.ks, key, !exists)?;
     if updater.last_id() == StreamId::MAX {
