@@ -10,7 +10,7 @@
 
 use crate::command::error::{CmdError, WRONG_TYPE};
 use crate::funnel::{Funnel, NotifyClass};
-use crate::keyspace::{typed, Db, Entry, Keyspace, Typed, Value};
+use crate::keyspace::{Db, Entry, Keyspace, Typed, Value};
 use crate::shard::ShardState;
 use ringdb_protocol::{ReplyWriter, Resp};
 
@@ -53,6 +53,35 @@ enum StoreTtl {
     /// The replaced key's, if it had one (SET KEEPTTL).
     Keep,
     At(Option<u64>),
+}
+
+/// Stores `value` under `key` in database `db` (Redis's `setKey`), with
+/// the `new` notification of a created key; apart from [`KeyspaceView`] so
+/// that the stored entry borrows the keyspace alone.
+fn store<'k>(
+    keyspace: &'k mut Keyspace,
+    state: &mut ShardState,
+    db: usize,
+    now: u64,
+    key: &[u8],
+    value: Value,
+    ttl: StoreTtl,
+) -> &'k mut Entry {
+    let clock = state.new_access(now);
+    let mut created = false;
+    let entry = keyspace.db_mut(db).store(key, value, clock, |old| {
+        let live = old.filter(|e| !e.is_expired(now));
+        created = live.is_none();
+        match ttl {
+            StoreTtl::Keep => live.and_then(Entry::expire_at),
+            StoreTtl::At(at) => at,
+        }
+    });
+    // Redis's dbAdd: a created key is also a `new` notification.
+    if created {
+        state.funnel.notify(db, key, NotifyClass::New, "new");
+    }
+    entry
 }
 
 /// The keyspace as one command sees it: its selected database, a fixed
@@ -187,11 +216,16 @@ impl<'a> KeyspaceView<'a> {
         key: &'v [u8],
         new: impl FnOnce() -> Value,
     ) -> Result<Updater<'v, T>, CmdError> {
-        if self.exists_for_write(key) {
-            self.write_as(key, typed)?.ok_or(WRONG_TYPE)
-        } else {
-            self.create_as(key, new(), typed)
+        self.expire_if_needed(key, false);
+        let access = self.state.new_access(self.now_ms);
+        let (e, created) = self.keyspace.db_mut(self.db).get_or_insert_with(key, access, new);
+        if created {
+            self.state.funnel.notify(self.db, key, NotifyClass::New, "new");
+        } else if !self.no_touch {
+            self.state.touch(e, self.now_ms);
         }
+        let value = T::of(&mut e.value).ok_or(WRONG_TYPE)?;
+        Ok(Updater { value, key, db: self.db, funnel: &mut self.state.funnel, events: [None; 2] })
     }
 
     /// Creates `key` holding `value` (an empty container the caller fills
@@ -203,10 +237,10 @@ impl<'a> KeyspaceView<'a> {
         value: Value,
         as_type: impl FnOnce(&mut Entry) -> Option<&mut T>,
     ) -> Result<Updater<'v, T>, CmdError> {
-        self.store(key, value, StoreTtl::At(None));
-        let e = self.keyspace.db_mut(self.db).get_mut(key).ok_or(WRONG_TYPE)?;
+        let (db, now) = (self.db, self.now_ms);
+        let e = store(self.keyspace, self.state, db, now, key, value, StoreTtl::At(None));
         let value = as_type(e).ok_or(WRONG_TYPE)?;
-        Ok(Updater { value, key, db: self.db, funnel: &mut self.state.funnel, events: [None; 2] })
+        Ok(Updater { value, key, db, funnel: &mut self.state.funnel, events: [None; 2] })
     }
 
     /// [`Self::read`], for a read that reshapes how a value is kept without
@@ -274,22 +308,7 @@ impl<'a> KeyspaceView<'a> {
 
     /// [`Self::set`] with the event left to the caller, which fires it.
     fn store(&mut self, key: &[u8], value: Value, ttl: StoreTtl) -> &mut Entry {
-        let clock = self.state.new_access(self.now_ms);
-        let now = self.now_ms;
-        let mut created = false;
-        let entry = self.keyspace.db_mut(self.db).store(key, value, clock, |old| {
-            let live = old.filter(|e| !e.is_expired(now));
-            created = live.is_none();
-            match ttl {
-                StoreTtl::Keep => live.and_then(Entry::expire_at),
-                StoreTtl::At(at) => at,
-            }
-        });
-        // Redis's dbAdd: a created key is also a `new` notification.
-        if created {
-            self.state.funnel.notify(self.db, key, NotifyClass::New, "new");
-        }
-        entry
+        store(self.keyspace, self.state, self.db, self.now_ms, key, value, ttl)
     }
 
     /// Deletes `key` and, when it was live (there, not expired), tells the

@@ -267,10 +267,13 @@ pub fn op_push(
     only_existing: bool,
 ) -> Result<Option<usize>, CmdError> {
     let limits = ks.state.settings.limits;
-    if only_existing && !ks.exists_for_write(key) {
-        return Ok(None);
-    }
-    let mut list = list_or_create(ks, key)?;
+    let mut list = match only_existing {
+        true => match write_list(ks, key)? {
+            Some(list) => list,
+            None => return Ok(None),
+        },
+        false => list_or_create(ks, key)?,
+    };
     let list = list.update(NotifyClass::List, push_event(end));
     list.push(end, elements, &limits);
     Ok(Some(list.len()))
@@ -444,9 +447,12 @@ pub fn op_move(
     to: End,
 ) -> Result<Option<Vec<u8>>, CmdError> {
     let limits = ks.state.settings.limits;
-    if write_list(ks, source)?.is_none_or(|l| l.is_empty()) {
+    // The element to move, read before the destination's type is checked
+    // (a missing or empty source answers nil first, as in Redis).
+    let index = if from == End::Head { 0 } else { -1 };
+    let Some(value) = write_list(ks, source)?.and_then(|l| l.get(index).map(|i| i.to_vec())) else {
         return Ok(None);
-    }
+    };
     write_list(ks, destination)?;
     if source == destination {
         // Pop and push on one list, then its shrink check, in Redis's order.
@@ -458,12 +464,8 @@ pub fn op_move(
         }
         return Ok(value);
     }
-    // Redis announces the push before the pop: the element is read first,
+    // Redis announces the push before the pop: the element read above is
     // pushed, and only then popped.
-    let index = if from == End::Head { 0 } else { -1 };
-    let Some(value) = write_list(ks, source)?.and_then(|l| l.get(index).map(|i| i.to_vec())) else {
-        return Ok(None);
-    };
     list_or_create(ks, destination)?.update(NotifyClass::List, push_event(to)).push(
         to,
         &[&value],

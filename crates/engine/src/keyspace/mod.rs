@@ -465,6 +465,29 @@ impl Db {
         }
     }
 
+    /// The entry under `key`, or a new one holding `new()` with access
+    /// field `access` (no TTL): one probe either way. Whether it was made.
+    pub(crate) fn get_or_insert_with(
+        &mut self,
+        key: &[u8],
+        access: u32,
+        new: impl FnOnce() -> Value,
+    ) -> (&mut Entry, bool) {
+        let pos = KeyPos::of(key);
+        let i = self.table_for_insert(pos.slot);
+        self.preserve(i);
+        let table = &mut self.tables[i];
+        match table.table.entry(pos.hash, |e| e.key() == key, |e| key_hash(e.key())) {
+            hashbrown::hash_table::Entry::Occupied(occupied) => (&mut **occupied.into_mut(), false),
+            hashbrown::hash_table::Entry::Vacant(vacant) => {
+                let mut entry = Entry::new(key, new());
+                entry.access = access;
+                self.len += 1;
+                (&mut **vacant.insert(Box::new(entry)).into_mut(), true)
+            }
+        }
+    }
+
     fn insert_inner(&mut self, entry: Box<Entry>) -> (Option<Box<Entry>>, &mut Entry) {
         let pos = KeyPos::of(entry.key());
         let volatile = (entry.expire_at != 0) as u32;
