@@ -59,7 +59,8 @@ fn mix_value(digest: &mut Digest, entry: &Entry) {
                 mix(digest, item.bytes(&mut tmp));
             }
         }
-        // Sets, hashes and sorted sets XOR per-element signatures, so
+        // Sets, hashes and sorted sets XOR in per-element signatures (the
+        // SHA-1 of each, as Redis's `xorDigest(digest, eledigest, 20)`), so
         // their internal order does not matter.
         Value::Set(set) => {
             for item in set.iter() {
@@ -72,7 +73,7 @@ fn mix_value(digest: &mut Digest, entry: &Entry) {
                 let mut element = [0u8; 20];
                 mix(&mut element, field.bytes(&mut tmp));
                 mix(&mut element, value.bytes(&mut tmp2));
-                xor_into(digest, &element);
+                xor_data(digest, &element);
             }
         }
         // RedisBloom gives its type no digest callback, so Redis mixes in
@@ -99,7 +100,7 @@ fn mix_value(digest: &mut Digest, entry: &Entry) {
                 score_text.clear();
                 format_double(&mut score_text, score);
                 mix(&mut element, &score_text);
-                xor_into(digest, &element);
+                xor_data(digest, &element);
             }
         }
     }

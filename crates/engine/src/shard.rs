@@ -953,10 +953,20 @@ pub fn call<'o>(
     let mark = out.len();
     let log_mark = state.funnel.log.as_ref().map(|log| log.mark());
     let node = lent.is_some();
+    let expired = state.stats.expired_keys;
     let failed = run_handler(keyspace, state, cmd, out, splices.as_deref_mut(), clock.now_ms, lent);
     // A node-wide run logs its changes across the shards itself.
     if let (Some(log_mark), false) = (log_mark, node) {
         atomic_in_log(state, log_mark);
+        // A key that expired as the command found it is sent as its state:
+        // a replica still holds the expired value.
+        let as_is = !waiting
+            && failed.is_none()
+            && cmd.spec.has(crate::command::spec::flags::AS_IS)
+            && state.stats.expired_keys == expired;
+        if let Some(log) = state.funnel.log.as_mut().filter(|l| l.as_is && as_is) {
+            log.mark_as_is(log_mark, cmd.client.db, &cmd.args);
+        }
     }
     let counted = std::mem::take(&mut state.stats.error_counted);
     if waiting && state.found_nothing {

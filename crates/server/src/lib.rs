@@ -14,6 +14,7 @@
 //! - [`expiry`]: the per-core active expiry task;
 //! - [`aof`], [`persist`]: the append-only logs and snapshots; [`check_aof`]:
 //!   `ringdb check-aof`, the offline check of the logs;
+//! - [`repl`]: replication, as Redis speaks it, as primary and replica;
 //! - [`logging`]: `tracing` set up with Redis's log levels;
 //! - [`memory`]: allocation accounting for INFO memory;
 //! - [`metrics`]: the per-core sampler of INFO's instantaneous rates;
@@ -41,4 +42,5 @@ pub mod persist;
 pub mod process;
 pub mod proctitle;
 pub mod push;
+pub mod repl;
 pub mod route;

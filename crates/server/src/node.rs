@@ -35,9 +35,8 @@ pub struct Shared {
     pub started: Instant,
     pub started_unix_ms: u64,
     pub run_id: String,
-    /// The replication id INFO replication shows; DEBUG CHANGE-REPL-ID
-    /// replaces it (never on the data path).
-    pub replid: std::sync::Mutex<String>,
+    /// Replication: the stream, its backlog, replicas, the primary.
+    pub repl: Arc<crate::repl::Replication>,
     pub port: u16,
     /// CPU each shard is pinned to (None when not pinned).
     pub cpus: Vec<Option<usize>>,
@@ -167,6 +166,10 @@ impl Core {
                 }
             }
         }
+        self.shared.repl.min_replicas.store(
+            config.int("min-replicas-to-write") > 0 && config.int("min-replicas-max-lag") > 0,
+            std::sync::atomic::Ordering::Relaxed,
+        );
         *self.config.borrow_mut() = config;
         if let Some(w) = self.aof.borrow_mut().as_mut() {
             w.fsync = fsync;
@@ -563,7 +566,10 @@ pub fn run(config: Config) -> Result<(), String> {
         started: Instant::now(),
         started_unix_ms: ringdb_engine::shard::now_ms(),
         run_id: run_id(seed),
-        replid: std::sync::Mutex::new(run_id(seed.rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15)),
+        repl: Arc::new(crate::repl::Replication::new(
+            shards,
+            run_id(seed.rotate_left(17) ^ 0x9e37_79b9_7f4a_7c15),
+        )),
         port,
         cpus: pinned.clone(),
         executable: std::env::current_exe().map(|p| p.display().to_string()).unwrap_or_default(),
@@ -848,6 +854,11 @@ async fn core_main(
     glommio::spawn_local(crate::aof::sync_loop(core.clone())).detach();
     if id.0 == 0 {
         glommio::spawn_local(crate::persist::cron(core.clone())).detach();
+        glommio::spawn_local(crate::repl::cron(core.clone())).detach();
+        let primary = core.config.borrow().get("replicaof").unwrap_or("").to_string();
+        if let Some((host, port)) = primary.split_once(' ') {
+            crate::repl::replica::follow(&core, host.to_string(), port.parse().unwrap_or(6379));
+        }
     }
     glommio::spawn_local(crate::expiry::run(core.clone())).detach();
     glommio::spawn_local(crate::metrics::run(core.clone())).detach();

@@ -384,6 +384,66 @@ async fn start(core: &Rc<Core>, target: Target, locked: bool) -> Result<Running,
     Ok(Running { result, dirty: started.iter().map(|s| s.dirty).collect(), path })
 }
 
+/// Starts a snapshot of every shard at one logical point for a replica's
+/// full sync: `at_point` runs on each shard at that point, right before its
+/// snapshot starts (it cuts the replication stream there). Returns the
+/// writer of the RDB, which the caller runs; the caller has claimed the
+/// snapshot (`snapshot_busy`).
+pub(crate) async fn start_for_replica<F>(
+    core: &Rc<Core>,
+    at_point: F,
+) -> Result<FileWriter, CmdError>
+where
+    F: Fn(&Rc<Core>) + Send + Sync + Clone + 'static,
+{
+    let target = target(core);
+    let (pieces, received) = flume::bounded(IN_FLIGHT);
+    let params = SnapshotParams {
+        now_ms: now_ms(),
+        format: Format::Rdb,
+        encoder: Encoder { compress: target.compress },
+        lfu_decay_time: None,
+    };
+    lock_all(core, false).await?;
+    let started = core
+        .invoke_on_all(move |core| {
+            at_point(core);
+            begin_shard(core, pieces.clone(), params)
+        })
+        .await;
+    unlock_all(core, false).await?;
+    let started = started?;
+    Ok(FileWriter {
+        layout: rdb_layout(&target, &aux_fields(false), &started),
+        shards: started.len(),
+        pieces: received,
+        cancelled: Box::new(|| false),
+        key_delay_us: key_delay(core),
+    })
+}
+
+/// A replica's full sync: replaces every shard's data with the primary's
+/// snapshot, under one lock of every shard. A snapshot that does not load
+/// whole leaves every shard empty (never half a dataset served as whole).
+pub async fn load_from_primary(core: &Rc<Core>, data: Vec<u8>) -> Result<usize, String> {
+    let data = std::sync::Arc::new(data);
+    lock_all(core, false).await.map_err(|e| e.text().to_string())?;
+    let path = PathBuf::from("(snapshot from the primary)");
+    let loaded = core
+        .invoke_on_all(move |core| {
+            empty_for_load(core);
+            load_shard(core, &data, &path, false)
+        })
+        .await
+        .map_err(|e| e.text().to_string())
+        .and_then(|shards| shards.into_iter().sum::<Result<usize, String>>());
+    if loaded.is_err() {
+        let _ = core.invoke_on_all(empty_for_load).await;
+    }
+    unlock_all(core, false).await.map_err(|e| e.text().to_string())?;
+    loaded
+}
+
 impl Running {
     /// Waits for the file: its size, or why it could not be written.
     async fn finish(&self) -> Result<usize, String> {

@@ -72,6 +72,11 @@ pub mod flags {
     /// hold back (the (un)subscribe commands, HOTKEYS.WATCH/UNWATCH:
     /// Redis's CLIENT_PUSHING). Hidden from COMMAND INFO.
     pub const PUSH_REPLY: u32 = 1 << 30;
+    /// ringdb: a write whose effect is the same wherever it runs on the
+    /// same data (LPUSH, HSET, ZADD, INCR …): the replication stream
+    /// carries the command as it ran instead of its key's new state, when
+    /// it changed only its one key. Hidden from COMMAND INFO.
+    pub const AS_IS: u32 = 1 << 31;
 
     /// Names COMMAND INFO prints, in Redis's order (hidden flags omitted).
     pub const NAMES: &[(u32, &str)] = &[
@@ -322,6 +327,9 @@ pub enum Merge {
 /// the table only names them, so that there is still one table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum NodeCommand {
+    Replconf,
+    Sync,
+    Replicaof,
     Subscribe,
     Unsubscribe,
     PSubscribe,

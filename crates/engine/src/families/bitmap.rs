@@ -20,7 +20,7 @@ use ringdb_types::bits::{self, BitOp, FieldType, OverflowMode, PosRange, Unit};
 use std::borrow::Cow;
 
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("setbit", 4, WRITE | DENYOOM, Exec::Shard(setbit))
+    CommandSpec::new("setbit", 4, WRITE | DENYOOM | AS_IS, Exec::Shard(setbit))
         .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)])
         .acl(acl::BITMAP)
         .doc("bitmap", "2.2.0", "Sets or clears the bit at offset of the string value. Creates the key if it doesn't exist.", "O(1)", "key offset value:integer"),

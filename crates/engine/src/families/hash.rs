@@ -22,16 +22,16 @@ use ringdb_types::number::{format_human_f64, parse_f64, parse_i64};
 use ringdb_types::pack::Item;
 
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("hset", -4, WRITE | DENYOOM | FAST, Exec::Shard(hset))
+    CommandSpec::new("hset", -4, WRITE | DENYOOM | FAST | AS_IS, Exec::Shard(hset))
         .keys(&[KeySpec::one(1, kf::RW | kf::UPDATE)])
         .acl(acl::HASH)
         .doc("hash", "2.0.0", "Creates or modifies the value of a field in a hash.", "O(1) for each field/value pair added, so O(N) to add N field/value pairs when the command is called with multiple field/value pairs.", "key field value [field value ...]")
         .history(&[("4.0.0", "Accepts multiple `field` and `value` arguments.")]),
-    CommandSpec::new("hsetnx", 4, WRITE | DENYOOM | FAST, Exec::Shard(hsetnx))
+    CommandSpec::new("hsetnx", 4, WRITE | DENYOOM | FAST | AS_IS, Exec::Shard(hsetnx))
         .keys(&[KeySpec::one(1, kf::RW | kf::INSERT)])
         .acl(acl::HASH)
         .doc("hash", "2.0.0", "Sets the value of a field in a hash only when the field doesn't exist.", "O(1)", "key field value"),
-    CommandSpec::new("hmset", -4, WRITE | DENYOOM | FAST, Exec::Shard(hmset))
+    CommandSpec::new("hmset", -4, WRITE | DENYOOM | FAST | AS_IS, Exec::Shard(hmset))
         .keys(&[KeySpec::one(1, kf::RW | kf::UPDATE)])
         .acl(acl::HASH)
         .doc("hash", "2.0.0", "Sets the values of multiple fields.", "O(N) where N is the number of fields being set.", "key field value [field value ...]")
@@ -49,7 +49,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .acl(acl::HASH)
         .tips(&["nondeterministic_output_order"])
         .doc("hash", "2.0.0", "Returns all fields and values in a hash.", "O(N) where N is the size of the hash.", "key"),
-    CommandSpec::new("hdel", -3, WRITE | FAST, Exec::Shard(hdel))
+    CommandSpec::new("hdel", -3, WRITE | FAST | AS_IS, Exec::Shard(hdel))
         .keys(&[KeySpec::one(1, kf::RW | kf::DELETE)])
         .acl(acl::HASH)
         .doc("hash", "2.0.0", "Deletes one or more fields and their values from a hash. Deletes the hash if no fields remain.", "O(N) where N is the number of fields to be removed.", "key field [field ...]")
@@ -76,7 +76,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .acl(acl::HASH)
         .tips(&["nondeterministic_output_order"])
         .doc("hash", "2.0.0", "Returns all values in a hash.", "O(N) where N is the size of the hash.", "key"),
-    CommandSpec::new("hincrby", 4, WRITE | DENYOOM | FAST, Exec::Shard(hincrby))
+    CommandSpec::new("hincrby", 4, WRITE | DENYOOM | FAST | AS_IS, Exec::Shard(hincrby))
         .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)])
         .acl(acl::HASH)
         .doc("hash", "2.0.0", "Increments the integer value of a field in a hash by a number. Uses 0 as initial value if the field doesn't exist.", "O(1)", "key field increment"),

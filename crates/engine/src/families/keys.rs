@@ -156,7 +156,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .keys(TTL_KEY)
         .acl(acl::KEYSPACE)
         .doc("generic", "7.0.0", "Returns the expiration time of a key as a Unix milliseconds timestamp.", "O(1)", "key"),
-    CommandSpec::new("persist", 2, WRITE | FAST, Exec::Shard(persist))
+    CommandSpec::new("persist", 2, WRITE | FAST | AS_IS, Exec::Shard(persist))
         .keys(EXPIRE_KEY)
         .acl(acl::KEYSPACE)
         .doc("generic", "2.2.0", "Removes the expiration time of a key.", "O(1)", "key"),

@@ -38,32 +38,32 @@ const PUSH_KEY: KeySpec = KeySpec::one(1, kf::RW | kf::INSERT);
 const PUSH_COMPLEXITY: &str = "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.";
 
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("lpush", -3, WRITE | DENYOOM | FAST, Exec::Shard(lpush))
+    CommandSpec::new("lpush", -3, WRITE | DENYOOM | FAST | AS_IS, Exec::Shard(lpush))
         .keys(&[PUSH_KEY])
         .acl(acl::LIST)
         .doc("list", "1.0.0", "Prepends one or more elements to a list. Creates the key if it doesn't exist.", PUSH_COMPLEXITY, "key element [element ...]")
         .history(&[("2.4.0", "Accepts multiple `element` arguments.")]),
-    CommandSpec::new("rpush", -3, WRITE | DENYOOM | FAST, Exec::Shard(rpush))
+    CommandSpec::new("rpush", -3, WRITE | DENYOOM | FAST | AS_IS, Exec::Shard(rpush))
         .keys(&[PUSH_KEY])
         .acl(acl::LIST)
         .doc("list", "1.0.0", "Appends one or more elements to a list. Creates the key if it doesn't exist.", PUSH_COMPLEXITY, "key element [element ...]")
         .history(&[("2.4.0", "Accepts multiple `element` arguments.")]),
-    CommandSpec::new("lpushx", -3, WRITE | DENYOOM | FAST, Exec::Shard(lpushx))
+    CommandSpec::new("lpushx", -3, WRITE | DENYOOM | FAST | AS_IS, Exec::Shard(lpushx))
         .keys(&[PUSH_KEY])
         .acl(acl::LIST)
         .doc("list", "2.2.0", "Prepends one or more elements to a list only when the list exists.", PUSH_COMPLEXITY, "key element [element ...]")
         .history(&[("4.0.0", "Accepts multiple `element` arguments.")]),
-    CommandSpec::new("rpushx", -3, WRITE | DENYOOM | FAST, Exec::Shard(rpushx))
+    CommandSpec::new("rpushx", -3, WRITE | DENYOOM | FAST | AS_IS, Exec::Shard(rpushx))
         .keys(&[PUSH_KEY])
         .acl(acl::LIST)
         .doc("list", "2.2.0", "Appends an element to a list only when the list exists.", PUSH_COMPLEXITY, "key element [element ...]")
         .history(&[("4.0.0", "Accepts multiple `element` arguments.")]),
-    CommandSpec::new("lpop", -2, WRITE | FAST, Exec::Shard(lpop))
+    CommandSpec::new("lpop", -2, WRITE | FAST | AS_IS, Exec::Shard(lpop))
         .keys(&[POP_KEY])
         .acl(acl::LIST)
         .doc("list", "1.0.0", "Returns the first elements in a list after removing it. Deletes the list if the last element was popped.", "O(N) where N is the number of elements returned", "key [count]")
         .history(&[("6.2.0", "Added the `count` argument.")]),
-    CommandSpec::new("rpop", -2, WRITE | FAST, Exec::Shard(rpop))
+    CommandSpec::new("rpop", -2, WRITE | FAST | AS_IS, Exec::Shard(rpop))
         .keys(&[POP_KEY])
         .acl(acl::LIST)
         .doc("list", "1.0.0", "Returns and removes the last elements of a list. Deletes the list if the last element was popped.", "O(N) where N is the number of elements returned", "key [count]")
@@ -80,19 +80,19 @@ pub static COMMANDS: &[CommandSpec] = &[
         .keys(&[KeySpec::one(1, kf::RO | kf::ACCESS)])
         .acl(acl::LIST)
         .doc("list", "1.0.0", "Returns an element from a list by its index.", "O(N) where N is the number of elements to traverse to get to the element at index. This makes asking for the first or the last element of the list O(1).", "key index"),
-    CommandSpec::new("lset", 4, WRITE | DENYOOM, Exec::Shard(lset))
+    CommandSpec::new("lset", 4, WRITE | DENYOOM | AS_IS, Exec::Shard(lset))
         .keys(&[KeySpec::one(1, kf::RW | kf::UPDATE)])
         .acl(acl::LIST)
         .doc("list", "1.0.0", "Sets the value of an element in a list by its index.", "O(N) where N is the length of the list. Setting either the first or the last element of the list is O(1).", "key index element"),
-    CommandSpec::new("linsert", 5, WRITE | DENYOOM, Exec::Shard(linsert))
+    CommandSpec::new("linsert", 5, WRITE | DENYOOM | AS_IS, Exec::Shard(linsert))
         .keys(&[PUSH_KEY])
         .acl(acl::LIST)
         .doc("list", "2.2.0", "Inserts an element before or after another element in a list.", "O(N) where N is the number of elements to traverse before seeing the value pivot. This means that inserting somewhere on the left end on the list (head) can be considered O(1) and inserting somewhere on the right end (tail) is O(N).", "key <BEFORE | AFTER> pivot element"),
-    CommandSpec::new("lrem", 4, WRITE, Exec::Shard(lrem))
+    CommandSpec::new("lrem", 4, WRITE | AS_IS, Exec::Shard(lrem))
         .keys(&[KeySpec::one(1, kf::RW | kf::DELETE)])
         .acl(acl::LIST)
         .doc("list", "1.0.0", "Removes elements from a list. Deletes the list if the last element was removed.", "O(N+M) where N is the length of the list and M is the number of elements removed.", "key count element"),
-    CommandSpec::new("ltrim", 4, WRITE, Exec::Shard(ltrim))
+    CommandSpec::new("ltrim", 4, WRITE | AS_IS, Exec::Shard(ltrim))
         .keys(&[KeySpec::one(1, kf::RW | kf::DELETE)])
         .acl(acl::LIST)
         .doc("list", "1.0.0", "Removes elements from both ends a list. Deletes the list if all elements were trimmed.", "O(N) where N is the number of elements to be removed by the operation.", "key start stop"),

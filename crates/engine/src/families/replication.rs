@@ -1,11 +1,8 @@
-//! The replication and cluster commands clients send to any server: ROLE,
-//! WAIT, CLUSTER, READONLY, READWRITE and ASKING. ringdb has no replicas and no
-//! cluster mode (yet), so they answer as a Redis primary without replicas
-//! and with cluster support disabled answers them: ROLE is `master` with
-//! no replicas, WAIT is acknowledged by no replica (at once when none is
-//! asked for, else after its timeout), the cluster commands get Redis's
+//! The replication and cluster commands: ROLE, WAIT, REPLCONF, SYNC,
+//! PSYNC, REPLICAOF (SLAVEOF), CLUSTER, READONLY, READWRITE and ASKING.
+//! ringdb has no cluster mode (yet): the cluster commands get Redis's
 //! "cluster support disabled" error. They run on the connection's core
-//! (`Exec::Node`); the server crate implements them.
+//! (`Exec::Node`); the server crate implements them (`repl`).
 
 use crate::command::spec::{acl, flags::*, CommandSpec, Exec, NodeCommand as N};
 
@@ -110,6 +107,17 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(1)",
             "numreplicas:integer timeout:integer",
         ),
+    node("replconf", -1, ADMIN | NOSCRIPT | LOADING | STALE | ALLOW_BUSY, N::Replconf)
+        .doc("server", "3.0.0", "An internal command for configuring the replication stream.", "O(1)", ""),
+    node("psync", -3, NO_ASYNC_LOADING | ADMIN | NO_MULTI | NOSCRIPT, N::Sync)
+        .doc("server", "2.8.0", "An internal command used in replication.", "", "replicationid offset:integer"),
+    node("sync", 1, NO_ASYNC_LOADING | ADMIN | NO_MULTI | NOSCRIPT, N::Sync)
+        .doc("server", "1.0.0", "An internal command used in replication.", "", ""),
+    node("replicaof", 3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | STALE, N::Replicaof)
+        .doc("server", "5.0.0", "Configures a server as replica of another, or promotes it to a master.", "O(1)", "<host port | NO ONE>"),
+    node("slaveof", 3, NO_ASYNC_LOADING | ADMIN | NOSCRIPT | STALE, N::Replicaof)
+        .deprecated("5.0.0", "`REPLICAOF`")
+        .doc("server", "1.0.0", "Sets a Redis server as a replica of another, or promotes it to being a master.", "O(1)", "<host port | NO ONE>"),
     node("readonly", 1, FAST | LOADING | STALE, N::ClusterDisabled)
         .acl(acl::CONNECTION)
         .doc("cluster", "3.0.0", "Enables read-only queries for a connection to a Redis Cluster replica node.", "O(1)", ""),

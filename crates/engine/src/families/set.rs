@@ -31,12 +31,12 @@ const ONE_KEY_RO_ACCESS: &[KeySpec] = &[KeySpec::one(1, kf::RO | kf::ACCESS)];
 const ALL_KEYS_RO_ACCESS: &[KeySpec] = &[KeySpec::range(1, -1, 1, kf::RO | kf::ACCESS)];
 
 pub static COMMANDS: &[CommandSpec] = &[
-    CommandSpec::new("sadd", -3, WRITE | DENYOOM | FAST, Exec::Shard(sadd))
+    CommandSpec::new("sadd", -3, WRITE | DENYOOM | FAST | AS_IS, Exec::Shard(sadd))
         .keys(&[KeySpec::one(1, kf::RW | kf::INSERT)])
         .acl(acl::SET)
         .history(&[("2.4.0", "Accepts multiple `member` arguments.")])
         .doc("set", "1.0.0", "Adds one or more members to a set. Creates the key if it doesn't exist.", "O(1) for each element added, so O(N) to add N elements when the command is called with multiple arguments.", "key member [member ...]"),
-    CommandSpec::new("srem", -3, WRITE | FAST, Exec::Shard(srem))
+    CommandSpec::new("srem", -3, WRITE | FAST | AS_IS, Exec::Shard(srem))
         .keys(&[KeySpec::one(1, kf::RW | kf::DELETE)])
         .acl(acl::SET)
         .history(&[("2.4.0", "Accepts multiple `member` arguments.")])

@@ -150,7 +150,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .acl(acl::STREAM)
         .doc("stream", "5.0.0", "Returns the messages from a stream within a range of IDs in reverse order.", "O(N) with N being the number of elements returned. If N is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1).", "key end:string start:string [COUNT count:integer]")
         .history(&[("6.2.0", "Added exclusive ranges.")]),
-    CommandSpec::new("xdel", -3, WRITE | FAST, Exec::Shard(xdel))
+    CommandSpec::new("xdel", -3, WRITE | FAST | AS_IS, Exec::Shard(xdel))
         .keys(KEY_RW_DELETE)
         .acl(acl::STREAM)
         .doc("stream", "5.0.0", "Returns the number of messages after removing them from a stream.", "O(1) for each single item to delete in the stream, regardless of the stream size.", "key ID [ID ...]"),
@@ -172,7 +172,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .doc("stream", "5.0.0", "Returns new or historical messages from a stream for a consumer in a group. Blocks until a message is available otherwise.", "For each stream mentioned: O(M) with M being the number of elements returned. If M is constant (e.g. always asking for the first 10 elements with COUNT), you can consider it O(1). On the other side when XREADGROUP blocks, XADD will pay the O(N) time in order to serve the N clients blocked on the stream getting new data.", "GROUP group consumer [COUNT count:integer] [BLOCK milliseconds:integer] [NOACK] STREAMS key [key ...] ID [ID ...]"),
     CommandSpec::container("xgroup", XGROUP_SUBCOMMANDS)
         .doc("stream", "5.0.0", "A container for consumer groups commands.", "Depends on subcommand.", ""),
-    CommandSpec::new("xack", -4, WRITE | FAST, Exec::Shard(xack))
+    CommandSpec::new("xack", -4, WRITE | FAST | AS_IS, Exec::Shard(xack))
         .keys(KEY_RW_UPDATE)
         .acl(acl::STREAM)
         .doc("stream", "5.0.0", "Returns the number of messages that were successfully acknowledged by the consumer group member of a stream.", "O(1) for each message ID processed.", "key group ID [ID ...]"),

@@ -34,7 +34,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             ("6.2.0", "Added the `GET`, `EXAT` and `PXAT` option."),
             ("7.0.0", "Allowed the `NX` and `GET` options to be used together."),
         ]),
-    CommandSpec::new("setnx", 3, WRITE | DENYOOM | FAST, Exec::Shard(setnx))
+    CommandSpec::new("setnx", 3, WRITE | DENYOOM | FAST | AS_IS, Exec::Shard(setnx))
         .keys(&[KeySpec::one(1, kf::OW | kf::INSERT)])
         .acl(acl::STRING)
         .doc("string", "1.0.0", "Set the string value of a key only when the key doesn't exist.", "O(1)", "key value")
@@ -65,7 +65,7 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(1)",
             "key [EX seconds | PX milliseconds | EXAT unix-time-seconds | PXAT unix-time-milliseconds | PERSIST]",
         ),
-    CommandSpec::new("getdel", 2, WRITE | FAST, Exec::Shard(getdel))
+    CommandSpec::new("getdel", 2, WRITE | FAST | AS_IS, Exec::Shard(getdel))
         .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::DELETE)])
         .acl(acl::STRING)
         .doc("string", "6.2.0", "Returns the string value of a key after deleting the key.", "O(1)", "key"),
@@ -84,7 +84,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .acl(acl::STRING)
         .tips(&["request_policy:multi_shard", "response_policy:agg_min"])
         .doc("string", "1.0.1", "Atomically modifies the string values of one or more keys only when all keys don't exist.", "O(N) where N is the number of keys to set.", "key value [key value ...]"),
-    CommandSpec::new("append", 3, WRITE | DENYOOM | FAST, Exec::Shard(append))
+    CommandSpec::new("append", 3, WRITE | DENYOOM | FAST | AS_IS, Exec::Shard(append))
         .keys(&[KeySpec::one(1, kf::RW | kf::INSERT)])
         .acl(acl::STRING)
         .doc("string", "2.0.0", "Appends a string to the value of a key. Creates the key if it doesn't exist.", "O(1). The amortized time complexity is O(1) assuming the appended value is small and the already present value is of any size, since the dynamic string library used by Redis will double the free space available on every reallocation.", "key value"),
@@ -92,19 +92,19 @@ pub static COMMANDS: &[CommandSpec] = &[
         .keys(&[KeySpec::one(1, kf::RO)])
         .acl(acl::STRING)
         .doc("string", "2.2.0", "Returns the length of a string value.", "O(1)", "key"),
-    CommandSpec::new("incr", 2, WRITE | DENYOOM | FAST, Exec::Shard(incr))
+    CommandSpec::new("incr", 2, WRITE | DENYOOM | FAST | AS_IS, Exec::Shard(incr))
         .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)])
         .acl(acl::STRING)
         .doc("string", "1.0.0", "Increments the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "O(1)", "key"),
-    CommandSpec::new("decr", 2, WRITE | DENYOOM | FAST, Exec::Shard(decr))
+    CommandSpec::new("decr", 2, WRITE | DENYOOM | FAST | AS_IS, Exec::Shard(decr))
         .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)])
         .acl(acl::STRING)
         .doc("string", "1.0.0", "Decrements the integer value of a key by one. Uses 0 as initial value if the key doesn't exist.", "O(1)", "key"),
-    CommandSpec::new("incrby", 3, WRITE | DENYOOM | FAST, Exec::Shard(incrby))
+    CommandSpec::new("incrby", 3, WRITE | DENYOOM | FAST | AS_IS, Exec::Shard(incrby))
         .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)])
         .acl(acl::STRING)
         .doc("string", "1.0.0", "Increments the integer value of a key by a number. Uses 0 as initial value if the key doesn't exist.", "O(1)", "key increment"),
-    CommandSpec::new("decrby", 3, WRITE | DENYOOM | FAST, Exec::Shard(decrby))
+    CommandSpec::new("decrby", 3, WRITE | DENYOOM | FAST | AS_IS, Exec::Shard(decrby))
         .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)])
         .acl(acl::STRING)
         .doc("string", "1.0.0", "Decrements a number from the integer value of a key. Uses 0 as initial value if the key doesn't exist.", "O(1)", "key decrement"),
@@ -121,7 +121,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .acl(acl::STRING)
         .doc("string", "1.0.0", "Returns a substring from a string value.", "O(N) where N is the length of the returned string. The complexity is ultimately determined by the returned length, but because creating a substring from an existing string is very cheap, it can be considered O(1) for small strings.", "key start end")
         .deprecated("2.0.0", "`GETRANGE`"),
-    CommandSpec::new("setrange", 4, WRITE | DENYOOM, Exec::Shard(setrange))
+    CommandSpec::new("setrange", 4, WRITE | DENYOOM | AS_IS, Exec::Shard(setrange))
         .keys(&[KeySpec::one(1, kf::RW | kf::UPDATE)])
         .acl(acl::STRING)
         .doc("string", "2.2.0", "Overwrites a part of a string value with another by an offset. Creates the key if it doesn't exist.", "O(1), not counting the time taken to copy the new string in place. Usually, this string is very small so the amortized complexity is O(1). Otherwise, complexity is O(M) with M being the length of the value argument.", "key offset value"),

@@ -42,6 +42,11 @@ pub enum LogEvent {
     /// [`LogEvent::TxEnd`] (see [`committed_parts`]).
     TxBegin(u64, u32),
     TxEnd(u64),
+    /// The command that made the next `n` changes (all to its one key),
+    /// for the replication stream, which carries it instead of them (an
+    /// [`AS_IS`](crate::command::spec::flags::AS_IS) row); the log itself
+    /// records the changes.
+    AsIs(usize, Vec<Bytes>, u32),
 }
 
 /// What a shard has to log: the changes since the last drain, the
@@ -51,6 +56,9 @@ pub enum LogEvent {
 pub struct LogState {
     pub events: Vec<LogEvent>,
     selected: Option<usize>,
+    /// The replication stream is fed: [`LogState::mark_as_is`] is worth
+    /// its copy of the arguments.
+    pub as_is: bool,
     /// Changes made for an EXEC still running, by transaction id: the
     /// EXEC's steps on this shard are separate jobs, and other clients'
     /// writes to other keys run in between; held back, the EXEC's changes
@@ -88,6 +96,20 @@ impl LogState {
         let mark = mark.min(self.events.len());
         self.events.insert(mark, LogEvent::TxBegin(id, parts));
         self.events.push(LogEvent::TxEnd(id));
+    }
+
+    /// Marks the changes since `mark` as made by `args` on `db`, when they
+    /// are all changes of one key (see [`LogEvent::AsIs`]).
+    pub fn mark_as_is(&mut self, mark: usize, db: usize, args: &[Bytes]) {
+        let changes = &self.events[mark.min(self.events.len())..];
+        let one_key = match changes.first() {
+            Some(first @ LogEvent::Key(..)) => changes.iter().all(|e| e == first),
+            _ => false,
+        };
+        if one_key {
+            let n = changes.len() as u32;
+            self.events.insert(mark, LogEvent::AsIs(db, args.to_vec(), n));
+        }
     }
 
     /// Whether anything changed since `mark`.
@@ -167,8 +189,19 @@ pub(crate) fn key_record(out: &mut Vec<u8>, key: &[u8], entry: Option<&Entry>, n
 /// Turns the pending events into records appended to `out`.
 pub fn drain(log: &mut LogState, keyspace: &Keyspace, now_ms: u64, out: &mut Vec<u8>) {
     let events = std::mem::take(&mut log.events);
+    write_records(&events, log, keyspace, now_ms, out);
+}
+
+/// Appends the log records of `events` (taken from `log`) to `out`.
+pub fn write_records(
+    events: &[LogEvent],
+    log: &mut LogState,
+    keyspace: &Keyspace,
+    now_ms: u64,
+    out: &mut Vec<u8>,
+) {
     let mut last: Option<&LogEvent> = None;
-    for event in &events {
+    for event in events {
         // A key written several times in a row is logged once. (Transaction
         // markers are always written, even around nothing: every part of a
         // cross-shard transaction must be found for it to count.)
@@ -194,6 +227,91 @@ pub fn drain(log: &mut LogState, keyspace: &Keyspace, now_ms: u64, out: &mut Vec
             }
             LogEvent::TxEnd(id) => command(out, &[b"TXEND", id.to_string().as_bytes()]),
             LogEvent::Functions(payload) => functions_record(out, payload),
+            LogEvent::AsIs(..) => {}
+        }
+    }
+}
+
+/// A change as the replication stream carries it: commands tagged with
+/// the database they apply to, so that one stream merged from every shard
+/// chooses databases itself (a shard's log tracks only its own `SELECT`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FeedItem {
+    /// A command (a RESP array) for database `db`, or for any database
+    /// (`None`: FUNCTION RESTORE), that changes `key` only.
+    Cmd {
+        db: Option<usize>,
+        key: Option<Bytes>,
+        cmd: Vec<u8>,
+    },
+    /// Database `db` was emptied before the commands that follow.
+    Flush(usize),
+    /// This shard's part of transaction `id` of `parts` parts starts.
+    Begin(u64, u32),
+    End(u64),
+}
+
+/// Turns `events` into replication items appended to `out`: each key's
+/// state now, as the log records it (`RESTORE … REPLACE ABSTTL` or `DEL`).
+pub fn feed(events: &[LogEvent], keyspace: &Keyspace, now_ms: u64, out: &mut Vec<FeedItem>) {
+    let mut last: Option<&LogEvent> = None;
+    let mut skip = 0;
+    for (i, event) in events.iter().enumerate() {
+        if skip > 0 {
+            skip -= 1;
+            continue;
+        }
+        if let LogEvent::AsIs(db, args, n) = event {
+            let key = match events.get(i + 1) {
+                Some(LogEvent::Key(_, key)) => Some(key.clone()),
+                _ => None,
+            };
+            let mut cmd = Vec::new();
+            let args: Vec<&[u8]> = args.iter().map(|a| &a[..]).collect();
+            command(&mut cmd, &args);
+            out.push(FeedItem::Cmd { db: Some(*db), key, cmd });
+            skip = *n;
+            last = None;
+            continue;
+        }
+        if last == Some(event) {
+            continue;
+        }
+        last = Some(event);
+        let cmd = |db, key: Option<&[u8]>, f: &dyn Fn(&mut Vec<u8>)| {
+            let mut cmd = Vec::new();
+            f(&mut cmd);
+            FeedItem::Cmd { db, key: key.map(Bytes::copy_from_slice), cmd }
+        };
+        match event {
+            LogEvent::Key(db, key) => {
+                let entry = keyspace.db(*db).get(key);
+                out.push(FeedItem::Cmd {
+                    db: Some(*db),
+                    key: Some(key.clone()),
+                    cmd: {
+                        let mut cmd = Vec::new();
+                        key_record(&mut cmd, key, entry, now_ms);
+                        cmd
+                    },
+                });
+            }
+            LogEvent::WholeDb(db) => {
+                out.push(FeedItem::Flush(*db));
+                for (_, table) in keyspace.db(*db).slots() {
+                    for entry in table.iter().filter(|e| !e.is_expired(now_ms)) {
+                        out.push(cmd(Some(*db), Some(entry.key()), &|o| {
+                            key_record(o, entry.key(), Some(entry), now_ms)
+                        }));
+                    }
+                }
+            }
+            LogEvent::Functions(payload) => {
+                out.push(cmd(None, None, &|o| functions_record(o, payload)));
+            }
+            LogEvent::TxBegin(id, parts) => out.push(FeedItem::Begin(*id, *parts)),
+            LogEvent::TxEnd(id) => out.push(FeedItem::End(*id)),
+            LogEvent::AsIs(..) => {}
         }
     }
 }

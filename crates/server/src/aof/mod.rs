@@ -291,7 +291,7 @@ fn create(core: &Core, shard: &mut Shard) -> Result<(), String> {
         let _ = std::fs::remove_file(&tmp);
         format!("can't write the append only file {}: {e}", path.display())
     })?;
-    shard.state.funnel.log = Some(LogState::default());
+    shard.state.funnel.log.get_or_insert_with(LogState::default).reset_selected();
     *core.aof.borrow_mut() =
         Some(AofWriter::new(file, path, Fsync::from_config(&config), bytes.len() as u64));
     Ok(())
@@ -312,7 +312,7 @@ pub fn open(core: &Core) -> Result<(), String> {
         .open(&path)
         .map_err(|e| format!("{}: {e}", path.display()))?;
     let size = file.metadata().map(|m| m.len()).unwrap_or(0);
-    core.shard.borrow_mut().state.funnel.log = Some(LogState::default());
+    core.shard.borrow_mut().state.funnel.log.get_or_insert_with(LogState::default).reset_selected();
     *core.aof.borrow_mut() = Some(AofWriter::new(file, path, Fsync::from_config(&config), size));
     Ok(())
 }
@@ -330,21 +330,30 @@ pub fn close(core: &Core) {
     if let Some(w) = core.aof.borrow_mut().take() {
         let _ = w.file.sync_data();
     }
-    core.shard.borrow_mut().state.funnel.log = None;
+    // The replication stream may still want the shard's changes.
+    if !core.shared.repl.feeding.load(Relaxed) {
+        core.shard.borrow_mut().state.funnel.log = None;
+    }
 }
 
 impl Core {
     /// Writes the shard's pending log records (and syncs them under
     /// `appendfsync always`). Cheap when there is nothing to write.
+    /// The same changes go to the replication stream while it is fed (see
+    /// `crate::repl`).
     pub fn flush_log_of(&self, shard: &mut Shard) {
         let Some(log) = shard.state.funnel.log.as_mut() else { return };
         if log.events.is_empty() {
             return;
         }
+        let events = std::mem::take(&mut log.events);
+        if self.shared.repl.feeding.load(Relaxed) {
+            self.shared.repl.feed(self.id.index(), &events, &shard.keyspace);
+        }
         let mut aof = self.aof.borrow_mut();
         let Some(w) = aof.as_mut() else { return };
         w.buf.clear();
-        aof::drain(log, &shard.keyspace, now_ms(), &mut w.buf);
+        aof::write_records(&events, log, &shard.keyspace, now_ms(), &mut w.buf);
         let sync_now = w.fsync == Fsync::Always && !w.defer_sync;
         let ok = w.file.write_all(&w.buf).is_ok() && (!sync_now || w.file.sync_data().is_ok());
         w.size += w.buf.len() as u64;

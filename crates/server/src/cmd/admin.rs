@@ -279,8 +279,11 @@ pub async fn debug(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     } else if is(sub, "change-repl-id") && argc == 2 {
         tracing::info!("Changing replication IDs after receiving DEBUG change-repl-id");
         let seed = ringdb_engine::shard::now_ms() ^ (conn.state.id << 32);
-        if let Ok(mut replid) = conn.core.shared.replid.lock() {
-            *replid = crate::node::run_id(seed ^ replid.len() as u64);
+        {
+            let mut st = conn.core.shared.repl.lock();
+            st.replid = crate::node::run_id(seed ^ st.replid.len() as u64);
+            st.replid2 = crate::repl::NO_REPLID.into();
+            st.second_offset = -1;
         }
         conn.reply().ok();
     } else if is(sub, "digest") && argc == 2 {
@@ -663,11 +666,7 @@ fn stringmatch_fuzz(seed: u64) {
 /// ROLE: a primary without replicas (ringdb has no replication yet), at the
 /// replication offset INFO replication shows.
 pub fn role(conn: &mut Connection) -> CmdResult {
-    let mut out = conn.reply();
-    out.array(3);
-    out.bulk(b"master");
-    out.int(0);
-    out.array(0);
+    crate::repl::role(conn);
     Ok(())
 }
 

@@ -60,18 +60,23 @@ impl BlockedClients {
     }
 }
 
-/// WAIT numreplicas timeout. ringdb has no replicas, so none ever
-/// acknowledges a write: asked for none (or inside EXEC, which may not
-/// block) the answer is 0 at once; otherwise the client blocks for
-/// `timeout` milliseconds (0: until CLIENT UNBLOCK or it leaves) and gets
-/// 0, as from Redis without replicas.
+/// WAIT numreplicas timeout: how many replicas acknowledged every write
+/// handed to the replication stream before WAIT (this client's included:
+/// a write reaches the stream before its reply leaves). Answers at once
+/// when enough have, or inside EXEC; otherwise asks the replicas for their
+/// offsets (`REPLCONF GETACK`) and blocks until enough acknowledge or
+/// `timeout` milliseconds pass (0: until CLIENT UNBLOCK or it leaves).
 pub async fn wait(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let numreplicas = ringdb_engine::command::args::int(&args[1])?;
     let timeout_ms = parse_timeout(&args[2], ringdb_engine::blocking::Unit::Millis)?;
-    if numreplicas <= 0 || conn.state.in_exec {
-        conn.reply().int(0);
+    let repl = conn.core.shared.repl.clone();
+    let target = crate::repl::wait_target(&repl)?;
+    let acked = || repl.lock().acked(target) as i64;
+    if acked() >= numreplicas || conn.state.in_exec {
+        conn.reply().int(acked());
         return Ok(());
     }
+    repl.lock().getack();
     if conn.flush().await.is_err() {
         conn.state.close_after_reply = true;
         return Ok(());
@@ -80,9 +85,17 @@ pub async fn wait(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let (tx, rx) = flume::unbounded();
     conn.core.blocked.borrow_mut().by_client.insert(conn.state.id, tx);
     conn.handle.view.borrow_mut().blocked = true;
+    // Acknowledgements arrive on the replicas' cores: looked at every
+    // millisecond.
     let event = loop {
-        match next_event(conn, deadline, &rx).await {
+        let poll = Instant::now() + Duration::from_millis(1);
+        match next_event(conn, Some(deadline.map_or(poll, |d| d.min(poll))), &rx).await {
             Event::Wake(Wake::Ready | Wake::Served(_)) => continue,
+            Event::TimedOut
+                if acked() < numreplicas && deadline.is_none_or(|d| Instant::now() < d) =>
+            {
+                continue
+            }
             event => break event,
         }
     };
@@ -91,7 +104,7 @@ pub async fn wait(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     match event {
         Event::Wake(Wake::Unblock { error: true }) => error_reply(conn, UNBLOCKED),
         Event::Closed => conn.state.close_after_reply = true,
-        _ => conn.reply().int(0),
+        _ => conn.reply().int(acked()),
     }
     Ok(())
 }

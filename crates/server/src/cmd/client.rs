@@ -43,10 +43,16 @@ impl ClientType {
         }
     }
 
-    /// The type of a connected client. ringdb has no replication links and
-    /// no connection in subscriber mode yet, so every client is normal.
-    fn of(_client: &ClientHandle) -> Self {
-        ClientType::Normal
+    /// The type of a connected client (Redis's `getClientType`).
+    fn of(client: &ClientHandle) -> Self {
+        use crate::net::clients::LinkKind;
+        let view = client.view.borrow();
+        match view.link {
+            LinkKind::Replica => ClientType::Replica,
+            LinkKind::Master => ClientType::Master,
+            LinkKind::None if view.sub + view.psub + view.ssub > 0 => ClientType::PubSub,
+            LinkKind::None => ClientType::Normal,
+        }
     }
 }
 

@@ -403,6 +403,10 @@ impl Report<'_> {
 
     fn stats(&self, out: &mut String) {
         let t = self.total;
+        let sync = {
+            let st = self.core.shared.repl.lock();
+            (st.sync_full, st.sync_partial_ok, st.sync_partial_err)
+        };
         let rate = |f: fn(&ShardStats) -> &RateMetric| -> u64 {
             self.reports.iter().map(|r| f(&r.stats).per_sec()).sum()
         };
@@ -412,8 +416,8 @@ impl Report<'_> {
              instantaneous_ops_per_sec:{}\r\ntotal_net_input_bytes:{}\r\ntotal_net_output_bytes:{}\r\ntotal_net_repl_input_bytes:0\r\n\
              total_net_repl_output_bytes:0\r\ninstantaneous_input_kbps:{:.2}\r\n\
              instantaneous_output_kbps:{:.2}\r\ninstantaneous_input_repl_kbps:0.00\r\n\
-             instantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:0\r\nsync_partial_ok:0\r\n\
-             sync_partial_err:0\r\nexpired_keys:{}\r\nexpired_stale_perc:{:.2}\r\n\
+             instantaneous_output_repl_kbps:0.00\r\nrejected_connections:{}\r\nsync_full:{}\r\nsync_partial_ok:{}\r\n\
+             sync_partial_err:{}\r\nexpired_keys:{}\r\nexpired_stale_perc:{:.2}\r\n\
              expire_cycle_cpu_milliseconds:{}\r\nevicted_keys:{}\r\nevicted_clients:0\r\nkeyspace_hits:{}\r\n\
              keyspace_misses:{}\r\nlatest_fork_usec:0\r\ntotal_forks:{}\r\nmigrate_cached_sockets:{}\r\n\
              tracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\n\
@@ -428,6 +432,9 @@ impl Report<'_> {
             rate(|s| &s.input_rate) as f64 / 1024.0,
             rate(|s| &s.output_rate) as f64 / 1024.0,
             t.rejected_connections,
+            sync.0,
+            sync.1,
+            sync.2,
             t.expired_keys,
             t.expired_stale_perc,
             t.expire_cycle_cpu_ms,
@@ -450,14 +457,7 @@ impl Report<'_> {
     }
 
     fn replication(&self, out: &mut String) {
-        let replid = self.core.shared.replid.lock().map(|r| r.clone()).unwrap_or_default();
-        let _ = write!(
-            out,
-            "# Replication\r\nrole:master\r\nconnected_slaves:0\r\nmaster_failover_state:no-failover\r\n\
-             master_replid:{replid}\r\nmaster_replid2:{}\r\nmaster_repl_offset:0\r\nsecond_repl_offset:-1\r\n\
-             repl_backlog_active:0\r\nrepl_backlog_first_byte_offset:0\r\nrepl_backlog_histlen:0\r\n",
-            "0".repeat(40),
-        );
+        crate::repl::info(&self.core, out);
     }
 
     fn cpu(&self, out: &mut String) {

@@ -151,6 +151,17 @@ impl Config {
     fn apply(&mut self, d: &Directive, save_read: &mut bool) -> Result<(), String> {
         const BAD: &str = "Bad directive or wrong number of arguments";
         if let Some(setting) = find(&d.name) {
+            if setting.name == "replicaof" {
+                // `replicaof host port` or `replicaof no one`, as Redis
+                // checks it.
+                let [host, port] = &d.args[..] else { return Err(BAD.into()) };
+                if host.eq_ignore_ascii_case("no") && port.eq_ignore_ascii_case("one") {
+                    return self.set_any("replicaof", "");
+                }
+                if !port.parse::<i64>().is_ok_and(|p| (0..=65535).contains(&p)) {
+                    return Err("Invalid master port".into());
+                }
+            }
             let value = if multi_arg(setting) {
                 d.args.join(" ")
             } else if d.args.len() == 1 {
@@ -174,19 +185,6 @@ impl Config {
                 self.renames.push((d.args[0].clone(), d.args[1].clone()));
             }
             "sentinel" => return Err("sentinel directive while not in sentinel mode".into()),
-            // Checked as Redis checks it, then ignored (no replication).
-            "replicaof" | "slaveof" if d.args.len() == 2 => {
-                let no_one =
-                    d.args[0].eq_ignore_ascii_case("no") && d.args[1].eq_ignore_ascii_case("one");
-                let port_ok = d.args[1].parse::<i64>().is_ok_and(|p| (0..=65535).contains(&p));
-                if !no_one && !port_ok {
-                    return Err("Invalid master port".into());
-                }
-                if !no_one {
-                    self.warn(d);
-                }
-            }
-            "replicaof" | "slaveof" => return Err(BAD.into()),
             "user" | "loadmodule" if !d.args.is_empty() => self.warn(d),
             _ if redis_conf::DEPRECATED.contains(&name) => {}
             _ if redis_conf::REDIS_ONLY.contains(&name) || name.contains('.') => {
@@ -730,6 +728,8 @@ impl Config {
 fn redis_lines(s: &Setting, v: &str) -> Vec<String> {
     let words: Vec<&str> = v.split_whitespace().collect();
     match s.kind {
+        // No primary: no line (Redis's rewrite removes it).
+        Kind::Words if s.name == "replicaof" && words.is_empty() => Vec::new(),
         Kind::SavePoints if words.is_empty() => vec![format!("{} \"\"", s.name)],
         Kind::SavePoints => {
             words.chunks(2).map(|p| format!("{} {}", s.name, p.join(" "))).collect()
@@ -796,7 +796,7 @@ mod tests {
             &path,
             "# a comment\nport 6599\nsave \"\"\nsave 900 1\nsave 300 10\nmaxmemory 100mb\n\
              client-output-buffer-limit pubsub 32mb 8mb 60\nlogfile ''\nappendonly yes\n\
-             rename-command FLUSHALL \"\"\nactiverehashing yes\nrepl-timeout 60\nbind 127.0.0.1 -::1\n",
+             rename-command FLUSHALL \"\"\nactiverehashing yes\nrepl-disable-tcp-nodelay yes\nbind 127.0.0.1 -::1\n",
         )
         .unwrap();
         let c = Config::load(Some(&path), None, &opts(&["--save", "60", "5"])).unwrap();
@@ -808,9 +808,13 @@ mod tests {
         assert_eq!(c.get("appendonly"), Some("yes"));
         assert_eq!(c.bind(), vec!["127.0.0.1", "-::1"]);
         assert_eq!(c.renames, vec![("FLUSHALL".to_string(), String::new())]);
-        // activerehashing yes is what ringdb does; repl-timeout is not.
+        // activerehashing yes is what ringdb does; repl-disable-tcp-nodelay
+        // yes is not.
         assert_eq!(c.warnings.len(), 1, "{:?}", c.warnings);
-        assert!(c.warnings[0].contains("'repl-timeout'") && c.warnings[0].contains("line 12"));
+        assert!(
+            c.warnings[0].contains("'repl-disable-tcp-nodelay'")
+                && c.warnings[0].contains("line 12")
+        );
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -51,6 +51,17 @@ pub struct ClientView {
     pub tracking_bcast: bool,
     pub tracking_broken: bool,
     pub redirect: i64,
+    /// A replication link: a replica of ours, or our primary.
+    pub link: LinkKind,
+}
+
+/// Which end of a replication link a client is, if any.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LinkKind {
+    #[default]
+    None,
+    Replica,
+    Master,
 }
 
 impl ClientView {
@@ -122,6 +133,11 @@ impl ClientHandle {
         let v = self.view.borrow();
         let now = Instant::now();
         let mut flags = String::new();
+        match v.link {
+            LinkKind::Replica => flags.push('S'),
+            LinkKind::Master => flags.push('M'),
+            LinkKind::None => {}
+        }
         if v.monitor {
             flags.push('O');
         }

@@ -93,6 +93,11 @@ pub struct ClientState {
     pub monitor: bool,
     /// SCRIPT DEBUG YES|SYNC: the next EVAL runs in a debugging session.
     pub debugger: Option<crate::route::debug::Mode>,
+    /// What a replica said with REPLCONF before PSYNC.
+    pub replica_hello: crate::repl::primary::Hello,
+    /// This is the link to our primary: its writes pass a read-only
+    /// replica, and nothing is answered.
+    pub master: bool,
 }
 
 impl ClientState {
@@ -124,6 +129,8 @@ impl ClientState {
             hotkey_watch: None,
             monitor: false,
             debugger: None,
+            replica_hello: Default::default(),
+            master: false,
         }
     }
 
@@ -244,6 +251,63 @@ impl Connection {
         let Connection { socket, .. } = conn;
         socket.close().await;
         core.shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The connection to this replica's primary, on `socket` (with
+    /// `input`, what was read past the snapshot): it runs the commands of
+    /// the replication stream, in database `db`, answering nothing.
+    pub fn for_master(core: Rc<Core>, socket: Socket, input: &[u8], db: usize) -> Connection {
+        let id = core.shared.next_client_id.fetch_add(1, Ordering::Relaxed);
+        let addr = socket.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+        let laddr = socket.local_addr().map(|a| a.to_string()).unwrap_or_default();
+        let handle = ClientHandle::new(id, addr, laddr, socket.fd());
+        handle.view.borrow_mut().link = crate::net::clients::LinkKind::Master;
+        core.clients.borrow_mut().add(handle.clone());
+        let mut state = ClientState::new(id, core.id.0, true);
+        state.master = true;
+        state.reply_off = true;
+        state.db = db;
+        let mut inbuf = BytesMut::with_capacity(BUFFER_SIZE.max(input.len()));
+        inbuf.extend_from_slice(input);
+        Connection {
+            core,
+            socket,
+            handle,
+            parser: RequestParser::new(),
+            inbuf,
+            out: Output::with_capacity(BUFFER_SIZE),
+            mailbox: None,
+            pushes_in: Vec::new(),
+            input_while_blocked: false,
+            meter: QueryMeter::default(),
+            state,
+        }
+    }
+
+    /// Leaves the registry and closes the socket (a link's connection).
+    pub async fn close(self) {
+        self.core.clients.borrow_mut().remove(self.state.id);
+        self.socket.close().await;
+    }
+
+    /// Reads what is available into the input buffer (a replication link,
+    /// which parses it itself with [`Connection::parse_input`]); `Some(0)`
+    /// when the peer closed.
+    pub async fn read_input(&mut self) -> Result<Option<usize>, String> {
+        let n = self.socket.read_into(&mut self.inbuf, 0).await.map_err(|e| e.to_string())?;
+        self.handle.last_active.set(Instant::now());
+        Ok(Some(n))
+    }
+
+    /// Parses the whole commands in the input buffer.
+    pub fn parse_input(&mut self, requests: &mut Vec<Request>) -> Result<(), String> {
+        let limits = self.limits();
+        self.parser.parse(&mut self.inbuf, &limits, requests).map_err(|e| e.to_string())
+    }
+
+    /// Output the kernel has not taken yet.
+    pub fn unsent(&self) -> usize {
+        self.socket.unsent()
     }
 
     /// Protected mode with no password: only loopback clients are served

@@ -63,6 +63,11 @@ pub struct Slot {
 }
 
 impl Slot {
+    /// The slot of a connection on descriptor `fd`.
+    pub fn for_fd(fd: RawFd) -> Slot {
+        Slot { fd, ..Slot::default() }
+    }
+
     /// See [`Slot::idle`]; a record already there (one the hook made for a
     /// new connection, with what it answered) is kept.
     pub fn set_idle(&self, idle: Idle) {

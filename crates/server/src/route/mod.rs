@@ -94,6 +94,10 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
             reject(conn, &mut segment, Some(reg), &crate::loading::LOADING, skip).await;
             continue;
         }
+        if let Err(e) = crate::repl::gate(conn, reg) {
+            reject(conn, &mut segment, Some(reg), &e, skip).await;
+            continue;
+        }
         if conn.core.shared.scripts.any_busy() && !spec.has(flags::ALLOW_BUSY) {
             if let Some(busy) = busy_error(&conn.core) {
                 reject(conn, &mut segment, Some(reg), &CmdError::new(busy), skip).await;

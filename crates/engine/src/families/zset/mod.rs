@@ -70,16 +70,16 @@ const fn row(
 }
 
 pub static COMMANDS: &[CommandSpec] = &[
-    row("zadd", -4, WRITE | DENYOOM | FAST, write::zadd, &[KeySpec::one(1, kf::RW | kf::UPDATE)])
+    row("zadd", -4, WRITE | DENYOOM | FAST | AS_IS, write::zadd, &[KeySpec::one(1, kf::RW | kf::UPDATE)])
         .doc("sorted_set", "1.2.0", "Adds one or more members to a sorted set, or updates their scores. Creates the key if it doesn't exist.", "O(log(N)) for each item added, where N is the number of elements in the sorted set.", "key [NX | XX] [GT | LT] [CH] [INCR] score member [score member ...]")
         .history(&[
             ("2.4.0", "Accepts multiple elements."),
             ("3.0.2", "Added the `XX`, `NX`, `CH` and `INCR` options."),
             ("6.2.0", "Added the `GT` and `LT` options."),
         ]),
-    row("zincrby", 4, WRITE | DENYOOM | FAST, write::zincrby, &[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)])
+    row("zincrby", 4, WRITE | DENYOOM | FAST | AS_IS, write::zincrby, &[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE)])
         .doc("sorted_set", "1.2.0", "Increments the score of a member in a sorted set.", "O(log(N)) where N is the number of elements in the sorted set.", "key increment member"),
-    row("zrem", -3, WRITE | FAST, write::zrem, ONE_DELETE)
+    row("zrem", -3, WRITE | FAST | AS_IS, write::zrem, ONE_DELETE)
         .doc("sorted_set", "1.2.0", "Removes one or more members from a sorted set. Deletes the sorted set if all members were removed.", "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.", "key member [member ...]")
         .history(&[("2.4.0", "Accepts multiple elements.")]),
     row("zcard", 2, READONLY | FAST | WATCHABLE, read::zcard, &[KeySpec::one(1, kf::RO)])
@@ -120,15 +120,15 @@ pub static COMMANDS: &[CommandSpec] = &[
     row("zrevrangebylex", -4, READONLY, read::zrevrangebylex, ONE_RO)
         .doc("sorted_set", "2.8.9", "Returns members in a sorted set within a lexicographical range in reverse order.", RANGE_COMPLEXITY, "key max min [LIMIT offset count]")
         .deprecated("6.2.0", "`ZRANGE` with the `REV` and `BYLEX` arguments"),
-    row("zremrangebyrank", 4, WRITE, write::zremrangebyrank, ONE_DELETE)
+    row("zremrangebyrank", 4, WRITE | AS_IS, write::zremrangebyrank, ONE_DELETE)
         .doc("sorted_set", "2.0.0", "Removes members in a sorted set within a range of indexes. Deletes the sorted set if all members were removed.", REMOVE_COMPLEXITY, "key start stop"),
-    row("zremrangebyscore", 4, WRITE, write::zremrangebyscore, ONE_DELETE)
+    row("zremrangebyscore", 4, WRITE | AS_IS, write::zremrangebyscore, ONE_DELETE)
         .doc("sorted_set", "1.2.0", "Removes members in a sorted set within a range of scores. Deletes the sorted set if all members were removed.", REMOVE_COMPLEXITY, "key min:double max:double"),
-    row("zremrangebylex", 4, WRITE, write::zremrangebylex, ONE_DELETE)
+    row("zremrangebylex", 4, WRITE | AS_IS, write::zremrangebylex, ONE_DELETE)
         .doc("sorted_set", "2.8.9", "Removes members in a sorted set within a lexicographical range. Deletes the sorted set if all members were removed.", REMOVE_COMPLEXITY, "key min max"),
-    row("zpopmin", -2, WRITE | FAST, write::zpopmin, ONE_POP)
+    row("zpopmin", -2, WRITE | FAST | AS_IS, write::zpopmin, ONE_POP)
         .doc("sorted_set", "5.0.0", "Returns the lowest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", POP_COMPLEXITY, "key [count]"),
-    row("zpopmax", -2, WRITE | FAST, write::zpopmax, ONE_POP)
+    row("zpopmax", -2, WRITE | FAST | AS_IS, write::zpopmax, ONE_POP)
         .doc("sorted_set", "5.0.0", "Returns the highest-scoring members from a sorted set after removing them. Deletes the sorted set if the last member was popped.", POP_COMPLEXITY, "key [count]"),
     row("zmpop", -4, WRITE, write::zmpop, &[KeySpec::keynum(1, kf::RW | kf::ACCESS | kf::DELETE)])
         .doc("sorted_set", "7.0.0", "Returns the highest- or lowest-scoring members from one or more sorted sets after removing them. Deletes the sorted set if the last member was popped.", "O(K) + O(M*log(N)) where K is the number of provided keys, N being the number of elements in the sorted set, and M being the number of elements popped.", "numkeys key [key ...] <MIN | MAX> [COUNT count]"),

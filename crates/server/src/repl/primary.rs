@@ -1,0 +1,453 @@
+//! Serving replicas (Redis 7.0's `replication.c`, primary side): REPLCONF,
+//! SYNC and PSYNC, the full sync and the stream.
+//!
+//! A replica's connection stays in PSYNC (or SYNC) for as long as it is a
+//! replica: the command writes `+FULLRESYNC <replid> <offset>` (or
+//! `+CONTINUE`), then the snapshot and the stream, and reads the replica's
+//! `REPLCONF ACK`s, until the link ends.
+//!
+//! The full sync is the no-stop snapshot of every shard (no fork, the
+//! shards keep serving), cut at one point of the stream: each shard, at
+//! the instant its snapshot starts, hands over its changes so far and marks
+//! the cut (see [`super::stream`]), all under one lock of every shard. It
+//! goes out diskless (`$EOF:<mark>`, the default, when the replica
+//! announced `capa eof`) or through a file (`$<len>`).
+
+use super::{Link, LinkState, Role};
+use crate::net::connection::Connection;
+use bytes::Bytes;
+use ringdb_engine::command::args::is;
+use ringdb_engine::command::{CmdError, CmdResult};
+use ringdb_protocol::Request;
+use std::io::Write;
+use std::rc::Rc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+use tracing::{info, warn};
+
+/// What a replica told us with REPLCONF before PSYNC.
+#[derive(Clone, Debug, Default)]
+pub struct Hello {
+    pub port: u16,
+    pub ip: Option<String>,
+    /// It reads the diskless form (`capa eof`).
+    pub eof: bool,
+    /// It understands `+CONTINUE <replid>` (`capa psync2`).
+    pub psync2: bool,
+}
+
+/// Bytes of stream a link takes from the backlog at a time.
+const READ_CHUNK: usize = 1 << 20;
+/// Unsent bytes past which a link waits for the socket before taking more.
+const UNSENT_MAX: usize = 8 << 20;
+
+/// REPLCONF option value … (Redis's `replconfCommand`).
+pub async fn replconf(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    if args.len() % 2 == 0 {
+        return Err(CmdError::new("ERR syntax error"));
+    }
+    for pair in args[1..].chunks(2) {
+        let (option, value) = (&pair[0], &pair[1]);
+        if is(option, "listening-port") {
+            let port = ringdb_engine::command::args::int(value)?;
+            conn.state.replica_hello.port = port.clamp(0, 65535) as u16;
+        } else if is(option, "ip-address") {
+            let ip = String::from_utf8_lossy(value).into_owned();
+            if ip.len() > 46 {
+                return Err(CmdError::owned(format!(
+                    "ERR REPLCONF ip-address provided by replica instance is too long: {} bytes",
+                    ip.len()
+                )));
+            }
+            conn.state.replica_hello.ip = Some(ip);
+        } else if is(option, "capa") {
+            if is(value, "eof") {
+                conn.state.replica_hello.eof = true;
+            } else if is(value, "psync2") {
+                conn.state.replica_hello.psync2 = true;
+            }
+        } else if is(option, "ack") || is(option, "getack") {
+            // ACK is read by the link itself; GETACK is for a replica's link
+            // to its primary. Neither gets a reply here.
+            return Ok(());
+        } else if is(option, "rdb-only") {
+            // Accepted: the snapshot is sent and the stream follows anyway.
+        } else {
+            return Err(CmdError::owned(format!(
+                "ERR Unrecognized REPLCONF option: {}",
+                String::from_utf8_lossy(option)
+            )));
+        }
+    }
+    conn.reply().ok();
+    Ok(())
+}
+
+/// SYNC and PSYNC replid offset: the connection becomes a replica link
+/// and stays in this command until the link ends.
+pub async fn sync(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    let repl = conn.core.shared.repl.clone();
+    if let Role::Replica(_) = repl.lock().role {
+        return Err(CmdError::new(
+            "ERR ringdb serves replicas only as a primary (chained replication is not supported yet)",
+        ));
+    }
+    if !conn.out.is_empty() {
+        return Err(CmdError::new("ERR SYNC and PSYNC are invalid with pending output"));
+    }
+    let psync = args.len() == 3;
+    let hello = conn.state.replica_hello.clone();
+    let ip = hello.ip.clone().unwrap_or_else(|| {
+        conn.handle
+            .addr
+            .rsplit_once(':')
+            .map(|(ip, _)| ip.trim_matches(['[', ']']).to_string())
+            .unwrap_or_default()
+    });
+    let (wake, woken) = flume::bounded(1);
+    let client = conn.state.id;
+    let partial = {
+        let mut st = repl.lock();
+        let partial = if psync { try_partial(&mut st, &args[1], &args[2]) } else { None };
+        if partial.is_none() && st.links.is_empty() && !st.backlog {
+            // A new history starts with the backlog (Redis's syncCommand).
+            st.replid = super::new_replid();
+            st.replid2 = super::NO_REPLID.into();
+            st.second_offset = -1;
+        }
+        st.create_backlog(&repl.feeding);
+        st.links.push(Link {
+            client,
+            ip,
+            port: hello.port,
+            state: if partial.is_some() { LinkState::Online } else { LinkState::WaitBgsave },
+            sent: partial,
+            cut: None,
+            ack: 0,
+            ack_at: Instant::now(),
+            wake,
+            dropped: false,
+        });
+        if partial.is_some() {
+            st.sync_partial_ok += 1;
+        } else {
+            st.sync_full += 1;
+        }
+        partial
+    };
+    {
+        let mut view = conn.handle.view.borrow_mut();
+        view.link = crate::net::clients::LinkKind::Replica;
+    }
+    let result = match partial {
+        Some(pos) => {
+            let replid = repl.lock().replid.clone();
+            info!(
+                "Partial resynchronization request from {} accepted. Sending {} bytes of backlog starting from offset {}.",
+                conn.handle.addr,
+                repl.lock().stream.offset - pos,
+                pos + 1
+            );
+            let line = if hello.psync2 {
+                format!("+CONTINUE {replid}\r\n")
+            } else {
+                "+CONTINUE\r\n".into()
+            };
+            conn.out.extend_from_slice(line.as_bytes());
+            serve(conn, pos, &woken).await
+        }
+        None => match full_sync(conn, psync, &hello).await {
+            Ok(pos) => serve(conn, pos, &woken).await,
+            Err(e) => Err(e),
+        },
+    };
+    if let Err(e) = &result {
+        warn!("Connection with replica {} lost: {e}", conn.handle.addr);
+    }
+    let mut st = repl.lock();
+    st.links.retain(|l| l.client != client);
+    if st.links.is_empty() {
+        st.alone_since = Instant::now();
+    }
+    drop(st);
+    conn.state.close_after_reply = true;
+    Ok(())
+}
+
+/// PSYNC's offer: the stream position to go on from, when the backlog has
+/// it (Redis's `masterTryPartialResynchronization`).
+fn try_partial(st: &mut super::State, replid: &[u8], offset: &[u8]) -> Option<u64> {
+    let replid = String::from_utf8_lossy(replid);
+    let offset: i64 = std::str::from_utf8(offset).ok()?.parse().ok()?;
+    let known = replid == st.replid || (replid == st.replid2 && offset <= st.second_offset);
+    let pos = (offset - 1).max(0) as u64;
+    if known && st.backlog && offset >= 1 && st.stream.has(pos) {
+        return Some(pos);
+    }
+    if replid != "?" {
+        st.sync_partial_err += 1;
+        if !known {
+            info!("Partial resynchronization not accepted: Replication ID mismatch (Replica asked for '{replid}', my replication IDs are '{}' and '{}')", st.replid, st.replid2);
+        } else {
+            info!("Unable to partial resync with replica for lack of backlog (Replica request was: {offset}).");
+        }
+    }
+    None
+}
+
+/// The full sync: waits `repl-diskless-sync-delay` (newlines keep the
+/// link alive), cuts the stream at a snapshot of every shard, answers
+/// `+FULLRESYNC`, sends the snapshot. Returns the stream position the
+/// replica goes on from.
+async fn full_sync(conn: &mut Connection, psync: bool, hello: &Hello) -> Result<u64, String> {
+    let core = conn.core.clone();
+    let repl = core.shared.repl.clone();
+    let (diskless, delay) = {
+        let c = core.config.borrow();
+        (c.get("repl-diskless-sync") == Some("yes"), c.int("repl-diskless-sync-delay"))
+    };
+    let diskless = diskless && hello.eof;
+    if diskless && delay > 0 {
+        for _ in 0..delay {
+            keepalive(conn).await?;
+            glommio::timer::sleep(Duration::from_secs(1)).await;
+        }
+    }
+    // One snapshot at a time (BGSAVE, a log rewrite, another replica's).
+    while core.shared.persist.snapshot_busy.swap(true, Relaxed) {
+        keepalive(conn).await?;
+        glommio::timer::sleep(Duration::from_millis(100)).await;
+    }
+    let client = conn.state.id;
+    let cut = {
+        let mut st = repl.lock();
+        let cut = st.next_cut();
+        if let Some(l) = st.links.iter_mut().find(|l| l.client == client) {
+            l.cut = Some(cut);
+        }
+        cut
+    };
+    let at_point = move |core: &Rc<crate::node::Core>| {
+        // The changes before the point go out before the cut; the shard's
+        // log records from here on for the stream.
+        core.flush_log();
+        let mut shard = core.shard.borrow_mut();
+        shard.state.funnel.log.get_or_insert_with(Default::default).as_is = true;
+        let mut st = core.shared.repl.lock();
+        st.stream.cut(core.id.index(), cut);
+        st.after_growth();
+    };
+    info!("Full sync of replica {}: cut {cut}", conn.handle.addr);
+    let writer = match crate::persist::start_for_replica(&core, at_point).await {
+        Ok(w) => w,
+        Err(e) => {
+            crate::persist::release(&core);
+            return Err(e.text().to_string());
+        }
+    };
+    let waiting = Instant::now();
+    let pos = loop {
+        let sent = repl.lock().links.iter().find(|l| l.client == client).and_then(|l| l.sent);
+        if let Some(pos) = sent {
+            break pos;
+        }
+        if waiting.elapsed() > Duration::from_secs(1) {
+            warn!("The stream's cut waits: {}", repl.lock().stream.heads());
+        }
+        glommio::timer::sleep(Duration::from_millis(1)).await;
+    };
+    let replid = repl.lock().replid.clone();
+    info!(
+        "Starting BGSAVE for SYNC with target: {} (replica {}), stream offset {pos}",
+        if diskless { "replicas sockets" } else { "disk" },
+        conn.handle.addr
+    );
+    if psync {
+        conn.out.extend_from_slice(format!("+FULLRESYNC {replid} {pos}\r\n").as_bytes());
+    }
+    set_state(conn, LinkState::SendBulk);
+    let result = send_snapshot(conn, writer, diskless).await;
+    crate::persist::release(&core);
+    result?;
+    info!("Synchronization with replica {} succeeded", conn.handle.addr);
+    Ok(pos)
+}
+
+fn set_state(conn: &Connection, state: LinkState) {
+    let mut st = conn.core.shared.repl.lock();
+    if let Some(l) = st.links.iter_mut().find(|l| l.client == conn.state.id) {
+        l.state = state;
+        l.ack_at = Instant::now();
+    }
+}
+
+/// A newline: keeps a replica waiting for its snapshot from timing out.
+async fn keepalive(conn: &mut Connection) -> Result<(), String> {
+    if conn.handle.is_killed() {
+        return Err("killed".into());
+    }
+    conn.out.extend_from_slice(b"\n");
+    conn.flush().await
+}
+
+/// Bytes of the snapshot on their way from the writer thread.
+struct Pieces {
+    tx: flume::Sender<Vec<u8>>,
+    buf: Vec<u8>,
+}
+
+impl Write for Pieces {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.buf.extend_from_slice(bytes);
+        if self.buf.len() >= 256 * 1024 {
+            self.flush()?;
+        }
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if !self.buf.is_empty() {
+            let piece = std::mem::take(&mut self.buf);
+            self.tx.send(piece).map_err(|_| std::io::Error::other("the replica is gone"))?;
+        }
+        Ok(())
+    }
+}
+
+/// Writes the snapshot, framed for the replica, on a thread, and sends it
+/// as it comes. Diskless: `$EOF:<mark>`, the RDB, the mark. Otherwise the
+/// RDB goes to a file first for its length (`$<len>`).
+async fn send_snapshot(
+    conn: &mut Connection,
+    writer: crate::persist::FileWriter,
+    diskless: bool,
+) -> Result<(), String> {
+    let (tx, pieces) = flume::bounded::<Vec<u8>>(crate::persist::IN_FLIGHT);
+    let (done, result) = flume::bounded::<Result<(), String>>(1);
+    let dir = conn.core.config.borrow().get("dir").unwrap_or("./").to_string();
+    let name = format!("temp-repl-{}-{}.rdb", std::process::id(), conn.state.id);
+    std::thread::Builder::new()
+        .name("ringdb-repl-sync".into())
+        .spawn(move || {
+            let mut out = Pieces { tx, buf: Vec::new() };
+            let written = if diskless {
+                let mark = super::new_replid();
+                (|| {
+                    write!(out, "$EOF:{mark}\r\n")?;
+                    writer.write_to(&mut out)?;
+                    out.write_all(mark.as_bytes())?;
+                    out.flush()
+                })()
+            } else {
+                let path = std::path::Path::new(&dir).join(name);
+                let sent = (|| {
+                    let mut file = std::io::BufWriter::new(std::fs::File::create(&path)?);
+                    let len = writer.write_to(&mut file)?;
+                    file.flush()?;
+                    drop(file);
+                    write!(out, "${len}\r\n")?;
+                    let mut file = std::fs::File::open(&path)?;
+                    std::io::copy(&mut file, &mut out)?;
+                    out.flush()
+                })();
+                let _ = std::fs::remove_file(&path);
+                sent
+            };
+            let _ = done.send(written.map_err(|e| e.to_string()));
+        })
+        .map_err(|e| e.to_string())?;
+    while let Ok(piece) = pieces.recv_async().await {
+        if conn.handle.is_killed() {
+            return Err("killed".into());
+        }
+        conn.out.extend_from_slice(&piece);
+        conn.flush().await?;
+        while conn.unsent() > UNSENT_MAX {
+            glommio::timer::sleep(Duration::from_millis(1)).await;
+            if conn.handle.is_killed() {
+                return Err("killed".into());
+            }
+        }
+    }
+    result.recv_async().await.map_err(|_| "the snapshot writer stopped".to_string())?
+}
+
+/// Streams to the replica from `pos` on, and reads its acknowledgements,
+/// until the link ends.
+async fn serve(
+    conn: &mut Connection,
+    mut pos: u64,
+    woken: &flume::Receiver<()>,
+) -> Result<(), String> {
+    set_state(conn, LinkState::Online);
+    let repl = conn.core.shared.repl.clone();
+    let client = conn.state.id;
+    let mut chunk = Vec::new();
+    let mut requests: Vec<Request> = Vec::new();
+    loop {
+        chunk.clear();
+        {
+            let mut st = repl.lock();
+            let Some(link) = st.links.iter_mut().find(|l| l.client == client) else {
+                return Err("unregistered".into());
+            };
+            if link.dropped {
+                return Err("output buffer limit or timeout".into());
+            }
+            link.sent = Some(pos);
+            if !st.stream.has(pos) {
+                return Err("the backlog no longer has the replica's offset".into());
+            }
+            st.stream.read(pos, READ_CHUNK, &mut chunk);
+        }
+        if !chunk.is_empty() {
+            pos += chunk.len() as u64;
+            conn.out.extend_from_slice(&chunk);
+        }
+        if !conn.out.is_empty() {
+            conn.flush().await?;
+        }
+        if conn.handle.is_killed() {
+            return Err("killed".into());
+        }
+        let more = !chunk.is_empty() && conn.unsent() < UNSENT_MAX;
+        // Wait for the stream to grow or the replica to say something (when
+        // there is more to send, only look at what the replica said).
+        let input = {
+            let read = conn.read_input();
+            let wait = async {
+                if !more {
+                    let _ = futures_lite::future::or(
+                        async {
+                            let _ = woken.recv_async().await;
+                        },
+                        glommio::timer::sleep(Duration::from_millis(100)),
+                    )
+                    .await;
+                }
+                Ok(None)
+            };
+            futures_lite::future::or(read, wait).await?
+        };
+        if input == Some(0) {
+            return Err("closed by the replica".into());
+        }
+        if input.is_some() {
+            conn.parse_input(&mut requests)?;
+            for request in requests.drain(..) {
+                let args = &request.args;
+                if args.len() >= 3 && is(&args[0], "replconf") && is(&args[1], "ack") {
+                    let offset =
+                        std::str::from_utf8(&args[2]).ok().and_then(|s| s.parse::<u64>().ok());
+                    if let Some(offset) = offset {
+                        let mut st = repl.lock();
+                        if let Some(l) = st.links.iter_mut().find(|l| l.client == client) {
+                            l.ack = l.ack.max(offset);
+                            l.ack_at = Instant::now();
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,512 @@
+//! Following a primary (Redis 7.0's `replication.c`, replica side):
+//! REPLICAOF / SLAVEOF, the handshake, the snapshot, and the stream applied
+//! through a client connection of its own (Redis's master client).
+//!
+//! The link runs on the core that took REPLICAOF. It connects, says PING,
+//! AUTH (`masterauth`, `masteruser`), `REPLCONF listening-port`, `REPLCONF
+//! capa eof capa psync2`, then `PSYNC <replid> <offset+1>` with the
+//! history it has. `+FULLRESYNC` brings a snapshot (either form), loaded
+//! into every shard under one lock of all of them; `+CONTINUE` goes on
+//! from the offset it has. The stream's commands then run in order through
+//! the router, spread over the shards as any client's are, which keeps
+//! every key's order and runs a `MULTI … EXEC` whole. Once a second and on
+//! `REPLCONF GETACK` it acknowledges the offset it has applied. A link that
+//! breaks is made again a second later, with PSYNC.
+
+use super::{Role, State};
+use crate::net::connection::Connection;
+use crate::node::Core;
+use bytes::{Bytes, BytesMut};
+use futures_lite::{AsyncReadExt, AsyncWriteExt};
+use glommio::net::TcpStream;
+use ringdb_engine::command::args::is;
+use ringdb_engine::command::{CmdError, CmdResult};
+use std::rc::Rc;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::{Duration, Instant};
+use tracing::{info, warn};
+
+/// The primary this node follows, and how the link to it is.
+#[derive(Clone, Debug)]
+pub struct Master {
+    pub host: String,
+    pub port: u16,
+    /// The link is up (`master_link_status`).
+    pub up: bool,
+    /// A snapshot is being received (`master_sync_in_progress`).
+    pub syncing: bool,
+    /// Redis's replica state, as ROLE names it.
+    pub phase: &'static str,
+    pub last_io: Option<Instant>,
+    pub down_since: Option<Instant>,
+    pub transfer_size: i64,
+    pub transfer_read: i64,
+    /// Which REPLICAOF this is: an older link stops.
+    epoch: u64,
+}
+
+impl Master {
+    pub fn state_name(&self) -> &'static str {
+        self.phase
+    }
+}
+
+/// The database the last link's stream had selected (a partial resync
+/// goes on in it, as Redis's cached master client does).
+static STREAM_DB: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// REPLICAOF host port | NO ONE (and SLAVEOF).
+pub async fn replicaof(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    let core = conn.core.clone();
+    if is(&args[1], "no") && is(&args[2], "one") {
+        if promote(&core).await {
+            info!(
+                "MASTER MODE enabled (user request from 'id={} addr={}')",
+                conn.state.id, conn.handle.addr
+            );
+        }
+        conn.reply().ok();
+        return Ok(());
+    }
+    let port = ringdb_engine::command::args::int(&args[2])?;
+    if !(0..=65535).contains(&port) {
+        return Err(CmdError::new("ERR Invalid master port"));
+    }
+    let host = String::from_utf8_lossy(&args[1]).into_owned();
+    {
+        let st = core.shared.repl.lock();
+        if let Role::Replica(m) = &st.role {
+            if m.host.eq_ignore_ascii_case(&host) && m.port == port as u16 {
+                drop(st);
+                conn.reply().simple("OK Already connected to specified master");
+                return Ok(());
+            }
+        }
+    }
+    follow(&core, host.clone(), port as u16);
+    info!(
+        "REPLICAOF {host}:{port} enabled (user request from 'id={} addr={}')",
+        conn.state.id, conn.handle.addr
+    );
+    conn.reply().ok();
+    Ok(())
+}
+
+static EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// Becomes a replica of `host:port` (REPLICAOF, or `replicaof` in the
+/// configuration) and starts the link on this core.
+pub fn follow(core: &Rc<Core>, host: String, port: u16) {
+    let epoch = EPOCH.fetch_add(1, Relaxed) + 1;
+    {
+        let repl = &core.shared.repl;
+        let mut st = repl.lock();
+        // Our replicas must sync again from the new history.
+        for l in &mut st.links {
+            l.dropped = true;
+            let _ = l.wake.try_send(());
+        }
+        st.backlog = false;
+        repl.feeding.store(false, Relaxed);
+        st.role = Role::Replica(Master {
+            host,
+            port,
+            up: false,
+            syncing: false,
+            phase: "connect",
+            last_io: None,
+            down_since: Some(Instant::now()),
+            transfer_size: -1,
+            transfer_read: 0,
+            epoch,
+        });
+        repl.replica.store(true, Relaxed);
+    }
+    glommio::spawn_local(run_link(core.clone(), epoch)).detach();
+}
+
+/// REPLICAOF NO ONE: keeps the data, starts a new history (the old id
+/// stays valid for PSYNC2 up to this offset) and a backlog that replicas
+/// (former siblings) can go on from. Whether this was a replica.
+pub async fn promote(core: &Rc<Core>) -> bool {
+    {
+        let repl = &core.shared.repl;
+        let mut st = repl.lock();
+        if let Role::Primary = st.role {
+            return false;
+        }
+        st.role = Role::Primary;
+        repl.replica.store(false, Relaxed);
+        st.shift_replid(super::new_replid());
+        st.create_backlog(&repl.feeding);
+    }
+    // Every shard records its changes for the stream from here on.
+    let _ = core
+        .invoke_on_all(|core| {
+            core.shard.borrow_mut().state.funnel.log.get_or_insert_with(Default::default).as_is =
+                true;
+        })
+        .await;
+    true
+}
+
+fn current(core: &Core, epoch: u64) -> bool {
+    matches!(&core.shared.repl.lock().role, Role::Replica(m) if m.epoch == epoch)
+}
+
+/// Changes the link's state, if the link is still the current one.
+fn update(core: &Core, epoch: u64, f: impl FnOnce(&mut Master, &mut State)) {
+    let mut st = core.shared.repl.lock();
+    let mut role = std::mem::take(&mut st.role);
+    if let Role::Replica(m) = &mut role {
+        if m.epoch == epoch {
+            f(m, &mut st);
+        }
+    }
+    st.role = role;
+}
+
+async fn run_link(core: Rc<Core>, epoch: u64) {
+    while current(&core, epoch) {
+        if let Err(e) = session(&core, epoch).await {
+            if current(&core, epoch) {
+                warn!("Replication link to the MASTER failed: {e}");
+            }
+        }
+        update(&core, epoch, |m, _| {
+            if m.up {
+                m.down_since = Some(Instant::now());
+            }
+            m.up = false;
+            m.syncing = false;
+            m.phase = "connect";
+        });
+        glommio::timer::sleep(Duration::from_secs(1)).await;
+    }
+}
+
+/// The handshake's reading and writing, before the stream.
+struct Handshake {
+    stream: TcpStream,
+    buf: BytesMut,
+    timeout: Duration,
+}
+
+impl Handshake {
+    async fn send(&mut self, args: &[&[u8]]) -> Result<(), String> {
+        let mut out = Vec::new();
+        ringdb_protocol::encode_command(&mut out, args);
+        self.stream.write_all(&out).await.map_err(|e| e.to_string())
+    }
+
+    async fn fill(&mut self) -> Result<(), String> {
+        let mut chunk = vec![0u8; 64 * 1024];
+        let read = self.stream.read(&mut chunk);
+        let n = glommio::timer::timeout(self.timeout, async {
+            read.await.map_err(|e| glommio::GlommioError::IoError(e))
+        })
+        .await
+        .map_err(|_| "Timeout connecting to the MASTER...".to_string())?;
+        if n == 0 {
+            return Err("the MASTER closed the connection".into());
+        }
+        self.buf.extend_from_slice(&chunk[..n]);
+        Ok(())
+    }
+
+    /// The next line that is not a keepalive newline.
+    async fn line(&mut self) -> Result<String, String> {
+        loop {
+            if let Some(end) = self.buf.iter().position(|&b| b == b'\n') {
+                let line = self.buf.split_to(end + 1);
+                let text = String::from_utf8_lossy(&line).trim_end().to_string();
+                if text.is_empty() {
+                    continue;
+                }
+                return Ok(text);
+            }
+            if self.buf.len() > 64 * 1024 {
+                return Err("a line from the MASTER is too long".into());
+            }
+            self.fill().await?;
+        }
+    }
+
+    async fn command(&mut self, args: &[&[u8]]) -> Result<String, String> {
+        self.send(args).await?;
+        self.line().await
+    }
+}
+
+/// One connection to the primary, from connecting to its end.
+async fn session(core: &Rc<Core>, epoch: u64) -> Result<(), String> {
+    let (host, port) = match &core.shared.repl.lock().role {
+        Role::Replica(m) => (m.host.clone(), m.port),
+        Role::Primary => return Ok(()),
+    };
+    let (timeout, auth, user, announce_ip, announce_port) = {
+        let c = core.config.borrow();
+        (
+            Duration::from_secs(c.int("repl-timeout").max(1) as u64),
+            c.get("masterauth").filter(|s| !s.is_empty()).map(str::to_string),
+            c.get("masteruser").filter(|s| !s.is_empty()).map(str::to_string),
+            c.get("replica-announce-ip").filter(|s| !s.is_empty()).map(str::to_string),
+            c.int("replica-announce-port"),
+        )
+    };
+    info!("Connecting to MASTER {host}:{port}");
+    update(core, epoch, |m, _| m.phase = "connecting");
+    let stream = glommio::timer::timeout(timeout, async {
+        TcpStream::connect(format!("{host}:{port}")).await
+    })
+    .await
+    .map_err(|e| format!("Unable to connect to MASTER: {e}"))?;
+    let _ = stream.set_nodelay(true);
+    info!("MASTER <-> REPLICA sync started");
+    update(core, epoch, |m, _| {
+        m.phase = "handshake";
+        m.last_io = Some(Instant::now());
+    });
+    let mut hs = Handshake { stream, buf: BytesMut::new(), timeout };
+    let pong = hs.command(&[b"PING"]).await?;
+    if pong.starts_with('-')
+        && !pong.starts_with("-NOAUTH")
+        && !pong.starts_with("-NOPERM")
+        && !pong.starts_with("-ERR operation not permitted")
+    {
+        return Err(format!("Error reply to PING from master: '{pong}'"));
+    }
+    if let Some(pass) = &auth {
+        let reply = match &user {
+            Some(user) => hs.command(&[b"AUTH", user.as_bytes(), pass.as_bytes()]).await?,
+            None => hs.command(&[b"AUTH", pass.as_bytes()]).await?,
+        };
+        if reply.starts_with('-') {
+            return Err(format!("Unable to AUTH to MASTER: {reply}"));
+        }
+    }
+    let listening = if announce_port > 0 { announce_port as u16 } else { core.shared.port };
+    let reply =
+        hs.command(&[b"REPLCONF", b"listening-port", listening.to_string().as_bytes()]).await?;
+    if reply.starts_with('-') {
+        info!("(Non critical) Master does not understand REPLCONF listening-port: {reply}");
+    }
+    if let Some(ip) = &announce_ip {
+        let reply = hs.command(&[b"REPLCONF", b"ip-address", ip.as_bytes()]).await?;
+        if reply.starts_with('-') {
+            info!("(Non critical) Master does not understand REPLCONF ip-address: {reply}");
+        }
+    }
+    let reply = hs.command(&[b"REPLCONF", b"capa", b"eof", b"capa", b"psync2"]).await?;
+    if reply.starts_with('-') {
+        info!("(Non critical) Master does not understand REPLCONF capa: {reply}");
+    }
+    let (replid, offset) = {
+        let st = core.shared.repl.lock();
+        (st.replid.clone(), st.stream.offset)
+    };
+    info!("Trying a partial resynchronization (request {replid}:{}).", offset + 1);
+    let reply =
+        hs.command(&[b"PSYNC", replid.as_bytes(), (offset + 1).to_string().as_bytes()]).await?;
+    let mut db = STREAM_DB.load(Relaxed);
+    let offset = if let Some(rest) = reply.strip_prefix("+FULLRESYNC ") {
+        let mut words = rest.split(' ');
+        let (Some(id), Some(off)) =
+            (words.next(), words.next().and_then(|o| o.parse::<u64>().ok()))
+        else {
+            return Err(format!("Bad +FULLRESYNC reply: '{reply}'"));
+        };
+        info!("Full resync from master: {id}:{off}");
+        let data = receive_snapshot(core, epoch, &mut hs).await?;
+        load_snapshot(core, data).await?;
+        let mut st = core.shared.repl.lock();
+        st.replid = id.to_string();
+        st.replid2 = super::NO_REPLID.into();
+        st.second_offset = -1;
+        st.stream = super::stream::Stream::new(core.shared.shards(), off);
+        db = 0;
+        off
+    } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
+        let new = rest.trim();
+        info!("Successful partial resynchronization with master.");
+        let mut st = core.shared.repl.lock();
+        if !new.is_empty() && new != st.replid {
+            info!("Master replication ID changed to {new}");
+            st.shift_replid(new.to_string());
+        }
+        offset
+    } else {
+        return Err(format!("Unexpected reply to PSYNC from master: {reply}"));
+    };
+    update(core, epoch, |m, _| {
+        m.up = true;
+        m.syncing = false;
+        m.phase = "connected";
+        m.down_since = None;
+        m.last_io = Some(Instant::now());
+    });
+    info!("MASTER <-> REPLICA sync: Finished with success");
+    let Handshake { stream, buf, .. } = hs;
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    let slot = Rc::new(crate::net::fallback::Slot::for_fd(fd));
+    let socket = crate::net::socket::Socket::glommio(stream, slot);
+    let mut conn = Connection::for_master(core.clone(), socket, &buf, db);
+    let result = apply(&mut conn, epoch, offset, timeout).await;
+    STREAM_DB.store(conn.state.db, Relaxed);
+    conn.close().await;
+    result
+}
+
+/// Receives the snapshot after `+FULLRESYNC`: `$<len>` and that many
+/// bytes, or `$EOF:<mark>` and bytes up to the mark.
+async fn receive_snapshot(core: &Core, epoch: u64, hs: &mut Handshake) -> Result<Vec<u8>, String> {
+    update(core, epoch, |m, _| {
+        m.syncing = true;
+        m.phase = "sync";
+    });
+    let header = hs.line().await?;
+    let Some(spec) = header.strip_prefix('$') else {
+        return Err(format!("Bad protocol from MASTER, the first byte is not '$' (we received '{header}'), are you sure the host and port are right?"));
+    };
+    let limit = core.config.borrow().int("proto-max-bulk-len").max(1) as u64 * 64;
+    if let Some(mark) = spec.strip_prefix("EOF:") {
+        let mark = mark.as_bytes().to_vec();
+        if mark.len() != 40 {
+            return Err("bad EOF mark from MASTER".into());
+        }
+        info!("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk");
+        loop {
+            if hs.buf.len() >= 40 && hs.buf.ends_with(&mark) {
+                let mut data = std::mem::take(&mut hs.buf);
+                data.truncate(data.len() - 40);
+                return Ok(data.to_vec());
+            }
+            if hs.buf.len() as u64 > limit {
+                return Err("the snapshot from MASTER is too large".into());
+            }
+            hs.fill().await?;
+            let read = hs.buf.len() as i64;
+            update(core, epoch, |m, _| {
+                m.transfer_read = read;
+                m.last_io = Some(Instant::now());
+            });
+        }
+    }
+    let len: u64 =
+        spec.parse().map_err(|_| format!("Bad snapshot length from MASTER: {header}"))?;
+    if len > limit {
+        return Err("the snapshot from MASTER is too large".into());
+    }
+    info!("MASTER <-> REPLICA sync: receiving {len} bytes from master to disk");
+    update(core, epoch, |m, _| m.transfer_size = len as i64);
+    while (hs.buf.len() as u64) < len {
+        hs.fill().await?;
+        let read = hs.buf.len().min(len as usize) as i64;
+        update(core, epoch, |m, _| {
+            m.transfer_read = read;
+            m.last_io = Some(Instant::now());
+        });
+    }
+    Ok(hs.buf.split_to(len as usize).to_vec())
+}
+
+/// Replaces every shard's data with the snapshot's.
+async fn load_snapshot(core: &Rc<Core>, data: Vec<u8>) -> Result<(), String> {
+    info!("MASTER <-> REPLICA sync: Flushing old data");
+    info!("MASTER <-> REPLICA sync: Loading DB in memory");
+    let keys = crate::persist::load_from_primary(core, data).await?;
+    info!("MASTER <-> REPLICA sync: Loaded {keys} keys");
+    Ok(())
+}
+
+/// The bytes a command takes in the stream (the primary writes every
+/// command as a RESP array of bulk strings).
+fn wire_len(args: &[Bytes]) -> u64 {
+    let digits = |n: usize| n.to_string().len() as u64;
+    let mut len = 1 + digits(args.len()) + 2;
+    for a in args {
+        len += 1 + digits(a.len()) + 2 + a.len() as u64 + 2;
+    }
+    len
+}
+
+/// Runs the stream's commands; acknowledges the offset applied once a
+/// second and when asked.
+async fn apply(
+    conn: &mut Connection,
+    epoch: u64,
+    mut offset: u64,
+    timeout: Duration,
+) -> Result<(), String> {
+    let core = conn.core.clone();
+    let mut requests = Vec::new();
+    let mut batch = Vec::new();
+    let mut last_ack: Option<Instant> = None;
+    let mut last_io = Instant::now();
+    loop {
+        if !current(&core, epoch) || conn.handle.is_killed() {
+            return Ok(());
+        }
+        if last_ack.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+            ack(conn, offset).await?;
+            last_ack = Some(Instant::now());
+        }
+        let read = conn.read_input();
+        let tick = async {
+            glommio::timer::sleep(Duration::from_millis(250)).await;
+            Ok(None)
+        };
+        match futures_lite::future::or(read, tick).await? {
+            Some(0) => return Err("the MASTER closed the connection".into()),
+            Some(_) => last_io = Instant::now(),
+            None if last_io.elapsed() > timeout => {
+                return Err("MASTER timeout: no data nor PING received...".into())
+            }
+            None => continue,
+        }
+        update(&core, epoch, |m, _| m.last_io = Some(last_io));
+        conn.parse_input(&mut requests)?;
+        let mut pending = 0;
+        for request in requests.drain(..) {
+            let size = wire_len(&request.args);
+            let args = &request.args;
+            if args.len() >= 2 && is(&args[0], "replconf") {
+                if is(&args[1], "getack") {
+                    run(conn, &mut batch, &mut offset, &mut pending).await;
+                    ack(conn, offset).await?;
+                }
+                offset += size;
+                continue;
+            }
+            pending += size;
+            batch.push(request);
+        }
+        run(conn, &mut batch, &mut offset, &mut pending).await;
+    }
+}
+
+/// Runs the batched commands and counts them as applied.
+async fn run(
+    conn: &mut Connection,
+    batch: &mut Vec<ringdb_protocol::Request>,
+    offset: &mut u64,
+    pending: &mut u64,
+) {
+    if !batch.is_empty() {
+        crate::route::execute(conn, batch).await;
+        conn.out.clear();
+    }
+    *offset += std::mem::take(pending);
+    conn.core.shared.repl.lock().stream.offset = *offset;
+}
+
+/// `REPLCONF ACK <offset>` to the primary.
+async fn ack(conn: &mut Connection, offset: u64) -> Result<(), String> {
+    let mut out = Vec::new();
+    ringdb_protocol::encode_command(
+        &mut out,
+        &[&b"REPLCONF"[..], b"ACK", offset.to_string().as_bytes()],
+    );
+    conn.out.extend_from_slice(&out);
+    conn.flush().await
+}
