@@ -328,6 +328,8 @@ pub fn info(core: &Core, out: &mut String) {
             l.ack
         );
     }
+    // Bytes kept past the backlog's size for lagging replicas are theirs.
+    let histlen = if st.backlog { st.stream.histlen().min(st.backlog_size) } else { 0 };
     let _ = write!(
         out,
         "master_failover_state:no-failover\r\nmaster_replid:{}\r\nmaster_replid2:{}\r\n\
@@ -339,8 +341,8 @@ pub fn info(core: &Core, out: &mut String) {
         st.second_offset,
         u8::from(st.backlog),
         st.backlog_size,
-        if st.backlog { st.stream.first_byte() } else { 0 },
-        if st.backlog { st.stream.histlen() } else { 0 },
+        if st.backlog { st.stream.offset - histlen + 1 } else { 0 },
+        histlen,
     );
 }
 

@@ -154,10 +154,14 @@ pub async fn sync(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
                 "+CONTINUE\r\n".into()
             };
             conn.out.extend_from_slice(line.as_bytes());
-            serve(conn, pos, &woken).await
+            serve(conn, pos, &woken, false).await
         }
         None => match full_sync(conn, psync, &hello).await {
-            Ok(pos) => serve(conn, pos, &woken).await,
+            // After a diskless snapshot the stream starts at the replica's
+            // first ACK: it cannot tell the stream's bytes from the end of
+            // the snapshot before it has found the end mark (Redis's
+            // `repl_start_cmd_stream_on_ack`).
+            Ok((pos, diskless)) => serve(conn, pos, &woken, diskless).await,
             Err(e) => Err(e),
         },
     };
@@ -181,7 +185,7 @@ fn try_partial(st: &mut super::State, replid: &[u8], offset: &[u8]) -> Option<u6
     let offset: i64 = std::str::from_utf8(offset).ok()?.parse().ok()?;
     let known = replid == st.replid || (replid == st.replid2 && offset <= st.second_offset);
     let pos = (offset - 1).max(0) as u64;
-    if known && st.backlog && offset >= 1 && st.stream.has(pos) {
+    if known && st.backlog && offset >= 1 && st.stream.has_within(pos, st.backlog_size) {
         return Some(pos);
     }
     if replid != "?" {
@@ -199,7 +203,11 @@ fn try_partial(st: &mut super::State, replid: &[u8], offset: &[u8]) -> Option<u6
 /// link alive), cuts the stream at a snapshot of every shard, answers
 /// `+FULLRESYNC`, sends the snapshot. Returns the stream position the
 /// replica goes on from.
-async fn full_sync(conn: &mut Connection, psync: bool, hello: &Hello) -> Result<u64, String> {
+async fn full_sync(
+    conn: &mut Connection,
+    psync: bool,
+    hello: &Hello,
+) -> Result<(u64, bool), String> {
     let core = conn.core.clone();
     let repl = core.shared.repl.clone();
     let (diskless, delay) = {
@@ -270,7 +278,7 @@ async fn full_sync(conn: &mut Connection, psync: bool, hello: &Hello) -> Result<
     crate::persist::release(&core);
     result?;
     info!("Synchronization with replica {} succeeded", conn.handle.addr);
-    Ok(pos)
+    Ok((pos, diskless))
 }
 
 fn set_state(conn: &Connection, state: LinkState) {
@@ -372,12 +380,13 @@ async fn send_snapshot(
     result.recv_async().await.map_err(|_| "the snapshot writer stopped".to_string())?
 }
 
-/// Streams to the replica from `pos` on, and reads its acknowledgements,
-/// until the link ends.
+/// Streams to the replica from `pos` on (once it has acknowledged, when
+/// `wait_ack`), and reads its acknowledgements, until the link ends.
 async fn serve(
     conn: &mut Connection,
     mut pos: u64,
     woken: &flume::Receiver<()>,
+    mut wait_ack: bool,
 ) -> Result<(), String> {
     set_state(conn, LinkState::Online);
     let repl = conn.core.shared.repl.clone();
@@ -398,7 +407,9 @@ async fn serve(
             if !st.stream.has(pos) {
                 return Err("the backlog no longer has the replica's offset".into());
             }
-            st.stream.read(pos, READ_CHUNK, &mut chunk);
+            if !wait_ack {
+                st.stream.read(pos, READ_CHUNK, &mut chunk);
+            }
         }
         if !chunk.is_empty() {
             pos += chunk.len() as u64;
@@ -440,6 +451,7 @@ async fn serve(
                     let offset =
                         std::str::from_utf8(&args[2]).ok().and_then(|s| s.parse::<u64>().ok());
                     if let Some(offset) = offset {
+                        wait_ack = false;
                         let mut st = repl.lock();
                         if let Some(l) = st.links.iter_mut().find(|l| l.client == client) {
                             l.ack = l.ack.max(offset);

@@ -375,12 +375,16 @@ async fn receive_snapshot(core: &Core, epoch: u64, hs: &mut Handshake) -> Result
             return Err("bad EOF mark from MASTER".into());
         }
         info!("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk");
+        let mut searched: usize = 0;
         loop {
-            if hs.buf.len() >= 40 && hs.buf.ends_with(&mark) {
-                let mut data = std::mem::take(&mut hs.buf);
-                data.truncate(data.len() - 40);
+            // The stream may follow the mark in the same read.
+            let from = searched.saturating_sub(40);
+            if let Some(at) = hs.buf[from..].windows(40).position(|w| w == &mark[..]) {
+                let data = hs.buf.split_to(from + at);
+                let _ = hs.buf.split_to(40);
                 return Ok(data.to_vec());
             }
+            searched = hs.buf.len();
             if hs.buf.len() as u64 > limit {
                 return Err("the snapshot from MASTER is too large".into());
             }

@@ -146,6 +146,13 @@ impl Stream {
         pos <= self.offset && pos + self.histlen() >= self.offset
     }
 
+    /// Whether a replica that has the stream up to `pos` may go on from
+    /// the backlog's last `size` bytes (PSYNC: bytes kept only for lagging
+    /// replicas do not count).
+    pub fn has_within(&self, pos: u64, size: u64) -> bool {
+        self.has(pos) && self.offset - pos <= size
+    }
+
     /// Up to `max` bytes of the stream after `pos` (which [`Stream::has`]).
     pub fn read(&self, pos: u64, max: usize, out: &mut Vec<u8>) {
         let skip = (self.histlen() - (self.offset - pos)) as usize;

@@ -1,0 +1,304 @@
+//! Replication with Redis's protocol, both ways, against real servers: a
+//! redis-server replica of a 2-shard ringdb under a concurrent write load
+//! (cross-shard MSET, MULTI/EXEC, scripts, TTLs) ends with the same DEBUG
+//! DIGEST; ringdb follows a redis-server primary through both snapshot
+//! forms; partial resync after CLIENT KILL TYPE replica; a backlog overrun
+//! forces a full sync; PSYNC2 after a promotion; WAIT, -READONLY,
+//! -NOREPLICAS; INFO replication and ROLE.
+
+mod common;
+
+use common::{info_field, keys_on_two_shards, q, RedisServer, Server};
+use std::time::{Duration, Instant};
+
+/// Waits until `cond` holds (up to `secs` seconds), saying what it waited for.
+fn wait_for(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn digest(c: &mut redis::Connection) -> String {
+    q(c, &["DEBUG", "DIGEST"]).unwrap()
+}
+
+fn offset(c: &mut redis::Connection) -> u64 {
+    info_field(c, "replication", "master_repl_offset").parse().unwrap()
+}
+
+/// Waits until the replica has applied everything the primary has written,
+/// then says whether both hold the same data.
+fn converge(primary: &mut redis::Connection, replica: &mut redis::Connection) {
+    wait_for(30, "the replica to catch up", || {
+        let want = offset(primary);
+        info_field(replica, "replication", "master_link_status") == "up"
+            && info_field(replica, "replication", "slave_repl_offset").parse::<u64>().unwrap()
+                >= want
+    });
+    assert_eq!(digest(primary), digest(replica), "the replica's data differs");
+    let keys: i64 = q(primary, &["DBSIZE"]).unwrap();
+    assert_eq!(q::<i64>(replica, &["DBSIZE"]).unwrap(), keys);
+}
+
+/// Writes of every kind the stream must carry, some across shards.
+fn write_load(c: &mut redis::Connection, round: usize) {
+    let (a, b) = keys_on_two_shards();
+    let r = round.to_string();
+    let _: () = q(c, &["MSET", &a, &r, &b, &r, "k:1", "x"]).unwrap();
+    let _: i64 = q(c, &["LPUSH", "list", &r, "y"]).unwrap();
+    let _: i64 = q(c, &["HSET", "hash", &format!("f{}", round % 7), &r]).unwrap();
+    let _: i64 = q(c, &["ZADD", "zset", &r, &format!("m{}", round % 11)]).unwrap();
+    let _: i64 = q(c, &["SADD", "set", &format!("s{}", round % 13)]).unwrap();
+    let _: i64 = q(c, &["INCR", "counter"]).unwrap();
+    let _: () = q(c, &["SET", &format!("ttl:{round}"), "v", "EX", "100"]).unwrap();
+    let _: i64 = q(c, &["EXPIRE", "list", "1000"]).unwrap();
+    let _: redis::Value = q(c, &["SPOP", "set"]).unwrap();
+    let _: f64 = q(c, &["INCRBYFLOAT", "float", "0.1"]).unwrap();
+    let _: redis::Value = redis::pipe()
+        .atomic()
+        .cmd("SET")
+        .arg(&a)
+        .arg("in-multi")
+        .cmd("RPUSH")
+        .arg(&b)
+        .arg("wrong type")
+        .cmd("SET")
+        .arg("k:2")
+        .arg(&r)
+        .query(c)
+        .unwrap_or(redis::Value::Nil);
+    let _: i64 = redis::cmd("EVAL")
+        .arg("redis.call('SET', KEYS[1], ARGV[1]); redis.call('SET', KEYS[2], ARGV[1]); return 1")
+        .arg(2)
+        .arg(&a)
+        .arg(format!("{b}:other"))
+        .arg(&r)
+        .query(c)
+        .unwrap();
+    if round % 10 == 9 {
+        let _: i64 = q(c, &["DEL", "k:1", &a]).unwrap();
+        let _: () = redis::cmd("SELECT").arg(3).query(c).unwrap();
+        let _: () = q(c, &["SET", "in-db-3", &r]).unwrap();
+        let _: () = redis::cmd("SELECT").arg(0).query(c).unwrap();
+    }
+}
+
+#[test]
+fn a_redis_server_replica_of_two_shards_ends_equal_under_load() {
+    let primary = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);
+    let mut p = primary.client();
+    for round in 0..20 {
+        write_load(&mut p, round);
+    }
+    let port = primary.port.to_string();
+    let replica_args = ["--replicaof", "127.0.0.1", &port, "--enable-debug-command", "yes"];
+    let Some(replica) = RedisServer::start_args(&replica_args) else {
+        return;
+    };
+    // Writes go on while the replica syncs.
+    let writer = {
+        let url = primary.url();
+        std::thread::spawn(move || {
+            let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+            for round in 20..120 {
+                write_load(&mut c, round);
+            }
+        })
+    };
+    writer.join().unwrap();
+    let mut r = replica.client();
+    converge(&mut p, &mut r);
+    // The replica is reported as Redis reports it, and acknowledges.
+    let acked: i64 = q(&mut p, &["WAIT", "1", "5000"]).unwrap();
+    assert_eq!(acked, 1);
+    assert_eq!(info_field(&mut p, "replication", "role"), "master");
+    assert_eq!(info_field(&mut p, "replication", "connected_slaves"), "1");
+    let line = info_field(&mut p, "replication", "slave0");
+    assert!(line.starts_with("ip=127.0.0.1,port=") && line.contains(",state=online,"), "{line}");
+    assert_eq!(info_field(&mut p, "stats", "sync_full"), "1");
+    let role: redis::Value = q(&mut p, &["ROLE"]).unwrap();
+    let redis::Value::Array(role) = role else { panic!("ROLE: {role:?}") };
+    assert_eq!(role[0], redis::Value::BulkString(b"master".to_vec()));
+    let redis::Value::Array(replicas) = &role[2] else { panic!("ROLE: {role:?}") };
+    assert_eq!(replicas.len(), 1);
+    // The replica's TTLs are absolute times: the same on both.
+    let ttl: i64 = q(&mut r, &["PEXPIRETIME", "ttl:50"]).unwrap();
+    assert_eq!(ttl, q::<i64>(&mut p, &["PEXPIRETIME", "ttl:50"]).unwrap());
+    // FLUSHALL and SWAPDB reach it too.
+    let _: () = q(&mut p, &["SWAPDB", "0", "3"]).unwrap();
+    converge(&mut p, &mut r);
+    let _: () = q(&mut p, &["FLUSHALL"]).unwrap();
+    let _: () = q(&mut p, &["SET", "after-flush", "1"]).unwrap();
+    converge(&mut p, &mut r);
+}
+
+#[test]
+fn ringdb_follows_a_redis_server_primary_with_both_snapshot_forms() {
+    for diskless in ["yes", "no"] {
+        let Some(primary) = RedisServer::start_args(&[
+            "--repl-diskless-sync",
+            diskless,
+            "--repl-diskless-sync-delay",
+            "0",
+            "--enable-debug-command",
+            "yes",
+        ]) else {
+            return;
+        };
+        let mut p = primary.client();
+        for round in 0..20 {
+            write_load(&mut p, round);
+        }
+        let replica = Server::start(2);
+        let mut r = replica.client();
+        let _: () = q(&mut r, &["SET", "mine", "gone after the sync"]).unwrap();
+        let reply: String =
+            q(&mut r, &["REPLICAOF", "127.0.0.1", &primary.port.to_string()]).unwrap();
+        assert_eq!(reply, "OK");
+        for round in 20..60 {
+            write_load(&mut p, round);
+        }
+        converge(&mut p, &mut r);
+        assert_eq!(q::<Option<String>>(&mut r, &["GET", "mine"]).unwrap(), None);
+        // A read-only replica refuses its clients' writes, not its primary's.
+        let err = q::<()>(&mut r, &["SET", "x", "1"]).unwrap_err();
+        assert_eq!(err.code(), Some("READONLY"), "{err}");
+        assert_eq!(err.detail(), Some("You can't write against a read only replica."));
+        let role: redis::Value = q(&mut r, &["ROLE"]).unwrap();
+        let redis::Value::Array(role) = role else { panic!("ROLE: {role:?}") };
+        assert_eq!(role[0], redis::Value::BulkString(b"slave".to_vec()));
+        assert_eq!(role[3], redis::Value::BulkString(b"connected".to_vec()));
+        assert_eq!(info_field(&mut r, "replication", "master_host"), "127.0.0.1");
+        let again: String =
+            q(&mut r, &["REPLICAOF", "127.0.0.1", &primary.port.to_string()]).unwrap();
+        assert_eq!(again, "OK Already connected to specified master");
+        // WAIT is the primary's: a replica refuses it.
+        let err = q::<i64>(&mut r, &["WAIT", "0", "0"]).unwrap_err();
+        assert!(err.to_string().contains("WAIT cannot be used with replica instances"));
+        // Promoted, it keeps the data and takes writes.
+        let _: () = q(&mut r, &["REPLICAOF", "NO", "ONE"]).unwrap();
+        let _: () = q(&mut r, &["SET", "x", "1"]).unwrap();
+        assert_eq!(info_field(&mut r, "replication", "role"), "master");
+    }
+}
+
+#[test]
+fn a_killed_link_resumes_from_the_backlog_and_an_overrun_one_syncs_again() {
+    let primary = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);
+    let replica = Server::start(2);
+    let mut p = primary.client();
+    let mut r = replica.client();
+    let _: () = q(&mut r, &["REPLICAOF", "127.0.0.1", &primary.port.to_string()]).unwrap();
+    for round in 0..10 {
+        write_load(&mut p, round);
+    }
+    converge(&mut p, &mut r);
+    assert_eq!(info_field(&mut p, "stats", "sync_full"), "1");
+    let types: String = q(&mut p, &["CLIENT", "LIST", "TYPE", "replica"]).unwrap();
+    assert!(types.contains("flags=S"), "{types}");
+    let killed: i64 = q(&mut p, &["CLIENT", "KILL", "TYPE", "replica"]).unwrap();
+    assert_eq!(killed, 1);
+    for round in 10..20 {
+        write_load(&mut p, round);
+    }
+    converge(&mut p, &mut r);
+    assert_eq!(info_field(&mut p, "stats", "sync_partial_ok"), "1");
+    assert_eq!(info_field(&mut p, "stats", "sync_full"), "1");
+    // More than the backlog holds goes by while the link is down: the
+    // replica must load a snapshot again.
+    let _: () = q(&mut p, &["CONFIG", "SET", "repl-backlog-size", "16384"]).unwrap();
+    std::thread::sleep(Duration::from_millis(1100)); // the cron takes the size
+    let _: i64 = q(&mut r, &["CLIENT", "KILL", "TYPE", "master"]).unwrap();
+    // Incompressible: snapshots and DUMP payloads compress strings.
+    let mut x: u64 = 7;
+    let big: String = (0..64 * 1024)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            char::from(b'a' + (x >> 59) as u8 % 26)
+        })
+        .collect();
+    let _: () = q(&mut p, &["SET", "big", &big]).unwrap();
+    converge(&mut p, &mut r);
+    assert_eq!(info_field(&mut p, "stats", "sync_full"), "2");
+}
+
+#[test]
+fn a_sibling_goes_on_from_the_promoted_replica_with_psync2() {
+    let primary = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);
+    let one = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);
+    let two = Server::start(2);
+    let mut p = primary.client();
+    let (mut c1, mut c2) = (one.client(), two.client());
+    let port = primary.port.to_string();
+    let _: () = q(&mut c1, &["REPLICAOF", "127.0.0.1", &port]).unwrap();
+    let _: () = q(&mut c2, &["REPLICAOF", "127.0.0.1", &port]).unwrap();
+    for round in 0..10 {
+        write_load(&mut p, round);
+    }
+    converge(&mut p, &mut c1);
+    converge(&mut p, &mut c2);
+    let old_id = info_field(&mut p, "replication", "master_replid");
+    drop(p);
+    drop(primary);
+    let _: () = q(&mut c1, &["REPLICAOF", "NO", "ONE"]).unwrap();
+    assert_eq!(info_field(&mut c1, "replication", "master_replid2"), old_id);
+    let _: () = q(&mut c2, &["REPLICAOF", "127.0.0.1", &one.port.to_string()]).unwrap();
+    let _: () = q(&mut c1, &["SET", "after-promotion", "1"]).unwrap();
+    converge(&mut c1, &mut c2);
+    assert_eq!(info_field(&mut c1, "stats", "sync_partial_ok"), "1", "the sibling continued");
+    assert_eq!(info_field(&mut c1, "stats", "sync_full"), "0");
+}
+
+#[test]
+fn min_replicas_to_write_refuses_writes_without_a_good_replica() {
+    let primary = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);
+    let mut p = primary.client();
+    let _: () = q(&mut p, &["CONFIG", "SET", "min-replicas-to-write", "1"]).unwrap();
+    let err = q::<()>(&mut p, &["SET", "x", "1"]).unwrap_err();
+    assert_eq!(err.code(), Some("NOREPLICAS"), "{err}");
+    assert_eq!(err.detail(), Some("Not enough good replicas to write."));
+    // Reads still work, and WAIT has nobody to count.
+    assert_eq!(q::<Option<String>>(&mut p, &["GET", "x"]).unwrap(), None);
+    assert_eq!(q::<i64>(&mut p, &["WAIT", "1", "50"]).unwrap(), 0);
+    let replica = Server::start(2);
+    let mut r = replica.client();
+    let _: () = q(&mut r, &["REPLICAOF", "127.0.0.1", &primary.port.to_string()]).unwrap();
+    wait_for(10, "a good replica", || q::<()>(&mut p, &["SET", "x", "1"]).is_ok());
+    assert_eq!(info_field(&mut p, "replication", "min_slaves_good_slaves"), "1");
+    assert_eq!(q::<i64>(&mut p, &["WAIT", "1", "5000"]).unwrap(), 1);
+    drop(r);
+    drop(replica);
+    wait_for(20, "the replica to count as gone", || {
+        q::<()>(&mut p, &["SET", "x", "2"]).is_err_and(|e| e.code() == Some("NOREPLICAS"))
+    });
+}
+
+#[test]
+fn replication_commands_check_their_arguments_as_redis() {
+    let server = Server::start(2);
+    let mut c = server.client();
+    let err = q::<()>(&mut c, &["REPLCONF", "listening-port"]).unwrap_err();
+    assert_eq!(err.detail(), Some("syntax error"), "{err}");
+    let err = q::<()>(&mut c, &["REPLCONF", "nope", "1"]).unwrap_err();
+    assert!(err.to_string().contains("Unrecognized REPLCONF option: nope"), "{err}");
+    assert_eq!(q::<String>(&mut c, &["REPLCONF", "listening-port", "7000"]).unwrap(), "OK");
+    let err = q::<()>(&mut c, &["REPLICAOF", "127.0.0.1", "notaport"]).unwrap_err();
+    assert!(err.to_string().contains("not an integer or out of range"), "{err}");
+    let err = q::<()>(&mut c, &["REPLICAOF", "127.0.0.1", "70000"]).unwrap_err();
+    assert!(err.to_string().contains("Invalid master port"), "{err}");
+    // NO ONE on a primary is fine; PSYNC inside MULTI is not.
+    assert_eq!(q::<String>(&mut c, &["REPLICAOF", "NO", "ONE"]).unwrap(), "OK");
+    let reply: redis::Value = redis::pipe()
+        .atomic()
+        .cmd("PSYNC")
+        .arg("?")
+        .arg("-1")
+        .query(&mut c)
+        .unwrap_or(redis::Value::Nil);
+    assert_eq!(reply, redis::Value::Nil);
+    assert_eq!(info_field(&mut c, "replication", "connected_slaves"), "0");
+    assert_eq!(info_field(&mut c, "replication", "repl_backlog_active"), "0");
+    assert_eq!(info_field(&mut c, "replication", "master_repl_offset"), "0");
+}
