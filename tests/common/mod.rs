@@ -56,7 +56,7 @@ impl Drop for TempDir {
 /// with SO_REUSEPORT, so two servers given one port would both bind it and
 /// share its connections: the kernel's free port is not enough, as it may
 /// hand a released port out again.
-fn free_port() -> u16 {
+pub fn free_port() -> u16 {
     static USED: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
     loop {
         let port = TcpListener::bind("127.0.0.1:0")
@@ -148,7 +148,18 @@ impl Server {
         server
     }
 
+    /// As [`Server::start_with`], on `port` (a restart where it was).
+    pub fn start_on(port: u16, args: &[&str]) -> Server {
+        let server = Self::launch_at(None, args, Some(port));
+        wait_loaded(server.port);
+        server
+    }
+
     fn launch(file: Option<&std::path::Path>, args: &[&str]) -> Server {
+        Self::launch_at(file, args, None)
+    }
+
+    fn launch_at(file: Option<&std::path::Path>, args: &[&str], fixed: Option<u16>) -> Server {
         let own_dir = (!args.contains(&"--dir")).then(|| temp_dir("server"));
         let mut defaults: Vec<String> = Vec::new();
         if let Some(dir) = &own_dir {
@@ -171,7 +182,7 @@ impl Server {
             }
         }
         for _attempt in 0..20 {
-            let port = free_port();
+            let port = fixed.unwrap_or_else(free_port);
             let mut child = Command::new(env!("CARGO_BIN_EXE_ringdb"))
                 .args(file)
                 .args(["--port", &port.to_string(), "--pin-cpus", "no", "--loglevel", "warning"])

@@ -64,6 +64,7 @@ pub async fn replicaof(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
                 "MASTER MODE enabled (user request from 'id={} addr={}')",
                 conn.state.id, conn.handle.addr
             );
+            remember(&core, String::new()).await;
         }
         conn.reply().ok();
         return Ok(());
@@ -84,12 +85,21 @@ pub async fn replicaof(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
         }
     }
     follow(&core, host.clone(), port as u16);
+    remember(&core, format!("{host} {port}")).await;
     info!(
         "REPLICAOF {host}:{port} enabled (user request from 'id={} addr={}')",
         conn.state.id, conn.handle.addr
     );
     conn.reply().ok();
     Ok(())
+}
+
+/// Sets `replicaof` on every core, so that CONFIG GET and CONFIG REWRITE
+/// (Sentinel's failover rewrites the file) say what this node follows.
+async fn remember(core: &Rc<Core>, primary: String) {
+    let _ = core
+        .invoke_on_all(move |core| crate::cmd::config::apply(core, &[("replicaof", primary.clone())]))
+        .await;
 }
 
 static EPOCH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);

@@ -1,6 +1,10 @@
 //! The io_uring socket path (`io-backend uring`): one network ring per
-//! shard, created with `COOP_TASKRUN | SINGLE_ISSUER | DEFER_TASKRUN`, for
-//! every socket operation of the shard.
+//! shard, created with `COOP_TASKRUN | SINGLE_ISSUER`, for every socket
+//! operation of the shard. Not `DEFER_TASKRUN`: with it, a parked shard's
+//! eventfd was not signalled when data arrived (kernel 6.18), so every
+//! request of a lone client waited ~16 ms for some other wake-up; without
+//! it, measured here, P=1 latency is 0.04 ms instead of 16 ms, and SET at
+//! P=16 costs 8% less CPU per request (benches/RESULTS.md).
 //!
 //! Why: glommio's `TcpStream` arms a poll after every short read and its
 //! rings run completion work as interrupts; this ring runs it only when the
@@ -118,7 +122,6 @@ impl Driver {
         let ring = IoUring::builder()
             .setup_coop_taskrun()
             .setup_single_issuer()
-            .setup_defer_taskrun()
             // The kernel flags waiting completion work in the shared ring,
             // so that a turn with nothing to submit and nothing waiting
             // costs no system call.
