@@ -125,13 +125,8 @@ fn sentinel_fails_over_to_a_ringdb_replica_without_losing_acknowledged_writes() 
     let dir = temp_dir("sentinel");
     let primary = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);
     let old_port = primary.port;
-    let replica = Server::start_with(&[
-        "--shards",
-        "2",
-        "--replicaof",
-        "127.0.0.1",
-        &old_port.to_string(),
-    ]);
+    let replica =
+        Server::start_with(&["--shards", "2", "--replicaof", "127.0.0.1", &old_port.to_string()]);
     let mut r = replica.client();
     wait_for(10, "the replica's link", || {
         info_field(&mut r, "replication", "master_link_status") == "up"
@@ -157,13 +152,15 @@ fn sentinel_fails_over_to_a_ringdb_replica_without_losing_acknowledged_writes() 
     });
     let writable = killed.elapsed();
     wait_for(30, "sentinel to switch", || sentinel.primary() == Some(replica.port));
-    eprintln!("failover: writable {writable:?} after SIGKILL, switched after {:?}", killed.elapsed());
+    eprintln!(
+        "failover: writable {writable:?} after SIGKILL, switched after {:?}",
+        killed.elapsed()
+    );
     // The old primary comes back and is made a replica of the new one.
     let old = Server::start_on(old_port, &["--shards", "2"]);
     wait_for(30, "the old primary to follow", || {
-        replication(&old).is_some_and(|i| {
-            i.contains("role:slave") && i.contains("master_link_status:up")
-        })
+        replication(&old)
+            .is_some_and(|i| i.contains("role:slave") && i.contains("master_link_status:up"))
     });
     let mut o = old.client();
     assert_eq!(info_field(&mut o, "replication", "master_port"), replica.port.to_string());

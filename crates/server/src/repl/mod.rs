@@ -168,15 +168,10 @@ impl State {
     /// goes on from `offset`.
     pub fn create_backlog(&mut self, feeding: &AtomicBool) {
         if !self.backlog {
-            let shards = self.stream_shards();
-            self.stream = Stream::new(shards, self.stream.offset);
+            self.stream = Stream::new(self.stream.shards(), self.stream.offset);
             self.backlog = true;
             feeding.store(true, Relaxed);
         }
-    }
-
-    fn stream_shards(&self) -> usize {
-        self.stream.shards()
     }
 
     /// After the stream grew: links whose cut is taken learn their offset,
@@ -373,7 +368,7 @@ pub fn role(conn: &mut crate::net::connection::Connection) {
             out.bulk(b"slave");
             out.bulk(m.host.as_bytes());
             out.int(m.port as i64);
-            out.bulk(m.state_name().as_bytes());
+            out.bulk(m.phase.as_bytes());
             out.int(if m.up { offset as i64 } else { -1 });
         }
     }
@@ -403,9 +398,6 @@ pub async fn cron(core: std::rc::Rc<Core>) {
         st.backlog_size = size;
         st.replica_limit = limit as u64;
         let primary = matches!(st.role, Role::Primary);
-        if std::env::var_os("RINGDB_REPL_DEBUG").is_some() {
-            tracing::warn!("stream heads: {}", st.stream.heads());
-        }
         if st.links.is_empty() {
             if primary && st.backlog && ttl > 0 && st.alone_since.elapsed().as_secs() >= ttl {
                 st.backlog = false;

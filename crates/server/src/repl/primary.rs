@@ -253,13 +253,16 @@ async fn full_sync(
             return Err(e.text().to_string());
         }
     };
-    let waiting = Instant::now();
+    // Every shard has marked the cut: it is taken once what each queued
+    // before it has gone out (at once, unless a transaction's part waits).
+    let mut said = Instant::now();
     let pos = loop {
         let sent = repl.lock().links.iter().find(|l| l.client == client).and_then(|l| l.sent);
         if let Some(pos) = sent {
             break pos;
         }
-        if waiting.elapsed() > Duration::from_secs(1) {
+        if said.elapsed() > Duration::from_secs(1) {
+            said = Instant::now();
             warn!("The stream's cut waits: {}", repl.lock().stream.heads());
         }
         glommio::timer::sleep(Duration::from_millis(1)).await;
@@ -402,6 +405,10 @@ async fn serve(
             };
             if link.dropped {
                 return Err("output buffer limit or timeout".into());
+            }
+            if wait_ack {
+                // Loading the snapshot: not silent for `repl-timeout`.
+                link.ack_at = Instant::now();
             }
             link.sent = Some(pos);
             if !st.stream.has(pos) {

@@ -13,7 +13,7 @@
 //! `REPLCONF GETACK` it acknowledges the offset it has applied. A link that
 //! breaks is made again a second later, with PSYNC.
 
-use super::{Role, State};
+use super::Role;
 use crate::net::connection::Connection;
 use crate::node::Core;
 use bytes::{Bytes, BytesMut};
@@ -43,12 +43,6 @@ pub struct Master {
     pub transfer_read: i64,
     /// Which REPLICAOF this is: an older link stops.
     epoch: u64,
-}
-
-impl Master {
-    pub fn state_name(&self) -> &'static str {
-        self.phase
-    }
 }
 
 /// The database the last link's stream had selected (a partial resync
@@ -98,7 +92,9 @@ pub async fn replicaof(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
 /// (Sentinel's failover rewrites the file) say what this node follows.
 async fn remember(core: &Rc<Core>, primary: String) {
     let _ = core
-        .invoke_on_all(move |core| crate::cmd::config::apply(core, &[("replicaof", primary.clone())]))
+        .invoke_on_all(move |core| {
+            crate::cmd::config::apply(core, &[("replicaof", primary.clone())])
+        })
         .await;
 }
 
@@ -165,15 +161,12 @@ fn current(core: &Core, epoch: u64) -> bool {
 }
 
 /// Changes the link's state, if the link is still the current one.
-fn update(core: &Core, epoch: u64, f: impl FnOnce(&mut Master, &mut State)) {
-    let mut st = core.shared.repl.lock();
-    let mut role = std::mem::take(&mut st.role);
-    if let Role::Replica(m) = &mut role {
+fn update(core: &Core, epoch: u64, f: impl FnOnce(&mut Master)) {
+    if let Role::Replica(m) = &mut core.shared.repl.lock().role {
         if m.epoch == epoch {
-            f(m, &mut st);
+            f(m);
         }
     }
-    st.role = role;
 }
 
 async fn run_link(core: Rc<Core>, epoch: u64) {
@@ -183,7 +176,7 @@ async fn run_link(core: Rc<Core>, epoch: u64) {
                 warn!("Replication link to the MASTER failed: {e}");
             }
         }
-        update(&core, epoch, |m, _| {
+        update(&core, epoch, |m| {
             if m.up {
                 m.down_since = Some(Instant::now());
             }
@@ -265,7 +258,7 @@ async fn session(core: &Rc<Core>, epoch: u64) -> Result<(), String> {
         )
     };
     info!("Connecting to MASTER {host}:{port}");
-    update(core, epoch, |m, _| m.phase = "connecting");
+    update(core, epoch, |m| m.phase = "connecting");
     let stream = glommio::timer::timeout(timeout, async {
         TcpStream::connect(format!("{host}:{port}")).await
     })
@@ -273,7 +266,7 @@ async fn session(core: &Rc<Core>, epoch: u64) -> Result<(), String> {
     .map_err(|e| format!("Unable to connect to MASTER: {e}"))?;
     let _ = stream.set_nodelay(true);
     info!("MASTER <-> REPLICA sync started");
-    update(core, epoch, |m, _| {
+    update(core, epoch, |m| {
         m.phase = "handshake";
         m.last_io = Some(Instant::now());
     });
@@ -348,7 +341,7 @@ async fn session(core: &Rc<Core>, epoch: u64) -> Result<(), String> {
     } else {
         return Err(format!("Unexpected reply to PSYNC from master: {reply}"));
     };
-    update(core, epoch, |m, _| {
+    update(core, epoch, |m| {
         m.up = true;
         m.syncing = false;
         m.phase = "connected";
@@ -370,7 +363,7 @@ async fn session(core: &Rc<Core>, epoch: u64) -> Result<(), String> {
 /// Receives the snapshot after `+FULLRESYNC`: `$<len>` and that many
 /// bytes, or `$EOF:<mark>` and bytes up to the mark.
 async fn receive_snapshot(core: &Core, epoch: u64, hs: &mut Handshake) -> Result<Vec<u8>, String> {
-    update(core, epoch, |m, _| {
+    update(core, epoch, |m| {
         m.syncing = true;
         m.phase = "sync";
     });
@@ -384,7 +377,7 @@ async fn receive_snapshot(core: &Core, epoch: u64, hs: &mut Handshake) -> Result
         if mark.len() != 40 {
             return Err("bad EOF mark from MASTER".into());
         }
-        info!("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF to disk");
+        info!("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF into memory");
         let mut searched: usize = 0;
         loop {
             // The stream may follow the mark in the same read.
@@ -400,7 +393,7 @@ async fn receive_snapshot(core: &Core, epoch: u64, hs: &mut Handshake) -> Result
             }
             hs.fill().await?;
             let read = hs.buf.len() as i64;
-            update(core, epoch, |m, _| {
+            update(core, epoch, |m| {
                 m.transfer_read = read;
                 m.last_io = Some(Instant::now());
             });
@@ -411,12 +404,12 @@ async fn receive_snapshot(core: &Core, epoch: u64, hs: &mut Handshake) -> Result
     if len > limit {
         return Err("the snapshot from MASTER is too large".into());
     }
-    info!("MASTER <-> REPLICA sync: receiving {len} bytes from master to disk");
-    update(core, epoch, |m, _| m.transfer_size = len as i64);
+    info!("MASTER <-> REPLICA sync: receiving {len} bytes from master into memory");
+    update(core, epoch, |m| m.transfer_size = len as i64);
     while (hs.buf.len() as u64) < len {
         hs.fill().await?;
         let read = hs.buf.len().min(len as usize) as i64;
-        update(core, epoch, |m, _| {
+        update(core, epoch, |m| {
             m.transfer_read = read;
             m.last_io = Some(Instant::now());
         });
@@ -478,7 +471,7 @@ async fn apply(
             }
             None => continue,
         }
-        update(&core, epoch, |m, _| m.last_io = Some(last_io));
+        update(&core, epoch, |m| m.last_io = Some(last_io));
         conn.parse_input(&mut requests)?;
         let mut pending = 0;
         for request in requests.drain(..) {
