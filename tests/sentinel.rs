@@ -125,8 +125,17 @@ fn sentinel_fails_over_to_a_ringdb_replica_without_losing_acknowledged_writes() 
     let dir = temp_dir("sentinel");
     let primary = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);
     let old_port = primary.port;
-    let replica =
-        Server::start_with(&["--shards", "2", "--replicaof", "127.0.0.1", &old_port.to_string()]);
+    // Promoted, it serves the old primary a snapshot at once.
+    let port = old_port.to_string();
+    let replica = Server::start_with(&[
+        "--shards",
+        "2",
+        "--repl-diskless-sync-delay",
+        "0",
+        "--replicaof",
+        "127.0.0.1",
+        &port,
+    ]);
     let mut r = replica.client();
     wait_for(10, "the replica's link", || {
         info_field(&mut r, "replication", "master_link_status") == "up"
@@ -158,7 +167,8 @@ fn sentinel_fails_over_to_a_ringdb_replica_without_losing_acknowledged_writes() 
     );
     // The old primary comes back and is made a replica of the new one.
     let old = Server::start_on(old_port, &["--shards", "2"]);
-    wait_for(30, "the old primary to follow", || {
+    // Sentinel looks at an instance it holds down every 10 s.
+    wait_for(60, "the old primary to follow", || {
         replication(&old)
             .is_some_and(|i| i.contains("role:slave") && i.contains("master_link_status:up"))
     });
