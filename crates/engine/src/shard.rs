@@ -962,7 +962,7 @@ pub fn call<'o>(
         // a replica still holds the expired value.
         let as_is = !waiting
             && failed.is_none()
-            && cmd.spec.has(crate::command::spec::flags::AS_IS)
+            && cmd.spec.replicates_as_is(&cmd.args)
             && state.stats.expired_keys == expired;
         if let Some(log) = state.funnel.log.as_mut().filter(|l| l.as_is && as_is) {
             log.mark_as_is(log_mark, cmd.client.db, &cmd.args);

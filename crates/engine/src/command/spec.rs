@@ -547,6 +547,10 @@ pub struct CommandSpec {
     /// How a BLOCKING row waits: where its timeout is and what it waits
     /// for (`None` for every other row).
     pub blocks: Option<Blocks>,
+    /// For an [`AS_IS`](flags::AS_IS) row whose arguments may make it
+    /// depend on where it runs (SET … EX counts from the local clock):
+    /// whether these arguments replicate as they are.
+    pub as_is_when: Option<fn(&[Bytes]) -> bool>,
 }
 
 /// See [`CommandSpec::blocks`].
@@ -619,6 +623,7 @@ impl CommandSpec {
             tips: &[],
             subcommands: &[],
             variable_key_flags: None,
+            as_is_when: None,
             get_keys: None,
             formed_keys: None,
             script_flags: None,
@@ -675,6 +680,20 @@ impl CommandSpec {
     pub const fn deprecated(mut self, since: &'static str, replaced_by: &'static str) -> Self {
         self.doc.deprecated = Some((since, replaced_by));
         self
+    }
+
+    /// An [`AS_IS`](flags::AS_IS) row, when `as_is` says so of its
+    /// arguments.
+    pub const fn as_is_when(mut self, as_is: fn(&[Bytes]) -> bool) -> Self {
+        self.flags |= flags::AS_IS;
+        self.as_is_when = Some(as_is);
+        self
+    }
+
+    /// Whether these arguments replicate as the command ran
+    /// ([`flags::AS_IS`]).
+    pub fn replicates_as_is(&self, args: &[Bytes]) -> bool {
+        self.has(flags::AS_IS) && self.as_is_when.is_none_or(|as_is| as_is(args))
     }
 
     pub const fn variable_key_flags(mut self, flags_for: fn(&[Bytes]) -> u32) -> Self {

@@ -20,6 +20,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         .keys(&[KeySpec::one(1, kf::RW | kf::ACCESS | kf::UPDATE | kf::VARIABLE_FLAGS)
             .notes("RW and ACCESS due to the optional `GET` argument")])
         .variable_key_flags(set_key_flags)
+        .as_is_when(set_as_is)
         .acl(acl::STRING)
         .doc(
             "string",
@@ -130,6 +131,12 @@ pub static COMMANDS: &[CommandSpec] = &[
         .acl(acl::STRING)
         .doc("string", "7.0.0", "Finds the longest common substring.", "O(N*M) where N and M are the lengths of s1 and s2, respectively", "key1 key2 [LEN] [IDX] [MINMATCHLEN min-match-len] [WITHMATCHLEN]"),
 ];
+
+/// SET replicates as it ran unless EX or PX made its expiry count from
+/// this server's clock (then its key's state goes, with an absolute time).
+fn set_as_is(args: &[Bytes]) -> bool {
+    !args.iter().skip(3).any(|a| is(a, "ex") || is(a, "px"))
+}
 
 /// SET's key flags for given arguments (Redis's `setGetKeys`): it reads the
 /// old value only with GET.
