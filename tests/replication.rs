@@ -166,11 +166,21 @@ fn ringdb_follows_a_redis_server_primary_with_both_snapshot_forms() {
         let err = q::<()>(&mut r, &["SET", "x", "1"]).unwrap_err();
         assert_eq!(err.code(), Some("READONLY"), "{err}");
         assert_eq!(err.detail(), Some("You can't write against a read only replica."));
+        // So are a script's writes.
+        let err = redis::cmd("EVAL")
+            .arg("return redis.call('SET', KEYS[1], '1')")
+            .arg(1)
+            .arg("x")
+            .query::<()>(&mut r)
+            .unwrap_err();
+        assert!(err.to_string().contains("can't write against a read only replica"), "{err}");
         let role: redis::Value = q(&mut r, &["ROLE"]).unwrap();
         let redis::Value::Array(role) = role else { panic!("ROLE: {role:?}") };
         assert_eq!(role[0], redis::Value::BulkString(b"slave".to_vec()));
         assert_eq!(role[3], redis::Value::BulkString(b"connected".to_vec()));
         assert_eq!(info_field(&mut r, "replication", "master_host"), "127.0.0.1");
+        let setting: Vec<String> = q(&mut r, &["CONFIG", "GET", "replicaof"]).unwrap();
+        assert_eq!(setting[1], format!("127.0.0.1 {}", primary.port));
         let again: String =
             q(&mut r, &["REPLICAOF", "127.0.0.1", &primary.port.to_string()]).unwrap();
         assert_eq!(again, "OK Already connected to specified master");
@@ -301,4 +311,69 @@ fn replication_commands_check_their_arguments_as_redis() {
     assert_eq!(info_field(&mut c, "replication", "connected_slaves"), "0");
     assert_eq!(info_field(&mut c, "replication", "repl_backlog_active"), "0");
     assert_eq!(info_field(&mut c, "replication", "master_repl_offset"), "0");
+}
+
+/// A primary that answers the handshake, then sends `snapshot` (the
+/// `$…` header and what follows) and closes; counts its connections.
+fn fake_primary(snapshot: &'static [u8]) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let seen = count.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            seen.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut line = String::new();
+            // Each command is an array: answer once per array header.
+            while reader.read_line(&mut line).is_ok_and(|n| n > 0) {
+                if line.starts_with('*') {
+                    let mut args = Vec::new();
+                    let n: usize = line[1..].trim().parse().unwrap();
+                    for _ in 0..n * 2 {
+                        line.clear();
+                        reader.read_line(&mut line).unwrap();
+                        args.push(line.trim().to_string());
+                    }
+                    let reply: &[u8] = match args[1].to_uppercase().as_str() {
+                        "PING" => b"+PONG\r\n",
+                        "PSYNC" => {
+                            let _ = stream.write_all(
+                                b"+FULLRESYNC 1111111111111111111111111111111111111111 0\r\n",
+                            );
+                            let _ = stream.write_all(snapshot);
+                            break;
+                        }
+                        _ => b"+OK\r\n",
+                    };
+                    let _ = stream.write_all(reply);
+                }
+                line.clear();
+            }
+        }
+    });
+    (port, count)
+}
+
+#[test]
+fn a_torn_or_damaged_snapshot_ends_the_link_and_is_never_served() {
+    // Torn: the connection ends inside the snapshot. The data the
+    // replica had stays (nothing was loaded), and it tries again.
+    let (port, tries) = fake_primary(b"$1000\r\nREDIS0010");
+    let replica = Server::start(2);
+    let mut r = replica.client();
+    let _: () = q(&mut r, &["SET", "mine", "1"]).unwrap();
+    let _: () = q(&mut r, &["REPLICAOF", "127.0.0.1", &port.to_string()]).unwrap();
+    wait_for(10, "a second try", || tries.load(std::sync::atomic::Ordering::SeqCst) >= 2);
+    assert_eq!(info_field(&mut r, "replication", "master_link_status"), "down");
+    assert_eq!(q::<Option<String>>(&mut r, &["GET", "mine"]).unwrap(), Some("1".into()));
+    // Damaged: a whole snapshot that does not load leaves no half of it.
+    let (port, tries) = fake_primary(b"$20\r\nREDIS0010garbage!!!!");
+    let _: () = q(&mut r, &["REPLICAOF", "127.0.0.1", &port.to_string()]).unwrap();
+    wait_for(10, "a second try", || tries.load(std::sync::atomic::Ordering::SeqCst) >= 2);
+    assert_eq!(info_field(&mut r, "replication", "master_link_status"), "down");
+    assert_eq!(q::<i64>(&mut r, &["DBSIZE"]).unwrap(), 0);
+    assert_eq!(q::<String>(&mut r, &["PING"]).unwrap(), "PONG");
 }

@@ -343,6 +343,10 @@ impl CallCtx<'_, '_> {
         if self.read_only && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
             return Err("Write commands are not allowed from read-only scripts.".into());
         }
+        // Redis's `scriptVerifyWriteCommandAllow`.
+        if spec.is_write() && self.state.settings.scripts.read_only_replica {
+            return Err("-READONLY You can't write against a read only replica.".into());
+        }
         if let Exec::Node(_) | Exec::Container = spec.exec {
             self.node_command(&argv, spec.exec, &reg.full_name)?;
             // Counted as the shard counts the commands it runs.

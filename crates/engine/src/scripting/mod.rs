@@ -184,6 +184,9 @@ pub struct ScriptSettings {
     /// `lua-allow-undeclared-keys`: scripts may touch keys they did not
     /// declare (Redis's behaviour, the default); `no` refuses them.
     pub allow_undeclared_keys: bool,
+    /// This node is a read-only replica (`replicaof` set and
+    /// `replica-read-only yes`): a script's writes get `-READONLY`.
+    pub read_only_replica: bool,
 }
 
 impl Default for ScriptSettings {
@@ -192,6 +195,7 @@ impl Default for ScriptSettings {
             busy_reply_threshold_ms: 5000,
             memory_limit: 256 * 1024 * 1024,
             allow_undeclared_keys: true,
+            read_only_replica: false,
         }
     }
 }

@@ -194,7 +194,7 @@ fn rebind(core: &Core, pairs: &[(&'static str, String)]) -> Result<Option<Socket
 type Sockets = Vec<Option<Vec<std::os::fd::OwnedFd>>>;
 
 /// Applies already validated pairs to one core's copy.
-pub(crate) fn apply(core: &Core, pairs: &[(&'static str, String)]) {
+fn apply(core: &Core, pairs: &[(&'static str, String)]) {
     let mut config = core.config.borrow().clone();
     for (name, value) in pairs {
         // Validated against an identical copy: this cannot fail.

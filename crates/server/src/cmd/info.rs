@@ -457,7 +457,7 @@ impl Report<'_> {
     }
 
     fn replication(&self, out: &mut String) {
-        crate::repl::info(&self.core, out);
+        crate::repl::info(self.core, out);
     }
 
     fn cpu(&self, out: &mut String) {

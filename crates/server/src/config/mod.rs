@@ -258,6 +258,12 @@ impl Config {
 
     /// CONFIG SET of one setting: validated, and refused for settings that
     /// cannot change at run time (Redis's texts).
+    /// Sets a setting the server itself changes, immutable or not
+    /// (`replicaof`, which REPLICAOF changes).
+    pub fn set_by_server(&mut self, name: &str, value: &str) -> Result<(), String> {
+        self.set_any(name, value)
+    }
+
     pub fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
         let setting = find(name).ok_or_else(|| "Unknown option".to_string())?;
         if !setting.mutable {
@@ -493,6 +499,8 @@ impl Config {
             busy_reply_threshold_ms: self.int("busy-reply-threshold").max(0) as u64,
             memory_limit: self.int("lua-memory-limit").max(0) as usize,
             allow_undeclared_keys: self.flag("lua-allow-undeclared-keys"),
+            read_only_replica: !self.get("replicaof").unwrap_or("").is_empty()
+                && self.flag("replica-read-only"),
         }
     }
 

@@ -408,7 +408,7 @@ pub async fn cron(core: std::rc::Rc<Core>) {
             }
         } else {
             st.alone_since = Instant::now();
-            if ticks % period == 0 && primary {
+            if ticks.is_multiple_of(period) && primary {
                 st.stream.command(&[b"PING"]);
                 st.after_growth();
             }

@@ -43,7 +43,7 @@ const UNSENT_MAX: usize = 8 << 20;
 
 /// REPLCONF option value … (Redis's `replconfCommand`).
 pub async fn replconf(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
-    if args.len() % 2 == 0 {
+    if args.len().is_multiple_of(2) {
         return Err(CmdError::new("ERR syntax error"));
     }
     for pair in args[1..].chunks(2) {

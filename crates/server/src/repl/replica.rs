@@ -93,7 +93,10 @@ pub async fn replicaof(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
 async fn remember(core: &Rc<Core>, primary: String) {
     let _ = core
         .invoke_on_all(move |core| {
-            crate::cmd::config::apply(core, &[("replicaof", primary.clone())])
+            let mut config = core.config.borrow().clone();
+            if config.set_by_server("replicaof", &primary).is_ok() {
+                core.apply_config(config);
+            }
         })
         .await;
 }
@@ -206,7 +209,7 @@ impl Handshake {
         let mut chunk = vec![0u8; 64 * 1024];
         let read = self.stream.read(&mut chunk);
         let n = glommio::timer::timeout(self.timeout, async {
-            read.await.map_err(|e| glommio::GlommioError::IoError(e))
+            read.await.map_err(glommio::GlommioError::IoError)
         })
         .await
         .map_err(|_| "Timeout connecting to the MASTER...".to_string())?;
