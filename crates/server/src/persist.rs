@@ -354,26 +354,10 @@ struct Running {
 /// that writes its file. `locked`: the caller holds every shard's lock
 /// already (EXEC, DEBUG RELOAD).
 async fn start(core: &Rc<Core>, target: Target, locked: bool) -> Result<Running, CmdError> {
-    let (pieces, received) = flume::bounded(IN_FLIGHT);
-    let params = SnapshotParams {
-        now_ms: now_ms(),
-        format: Format::Rdb,
-        encoder: Encoder { compress: target.compress },
-        lfu_decay_time: None,
-    };
-    lock_all(core, locked).await?;
-    let started = core.invoke_on_all(move |core| begin_shard(core, pieces.clone(), params)).await;
-    unlock_all(core, locked).await?;
-    let started = started?;
-    let path = target.path.clone();
     let shared = core.shared.clone();
-    let writer = FileWriter {
-        layout: rdb_layout(&target, &aux_fields(false), &started),
-        shards: started.len(),
-        pieces: received,
-        cancelled: Box::new(move || shared.persist.cancel.load(Relaxed)),
-        key_delay_us: key_delay(core),
-    };
+    let cancelled = Box::new(move || shared.persist.cancel.load(Relaxed));
+    let (writer, dirty) = begin_rdb(core, &target, locked, |_| {}, cancelled).await?;
+    let path = target.path.clone();
     let (done, result) = flume::bounded(1);
     std::thread::Builder::new()
         .name("ringdb-snapshot".into())
@@ -381,7 +365,7 @@ async fn start(core: &Rc<Core>, target: Target, locked: bool) -> Result<Running,
             let _ = done.send(writer.write(&target.path));
         })
         .map_err(|e| CmdError::owned(format!("ERR Can't save in background: {e}")))?;
-    Ok(Running { result, dirty: started.iter().map(|s| s.dirty).collect(), path })
+    Ok(Running { result, dirty, path })
 }
 
 /// Starts a snapshot of every shard at one logical point for a replica's
@@ -397,6 +381,23 @@ where
     F: Fn(&Rc<Core>) + Send + Sync + Clone + 'static,
 {
     let target = target(core);
+    Ok(begin_rdb(core, &target, false, at_point, Box::new(|| false)).await?.0)
+}
+
+/// Starts the snapshot on every shard at one logical point (under one lock
+/// of every shard, unless the caller holds it: `locked`), running
+/// `at_point` on each right before; returns the writer of its RDB file and
+/// every shard's change counter at that point.
+async fn begin_rdb<F>(
+    core: &Rc<Core>,
+    target: &Target,
+    locked: bool,
+    at_point: F,
+    cancelled: Box<dyn Fn() -> bool + Send>,
+) -> Result<(FileWriter, Vec<u64>), CmdError>
+where
+    F: Fn(&Rc<Core>) + Send + Sync + Clone + 'static,
+{
     let (pieces, received) = flume::bounded(IN_FLIGHT);
     let params = SnapshotParams {
         now_ms: now_ms(),
@@ -404,22 +405,23 @@ where
         encoder: Encoder { compress: target.compress },
         lfu_decay_time: None,
     };
-    lock_all(core, false).await?;
+    lock_all(core, locked).await?;
     let started = core
         .invoke_on_all(move |core| {
             at_point(core);
             begin_shard(core, pieces.clone(), params)
         })
         .await;
-    unlock_all(core, false).await?;
+    unlock_all(core, locked).await?;
     let started = started?;
-    Ok(FileWriter {
-        layout: rdb_layout(&target, &aux_fields(false), &started),
+    let writer = FileWriter {
+        layout: rdb_layout(target, &aux_fields(false), &started),
         shards: started.len(),
         pieces: received,
-        cancelled: Box::new(|| false),
+        cancelled,
         key_delay_us: key_delay(core),
-    })
+    };
+    Ok((writer, started.iter().map(|s| s.dirty).collect()))
 }
 
 /// A replica's full sync: replaces every shard's data with the primary's
