@@ -168,10 +168,22 @@ fn sentinel_fails_over_to_a_ringdb_replica_without_losing_acknowledged_writes() 
     // The old primary comes back and is made a replica of the new one.
     let old = Server::start_on(old_port, &["--shards", "2"]);
     // Sentinel looks at an instance it holds down every 10 s.
-    wait_for(60, "the old primary to follow", || {
-        replication(&old)
-            .is_some_and(|i| i.contains("role:slave") && i.contains("master_link_status:up"))
-    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !replication(&old)
+        .is_some_and(|i| i.contains("role:slave") && i.contains("master_link_status:up"))
+    {
+        if Instant::now() > deadline {
+            let seen: redis::Value =
+                q(&mut sentinel.client(), &["SENTINEL", "REPLICAS", "mymaster"])
+                    .unwrap_or(redis::Value::Nil);
+            panic!(
+                "the old primary does not follow: it says {:?}; the new one says {:?}; Sentinel sees {seen:?}",
+                replication(&old),
+                replication(&replica)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let mut o = old.client();
     assert_eq!(info_field(&mut o, "replication", "master_port"), replica.port.to_string());
     let out = writer.wait_with_output().unwrap();
