@@ -8,17 +8,8 @@
 
 mod common;
 
-use common::{info_field, keys_on_two_shards, q, RedisServer, Server};
-use std::time::{Duration, Instant};
-
-/// Waits until `cond` holds (up to `secs` seconds), saying what it waited for.
-fn wait_for(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use common::{info_field, keys_on_two_shards, q, wait_for, RedisServer, Server};
+use std::time::Duration;
 
 fn digest(c: &mut redis::Connection) -> String {
     q(c, &["DEBUG", "DIGEST"]).unwrap()

@@ -8,7 +8,7 @@
 
 mod common;
 
-use common::{free_port, info_field, q, temp_dir, Server};
+use common::{free_port, info_field, q, temp_dir, wait_for, Server};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -88,14 +88,6 @@ impl Drop for Sentinel {
 fn replication(server: &Server) -> Option<String> {
     let mut c = redis::Client::open(server.url()).ok()?.get_connection().ok()?;
     q(&mut c, &["INFO", "replication"]).ok()
-}
-
-fn wait_for(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// The writer: SET w:<i> then WAIT 1 1000 through `Sentinel.master_for()`,

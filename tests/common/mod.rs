@@ -342,6 +342,16 @@ impl Raw {
     }
 }
 
+/// Waits until `cond` holds, for up to `secs` seconds; fails the test
+/// naming `what` otherwise.
+pub fn wait_for(secs: u64, what: &str, mut cond: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// `redis::cmd(name).arg(..)...` shorthand: runs a command and converts.
 pub fn q<T: redis::FromRedisValue>(
     con: &mut redis::Connection,

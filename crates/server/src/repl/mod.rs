@@ -69,9 +69,8 @@ pub struct Link {
 }
 
 /// Where this node takes its data from.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub enum Role {
-    #[default]
     Primary,
     /// Replica of `host:port`.
     Replica(replica::Master),
@@ -189,7 +188,11 @@ impl State {
         let mut waiting_cut = false;
         for link in &mut self.links {
             match link.sent {
-                Some(sent) if self.replica_limit > 0 && offset - sent > self.replica_limit => {
+                // A link left from an older history may be past `offset`.
+                Some(sent)
+                    if self.replica_limit > 0
+                        && offset.saturating_sub(sent) > self.replica_limit =>
+                {
                     if !link.dropped {
                         tracing::warn!(
                             "Client id={} scheduled to be closed ASAP for overcoming of output buffer limits.",
@@ -397,6 +400,10 @@ pub async fn cron(core: std::rc::Rc<Core>) {
         let mut st = repl.lock();
         st.backlog_size = size;
         st.replica_limit = limit as u64;
+        if st.backlog {
+            st.stream.release_stale();
+            st.after_growth();
+        }
         let primary = matches!(st.role, Role::Primary);
         if st.links.is_empty() {
             if primary && st.backlog && ttl > 0 && st.alone_since.elapsed().as_secs() >= ttl {

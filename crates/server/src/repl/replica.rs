@@ -53,7 +53,7 @@ static STREAM_DB: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsiz
 pub async fn replicaof(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let core = conn.core.clone();
     if is(&args[1], "no") && is(&args[2], "one") {
-        if promote(&core).await {
+        if promote(&core, conn.state.in_exec).await? {
             info!(
                 "MASTER MODE enabled (user request from 'id={} addr={}')",
                 conn.state.id, conn.handle.addr
@@ -137,26 +137,32 @@ pub fn follow(core: &Rc<Core>, host: String, port: u16) {
 /// REPLICAOF NO ONE: keeps the data, starts a new history (the old id
 /// stays valid for PSYNC2 up to this offset) and a backlog that replicas
 /// (former siblings) can go on from. Whether this was a replica.
-pub async fn promote(core: &Rc<Core>) -> bool {
+///
+/// Under one lock of every shard (held already inside EXEC): a cross-shard
+/// transaction is then wholly before the stream starts or wholly in it,
+/// never a part in it whose other part was never logged.
+pub async fn promote(core: &Rc<Core>, in_exec: bool) -> Result<bool, CmdError> {
+    if let Role::Primary = core.shared.repl.lock().role {
+        return Ok(false);
+    }
+    crate::persist::lock_all(core, in_exec).await?;
+    let started = core
+        .invoke_on_all(|core| {
+            // Every shard records its changes for the stream from here on.
+            core.shard.borrow_mut().state.funnel.log.get_or_insert_with(Default::default).as_is =
+                true;
+        })
+        .await;
     {
         let repl = &core.shared.repl;
         let mut st = repl.lock();
-        if let Role::Primary = st.role {
-            return false;
-        }
         st.role = Role::Primary;
         repl.replica.store(false, Relaxed);
         st.shift_replid(super::new_replid());
         st.create_backlog(&repl.feeding);
     }
-    // Every shard records its changes for the stream from here on.
-    let _ = core
-        .invoke_on_all(|core| {
-            core.shard.borrow_mut().state.funnel.log.get_or_insert_with(Default::default).as_is =
-                true;
-        })
-        .await;
-    true
+    crate::persist::unlock_all(core, in_exec).await?;
+    started.map(|_| true)
 }
 
 fn current(core: &Core, epoch: u64) -> bool {

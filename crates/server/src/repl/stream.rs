@@ -65,6 +65,9 @@ enum Kind {
 struct Unit {
     kind: Kind,
     recs: Vec<Rec>,
+    /// How many [`Stream::release_stale`] sweeps a transaction's part has
+    /// waited through.
+    sweeps: u8,
 }
 
 impl Unit {
@@ -218,7 +221,11 @@ impl Stream {
                     if open.depth == 0 {
                         let Open { id, parts, recs, .. } =
                             self.open[shard].take().unwrap_or_default();
-                        self.queues[shard].push_back(Unit { kind: Kind::Tx { id, parts }, recs });
+                        self.queues[shard].push_back(Unit {
+                            kind: Kind::Tx { id, parts },
+                            recs,
+                            sweeps: 0,
+                        });
                     }
                     continue;
                 }
@@ -228,9 +235,24 @@ impl Stream {
             match &mut self.open[shard] {
                 Some(open) => open.recs.push(rec),
                 None => match self.queues[shard].back_mut() {
-                    Some(Unit { kind: Kind::Plain, recs }) => recs.push(rec),
-                    _ => self.queues[shard].push_back(Unit { kind: Kind::Plain, recs: vec![rec] }),
+                    Some(Unit { kind: Kind::Plain, recs, .. }) => recs.push(rec),
+                    _ => self.queues[shard].push_back(Unit {
+                        kind: Kind::Plain,
+                        recs: vec![rec],
+                        sweeps: 0,
+                    }),
                 },
+            }
+        }
+        self.merge();
+    }
+
+    /// Once a second: a transaction's part that has waited through two
+    /// sweeps (1–2 s) for parts that have not come is written without them.
+    pub fn release_stale(&mut self) {
+        for unit in self.queues.iter_mut().flatten() {
+            if let Kind::Tx { .. } = unit.kind {
+                unit.sweeps = unit.sweeps.saturating_add(1);
             }
         }
         self.merge();
@@ -238,7 +260,7 @@ impl Stream {
 
     /// Marks a full sync's cut `id` on `shard` (its snapshot starts now).
     pub fn cut(&mut self, shard: usize, id: u64) {
-        self.queues[shard].push_back(Unit { kind: Kind::Cut(id), recs: Vec::new() });
+        self.queues[shard].push_back(Unit { kind: Kind::Cut(id), recs: Vec::new(), sweeps: 0 });
         self.merge();
     }
 
@@ -294,8 +316,17 @@ impl Stream {
                 found.push((s, i));
             }
         }
-        if (found.len() as u32) < parts || !found.iter().all(|&(s, i)| self.free(s, i)) {
+        // Parts that waited through two sweeps for the rest go as they are
+        // (never expected: a stream that stalls on one would stall whole).
+        let stale = found.iter().all(|&(s, i)| self.queues[s][i].sweeps >= 2);
+        if (found.len() as u32) < parts && !stale || !found.iter().all(|&(s, i)| self.free(s, i)) {
             return false;
+        }
+        if (found.len() as u32) < parts {
+            tracing::warn!(
+                "Replication stream: transaction {id} sent with {} of its {parts} parts",
+                found.len()
+            );
         }
         let mut recs = Vec::new();
         for (s, i) in found {
@@ -390,6 +421,16 @@ mod tests {
         assert_eq!(text(&s), "*2 $6 SELECT $1 0 j;", "j passes the waiting part, k does not");
         s.push(1, vec![FeedItem::Begin(1, 2), cmd(0, "x;"), FeedItem::End(1)]);
         assert!(text(&s).ends_with("*1 $5 MULTI k;1x;*1 $4 EXEC k;2"));
+    }
+
+    #[test]
+    fn a_part_whose_partner_never_comes_goes_alone_after_two_sweeps() {
+        let mut s = Stream::new(2, 0);
+        s.push(0, vec![FeedItem::Begin(5, 2), cmd(0, "x;"), FeedItem::End(5), cmd(0, "x;2")]);
+        s.release_stale();
+        assert_eq!(text(&s), "", "one sweep marks it");
+        s.release_stale();
+        assert_eq!(text(&s), "*2 $6 SELECT $1 0 x;x;2");
     }
 
     #[test]
