@@ -226,6 +226,58 @@ fn a_killed_link_resumes_from_the_backlog_and_an_overrun_one_syncs_again() {
 }
 
 #[test]
+fn ringdb_replicas_with_as_many_shards_sync_one_flow_per_shard() {
+    // A primary with a password; one replica with as many shards (flows,
+    // which authenticate too), one with fewer (Redis's single RDB).
+    let dir = common::temp_dir("flows");
+    let log = |name: &str| dir.join(name).display().to_string();
+    let auth = ["--requirepass", "secret", "--masterauth", "secret"];
+    let primary = Server::start_with(
+        &[&["--shards", "3", "--repl-diskless-sync-delay", "0"][..], &auth].concat(),
+    );
+    let (flows_log, single_log) = (log("flows.log"), log("single.log"));
+    let same = Server::start_with(
+        &[&["--shards", "3", "--loglevel", "notice", "--logfile", &flows_log][..], &auth].concat(),
+    );
+    let fewer = Server::start_with(
+        &[&["--shards", "2", "--loglevel", "notice", "--logfile", &single_log][..], &auth].concat(),
+    );
+    let client = |port: u16| {
+        let mut c = redis::Client::open(format!("redis://:secret@127.0.0.1:{port}/"))
+            .unwrap()
+            .get_connection()
+            .unwrap();
+        let _: () = q(&mut c, &["PING"]).unwrap();
+        c
+    };
+    let mut p = client(primary.port);
+    let _: () = q(&mut p, &["DEBUG", "POPULATE", "50000", "key", "100"]).unwrap();
+    // Writes go on while the replicas take their snapshots.
+    let writer = {
+        let port = primary.port;
+        std::thread::spawn(move || {
+            let mut c = client(port);
+            for round in 0..40 {
+                write_load(&mut c, round);
+            }
+        })
+    };
+    let port = primary.port.to_string();
+    let (mut r1, mut r2) = (client(same.port), client(fewer.port));
+    let _: () = q(&mut r1, &["REPLICAOF", "127.0.0.1", &port]).unwrap();
+    let _: () = q(&mut r2, &["REPLICAOF", "127.0.0.1", &port]).unwrap();
+    writer.join().unwrap();
+    converge(&mut p, &mut r1);
+    converge(&mut p, &mut r2);
+    let text = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+    assert!(text(&flows_log).contains("one flow per shard"), "{}", text(&flows_log));
+    assert!(!text(&single_log).contains("one flow per shard"), "{}", text(&single_log));
+    // The stream goes on after a flows sync as after any other.
+    let _: () = q(&mut p, &["SET", "after", "1"]).unwrap();
+    converge(&mut p, &mut r1);
+}
+
+#[test]
 fn a_sibling_goes_on_from_the_promoted_replica_with_psync2() {
     let primary = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);
     let one = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);
@@ -299,6 +351,10 @@ fn replication_commands_check_their_arguments_as_redis() {
         .query(&mut c)
         .unwrap_or(redis::Value::Nil);
     assert_eq!(reply, redis::Value::Nil);
+    // A flow of a full sync nobody offered.
+    let err =
+        q::<()>(&mut c, &["REPLCONF", "ringdb-flow", "0", "ringdb-sync", "nope"]).unwrap_err();
+    assert!(err.to_string().contains("no such replication flow"), "{err}");
     assert_eq!(info_field(&mut c, "replication", "connected_slaves"), "0");
     assert_eq!(info_field(&mut c, "replication", "repl_backlog_active"), "0");
     assert_eq!(info_field(&mut c, "replication", "master_repl_offset"), "0");

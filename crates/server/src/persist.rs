@@ -355,8 +355,9 @@ struct Running {
 /// already (EXEC, DEBUG RELOAD).
 async fn start(core: &Rc<Core>, target: Target, locked: bool) -> Result<Running, CmdError> {
     let shared = core.shared.clone();
-    let cancelled = Box::new(move || shared.persist.cancel.load(Relaxed));
-    let (writer, dirty) = begin_rdb(core, &target, locked, |_| {}, cancelled).await?;
+    let cancelled = move || shared.persist.cancel.load(Relaxed);
+    let (mut writers, dirty) = begin_rdb(core, &target, locked, false, |_| {}, cancelled).await?;
+    let writer = writers.remove(0);
     let path = target.path.clone();
     let (done, result) = flume::bounded(1);
     std::thread::Builder::new()
@@ -371,34 +372,46 @@ async fn start(core: &Rc<Core>, target: Target, locked: bool) -> Result<Running,
 /// Starts a snapshot of every shard at one logical point for a replica's
 /// full sync: `at_point` runs on each shard at that point, right before its
 /// snapshot starts (it cuts the replication stream there). Returns the
-/// writer of the RDB, which the caller runs; the caller has claimed the
+/// writer of the RDB, or with `flows` one writer per shard, each a whole
+/// RDB of that shard's keys (a ringdb replica with as many shards loads
+/// each on its own shard); the caller runs them and has claimed the
 /// snapshot (`snapshot_busy`).
 pub(crate) async fn start_for_replica<F>(
     core: &Rc<Core>,
+    flows: bool,
     at_point: F,
-) -> Result<FileWriter, CmdError>
+) -> Result<Vec<FileWriter>, CmdError>
 where
     F: Fn(&Rc<Core>) + Send + Sync + Clone + 'static,
 {
-    let target = target(core);
-    Ok(begin_rdb(core, &target, false, at_point, Box::new(|| false)).await?.0)
+    let mut target = target(core);
+    // Flows go between ringdb nodes, where LZF costs more CPU on both ends
+    // than the bytes it saves take to send (measured: it was most of the
+    // primary's time in a full sync).
+    target.compress &= !flows;
+    Ok(begin_rdb(core, &target, false, flows, at_point, || false).await?.0)
 }
 
 /// Starts the snapshot on every shard at one logical point (under one lock
 /// of every shard, unless the caller holds it: `locked`), running
-/// `at_point` on each right before; returns the writer of its RDB file and
-/// every shard's change counter at that point.
-async fn begin_rdb<F>(
+/// `at_point` on each right before; returns the writer of its RDB file (or
+/// one per shard: `per_shard`) and every shard's change counter at that
+/// point.
+async fn begin_rdb<F, C>(
     core: &Rc<Core>,
     target: &Target,
     locked: bool,
+    per_shard: bool,
     at_point: F,
-    cancelled: Box<dyn Fn() -> bool + Send>,
-) -> Result<(FileWriter, Vec<u64>), CmdError>
+    cancelled: C,
+) -> Result<(Vec<FileWriter>, Vec<u64>), CmdError>
 where
     F: Fn(&Rc<Core>) + Send + Sync + Clone + 'static,
+    C: Fn() -> bool + Send + Clone + 'static,
 {
-    let (pieces, received) = flume::bounded(IN_FLIGHT);
+    let files = if per_shard { core.shared.shards() } else { 1 };
+    let (senders, receivers): (Vec<flume::Sender<Piece>>, Vec<_>) =
+        (0..files).map(|_| flume::bounded(IN_FLIGHT)).unzip();
     let params = SnapshotParams {
         now_ms: now_ms(),
         format: Format::Rdb,
@@ -409,32 +422,44 @@ where
     let started = core
         .invoke_on_all(move |core| {
             at_point(core);
-            begin_shard(core, pieces.clone(), params)
+            let pieces = senders[core.id.index() % senders.len()].clone();
+            begin_shard(core, pieces, params)
         })
         .await;
     unlock_all(core, locked).await?;
     let started = started?;
-    let writer = FileWriter {
-        layout: rdb_layout(target, &aux_fields(false), &started),
-        shards: started.len(),
-        pieces: received,
-        cancelled,
-        key_delay_us: key_delay(core),
-    };
-    Ok((writer, started.iter().map(|s| s.dirty).collect()))
+    let aux = aux_fields(false);
+    let key_delay_us = key_delay(core);
+    let writers = receivers
+        .into_iter()
+        .enumerate()
+        .map(|(i, pieces)| {
+            let of = if per_shard { &started[i..=i] } else { &started[..] };
+            FileWriter {
+                layout: rdb_layout(target, &aux, of),
+                shards: of.len(),
+                pieces,
+                cancelled: Box::new(cancelled.clone()),
+                key_delay_us,
+            }
+        })
+        .collect();
+    Ok((writers, started.iter().map(|s| s.dirty).collect()))
 }
 
 /// A replica's full sync: replaces every shard's data with the primary's
-/// snapshot, under one lock of every shard. A snapshot that does not load
-/// whole leaves every shard empty (never half a dataset served as whole).
-pub async fn load_from_primary(core: &Rc<Core>, data: Vec<u8>) -> Result<usize, String> {
-    let data = std::sync::Arc::new(data);
+/// snapshot, under one lock of every shard. `parts`: one RDB that every
+/// shard takes its keys from, or one per shard (a ringdb primary's flows).
+/// A snapshot that does not load whole leaves every shard empty (never
+/// half a dataset served as whole).
+pub async fn load_from_primary(core: &Rc<Core>, parts: Vec<Vec<u8>>) -> Result<usize, String> {
+    let parts = std::sync::Arc::new(parts);
     lock_all(core, false).await.map_err(|e| e.text().to_string())?;
     let path = PathBuf::from("(snapshot from the primary)");
     let loaded = core
         .invoke_on_all(move |core| {
             empty_for_load(core);
-            load_shard(core, &data, &path, false)
+            load_shard(core, &parts[core.id.index() % parts.len()], &path, false)
         })
         .await
         .map_err(|e| e.text().to_string())

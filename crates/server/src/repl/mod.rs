@@ -91,6 +91,8 @@ pub struct State {
     /// `client-output-buffer-limit replica` hard limit (0: none).
     pub replica_limit: u64,
     pub links: Vec<Link>,
+    /// Flows of full syncs waiting for the replica's connections.
+    pub flows: Vec<primary::Flow>,
     next_cut: u64,
     /// Since when no replica is connected (`repl-backlog-ttl`).
     pub alone_since: Instant,
@@ -129,6 +131,7 @@ impl Replication {
                 backlog_size: 1 << 20,
                 replica_limit: 256 << 20,
                 links: Vec::new(),
+                flows: Vec::new(),
                 next_cut: 0,
                 alone_since: Instant::now(),
                 role: Role::Primary,

@@ -12,6 +12,16 @@
 //! the cut (see [`super::stream`]), all under one lock of every shard. It
 //! goes out diskless (`$EOF:<mark>`, the default, when the replica
 //! announced `capa eof`) or through a file (`$<len>`).
+//!
+//! Between ringdb nodes with as many shards, a diskless full sync runs one
+//! flow per shard in parallel: the replica says `REPLCONF ringdb-shards N`
+//! in its handshake; the primary answers PSYNC with `+FULLRESYNC` and
+//! `$FLOWS:<token>` instead of the RDB; the replica opens one connection
+//! per shard, from that shard's core, each saying `REPLCONF ringdb-flow
+//! <i> ringdb-sync <token>`, and each receives shard i's snapshot as an RDB
+//! of its own (`$EOF:` form) that its shard i loads alone. The stream then
+//! follows on the main link as with any replica, so a partial resync works
+//! the same way on both paths.
 
 use super::{Link, LinkState, Role};
 use crate::net::connection::Connection;
@@ -34,6 +44,26 @@ pub struct Hello {
     pub eof: bool,
     /// It understands `+CONTINUE <replid>` (`capa psync2`).
     pub psync2: bool,
+    /// A ringdb replica with this many shards (`REPLCONF ringdb-shards`):
+    /// it takes a full sync as one flow per shard.
+    pub shards: Option<usize>,
+    /// This connection asks for one flow of a full sync (`REPLCONF
+    /// ringdb-flow <shard> ringdb-sync <token>`).
+    pub flow: Option<(usize, String)>,
+}
+
+/// A flow of a full sync waiting for its connection from the replica.
+pub struct Flow {
+    pub token: String,
+    pub shard: usize,
+    writer: crate::persist::FileWriter,
+    done: flume::Sender<Result<(), String>>,
+}
+
+impl std::fmt::Debug for Flow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Flow({}, shard {})", self.token, self.shard)
+    }
 }
 
 /// Bytes of stream a link takes from the backlog at a time.
@@ -72,6 +102,18 @@ pub async fn replconf(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
             return Ok(());
         } else if is(option, "rdb-only") {
             // Accepted: the snapshot is sent and the stream follows anyway.
+        } else if is(option, "ringdb-shards") {
+            let shards = ringdb_engine::command::args::int(value)?;
+            conn.state.replica_hello.shards = usize::try_from(shards).ok();
+        } else if is(option, "ringdb-flow") {
+            let shard = ringdb_engine::command::args::int(value)?;
+            let shard = usize::try_from(shard).map_err(|_| CmdError::new("ERR invalid flow"))?;
+            let token = conn.state.replica_hello.flow.take().map(|f| f.1).unwrap_or_default();
+            conn.state.replica_hello.flow = Some((shard, token));
+        } else if is(option, "ringdb-sync") {
+            let token = String::from_utf8_lossy(value).into_owned();
+            let shard = conn.state.replica_hello.flow.take().map_or(usize::MAX, |f| f.0);
+            conn.state.replica_hello.flow = Some((shard, token));
         } else {
             return Err(CmdError::owned(format!(
                 "ERR Unrecognized REPLCONF option: {}",
@@ -79,7 +121,30 @@ pub async fn replconf(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
             )));
         }
     }
+    if let Some((shard, token)) = conn.state.replica_hello.flow.take() {
+        return serve_flow(conn, shard, &token).await;
+    }
     conn.reply().ok();
+    Ok(())
+}
+
+/// Sends one flow of a full sync: shard `shard`'s snapshot, then closes.
+async fn serve_flow(conn: &mut Connection, shard: usize, token: &str) -> CmdResult {
+    let flow = {
+        let mut st = conn.core.shared.repl.lock();
+        let at = st.flows.iter().position(|f| f.shard == shard && f.token == token);
+        at.map(|at| st.flows.swap_remove(at))
+    };
+    let Some(Flow { writer, done, .. }) = flow else {
+        return Err(CmdError::new("ERR no such replication flow"));
+    };
+    conn.handle.view.borrow_mut().link = crate::net::clients::LinkKind::Replica;
+    let result = send_snapshot(conn, writer, true).await;
+    if let Err(e) = &result {
+        warn!("Flow {shard} of a full sync to {} failed: {e}", conn.handle.addr);
+    }
+    let _ = done.send(result);
+    conn.state.close_after_reply = true;
     Ok(())
 }
 
@@ -215,6 +280,7 @@ async fn full_sync(
         (c.get("repl-diskless-sync") == Some("yes"), c.int("repl-diskless-sync-delay"))
     };
     let diskless = diskless && hello.eof;
+    let flows = diskless && hello.shards == Some(core.shared.shards());
     if diskless && delay > 0 {
         for _ in 0..delay {
             keepalive(conn).await?;
@@ -246,7 +312,7 @@ async fn full_sync(
         st.after_growth();
     };
     info!("Full sync of replica {}: cut {cut}", conn.handle.addr);
-    let writer = match crate::persist::start_for_replica(&core, at_point).await {
+    let writers = match crate::persist::start_for_replica(&core, flows, at_point).await {
         Ok(w) => w,
         Err(e) => {
             crate::persist::release(&core);
@@ -277,11 +343,69 @@ async fn full_sync(
         conn.out.extend_from_slice(format!("+FULLRESYNC {replid} {pos}\r\n").as_bytes());
     }
     set_state(conn, LinkState::SendBulk);
-    let result = send_snapshot(conn, writer, diskless).await;
+    let result = if flows {
+        send_flows(conn, writers).await
+    } else {
+        let writer = writers.into_iter().next().ok_or("no snapshot")?;
+        send_snapshot(conn, writer, diskless).await
+    };
     crate::persist::release(&core);
     result?;
     info!("Synchronization with replica {} succeeded", conn.handle.addr);
     Ok((pos, diskless))
+}
+
+/// Offers the snapshot as one flow per shard (`$FLOWS:<token>`) and waits
+/// until the replica has taken every flow whole. A flow not asked for
+/// within `repl-timeout` ends the sync.
+async fn send_flows(
+    conn: &mut Connection,
+    writers: Vec<crate::persist::FileWriter>,
+) -> Result<(), String> {
+    let repl = conn.core.shared.repl.clone();
+    let timeout = Duration::from_secs(conn.core.config.borrow().int("repl-timeout").max(1) as u64);
+    let token = super::new_replid();
+    let (done, finished) = flume::unbounded();
+    let flows = writers.len();
+    repl.lock().flows.extend(writers.into_iter().enumerate().map(|(shard, writer)| Flow {
+        token: token.clone(),
+        shard,
+        writer,
+        done: done.clone(),
+    }));
+    drop(done);
+    conn.out.extend_from_slice(format!("$FLOWS:{token}\r\n").as_bytes());
+    let result = async {
+        conn.flush().await?;
+        let started = Instant::now();
+        let mut ended = 0;
+        while ended < flows {
+            let tick = async {
+                glommio::timer::sleep(Duration::from_millis(100)).await;
+                None
+            };
+            match futures_lite::future::or(async { Some(finished.recv_async().await) }, tick).await
+            {
+                Some(Ok(result)) => {
+                    result?;
+                    ended += 1;
+                }
+                Some(Err(_)) => return Err("a flow ended without its snapshot".to_string()),
+                None if conn.handle.is_killed() => return Err("killed".to_string()),
+                None => {
+                    let waiting = repl.lock().flows.iter().any(|f| f.token == token);
+                    if waiting && started.elapsed() > timeout {
+                        return Err("the replica did not ask for every flow".to_string());
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+    .await;
+    // Flows never asked for end their shards' snapshots.
+    repl.lock().flows.retain(|f| f.token != token);
+    result
 }
 
 fn set_state(conn: &Connection, state: LinkState) {

@@ -212,7 +212,7 @@ impl Handshake {
     }
 
     async fn fill(&mut self) -> Result<(), String> {
-        let mut chunk = vec![0u8; 64 * 1024];
+        let mut chunk = vec![0u8; 256 * 1024];
         let read = self.stream.read(&mut chunk);
         let n = glommio::timer::timeout(self.timeout, async {
             read.await.map_err(glommio::GlommioError::IoError)
@@ -250,36 +250,73 @@ impl Handshake {
     }
 }
 
+/// How to reach the primary (cloned into each flow of a full sync).
+#[derive(Clone)]
+struct Dial {
+    host: String,
+    port: u16,
+    auth: Option<String>,
+    user: Option<String>,
+    timeout: Duration,
+}
+
+impl Dial {
+    /// Connects, within `repl-timeout`.
+    async fn connect(&self) -> Result<Handshake, String> {
+        let stream = glommio::timer::timeout(self.timeout, async {
+            TcpStream::connect(format!("{}:{}", self.host, self.port)).await
+        })
+        .await
+        .map_err(|e| format!("Unable to connect to MASTER: {e}"))?;
+        let _ = stream.set_nodelay(true);
+        Ok(Handshake { stream, buf: BytesMut::new(), timeout: self.timeout })
+    }
+
+    /// AUTH with `masterauth` (and `masteruser`), when set.
+    async fn auth(&self, hs: &mut Handshake) -> Result<(), String> {
+        if let Some(pass) = &self.auth {
+            let reply = match &self.user {
+                Some(user) => hs.command(&[b"AUTH", user.as_bytes(), pass.as_bytes()]).await?,
+                None => hs.command(&[b"AUTH", pass.as_bytes()]).await?,
+            };
+            if reply.starts_with('-') {
+                return Err(format!("Unable to AUTH to MASTER: {reply}"));
+            }
+        }
+        Ok(())
+    }
+}
+
 /// One connection to the primary, from connecting to its end.
 async fn session(core: &Rc<Core>, epoch: u64) -> Result<(), String> {
     let (host, port) = match &core.shared.repl.lock().role {
         Role::Replica(m) => (m.host.clone(), m.port),
         Role::Primary => return Ok(()),
     };
-    let (timeout, auth, user, announce_ip, announce_port) = {
+    let (dial, announce_ip, announce_port) = {
         let c = core.config.borrow();
+        let dial = Dial {
+            host,
+            port,
+            auth: c.get("masterauth").filter(|s| !s.is_empty()).map(str::to_string),
+            user: c.get("masteruser").filter(|s| !s.is_empty()).map(str::to_string),
+            timeout: Duration::from_secs(c.int("repl-timeout").max(1) as u64),
+        };
         (
-            Duration::from_secs(c.int("repl-timeout").max(1) as u64),
-            c.get("masterauth").filter(|s| !s.is_empty()).map(str::to_string),
-            c.get("masteruser").filter(|s| !s.is_empty()).map(str::to_string),
+            dial,
             c.get("replica-announce-ip").filter(|s| !s.is_empty()).map(str::to_string),
             c.int("replica-announce-port"),
         )
     };
-    info!("Connecting to MASTER {host}:{port}");
+    let timeout = dial.timeout;
+    info!("Connecting to MASTER {}:{}", dial.host, dial.port);
     update(core, epoch, |m| m.phase = "connecting");
-    let stream = glommio::timer::timeout(timeout, async {
-        TcpStream::connect(format!("{host}:{port}")).await
-    })
-    .await
-    .map_err(|e| format!("Unable to connect to MASTER: {e}"))?;
-    let _ = stream.set_nodelay(true);
+    let mut hs = dial.connect().await?;
     info!("MASTER <-> REPLICA sync started");
     update(core, epoch, |m| {
         m.phase = "handshake";
         m.last_io = Some(Instant::now());
     });
-    let mut hs = Handshake { stream, buf: BytesMut::new(), timeout };
     let pong = hs.command(&[b"PING"]).await?;
     if pong.starts_with('-')
         && !pong.starts_with("-NOAUTH")
@@ -288,15 +325,7 @@ async fn session(core: &Rc<Core>, epoch: u64) -> Result<(), String> {
     {
         return Err(format!("Error reply to PING from master: '{pong}'"));
     }
-    if let Some(pass) = &auth {
-        let reply = match &user {
-            Some(user) => hs.command(&[b"AUTH", user.as_bytes(), pass.as_bytes()]).await?,
-            None => hs.command(&[b"AUTH", pass.as_bytes()]).await?,
-        };
-        if reply.starts_with('-') {
-            return Err(format!("Unable to AUTH to MASTER: {reply}"));
-        }
-    }
+    dial.auth(&mut hs).await?;
     let listening = if announce_port > 0 { announce_port as u16 } else { core.shared.port };
     let reply =
         hs.command(&[b"REPLCONF", b"listening-port", listening.to_string().as_bytes()]).await?;
@@ -313,6 +342,11 @@ async fn session(core: &Rc<Core>, epoch: u64) -> Result<(), String> {
     if reply.starts_with('-') {
         info!("(Non critical) Master does not understand REPLCONF capa: {reply}");
     }
+    // A ringdb primary with as many shards sends a full sync as one flow
+    // per shard; others answer an error and the sync is Redis's.
+    let shards = core.shared.shards().to_string();
+    let flows = hs.command(&[b"REPLCONF", b"ringdb-shards", shards.as_bytes()]).await?;
+    let dial = (!flows.starts_with('-')).then_some(dial);
     let (replid, offset) = {
         let st = core.shared.repl.lock();
         (st.replid.clone(), st.stream.offset)
@@ -329,8 +363,8 @@ async fn session(core: &Rc<Core>, epoch: u64) -> Result<(), String> {
             return Err(format!("Bad +FULLRESYNC reply: '{reply}'"));
         };
         info!("Full resync from master: {id}:{off}");
-        let data = receive_snapshot(core, epoch, &mut hs).await?;
-        load_snapshot(core, data).await?;
+        let parts = receive_snapshot(core, epoch, &mut hs, dial).await?;
+        load_snapshot(core, parts).await?;
         let mut st = core.shared.repl.lock();
         st.replid = id.to_string();
         st.replid2 = super::NO_REPLID.into();
@@ -370,42 +404,118 @@ async fn session(core: &Rc<Core>, epoch: u64) -> Result<(), String> {
 }
 
 /// Receives the snapshot after `+FULLRESYNC`: `$<len>` and that many
-/// bytes, or `$EOF:<mark>` and bytes up to the mark.
-async fn receive_snapshot(core: &Core, epoch: u64, hs: &mut Handshake) -> Result<Vec<u8>, String> {
+/// bytes, `$EOF:<mark>` and bytes up to the mark, or from a ringdb primary
+/// (when `flows` can reach it) `$FLOWS:<token>` and one RDB per shard, each
+/// received by its shard's core on a connection of its own.
+async fn receive_snapshot(
+    core: &Rc<Core>,
+    epoch: u64,
+    hs: &mut Handshake,
+    flows: Option<Dial>,
+) -> Result<Vec<Vec<u8>>, String> {
     update(core, epoch, |m| {
         m.syncing = true;
         m.phase = "sync";
+        m.transfer_size = -1;
+        m.transfer_read = 0;
     });
     let header = hs.line().await?;
+    if let (Some(token), Some(dial)) = (header.strip_prefix("$FLOWS:"), flows) {
+        info!("MASTER <-> REPLICA sync: receiving one flow per shard from master into memory");
+        let tasks: Vec<_> = (0..core.shared.shards())
+            .map(|shard| {
+                let (core, dial, token) = (core.clone(), dial.clone(), token.to_string());
+                glommio::spawn_local(async move {
+                    let on = ringdb_engine::ShardId(shard as u16);
+                    core.invoke_deferred(on, move |core, reply| {
+                        let core = core.clone();
+                        glommio::spawn_local(async move {
+                            reply.send(receive_flow(&core, epoch, &dial, shard, &token).await)
+                        })
+                        .detach();
+                    })
+                    .await
+                    .map_err(|e| e.text().to_string())?
+                })
+            })
+            .collect();
+        let mut parts = Vec::with_capacity(tasks.len());
+        for task in tasks {
+            parts.push(task.await?);
+        }
+        return Ok(parts);
+    }
+    Ok(vec![read_rdb(core, epoch, hs, &header).await?])
+}
+
+/// One flow of a full sync: shard `shard`'s RDB, on a connection of its own.
+async fn receive_flow(
+    core: &Core,
+    epoch: u64,
+    dial: &Dial,
+    shard: usize,
+    token: &str,
+) -> Result<Vec<u8>, String> {
+    let mut hs = dial.connect().await?;
+    dial.auth(&mut hs).await?;
+    let shard_text = shard.to_string();
+    hs.send(&[
+        b"REPLCONF",
+        b"ringdb-flow",
+        shard_text.as_bytes(),
+        b"ringdb-sync",
+        token.as_bytes(),
+    ])
+    .await?;
+    let header = hs.line().await?;
+    read_rdb(core, epoch, &mut hs, &header)
+        .await
+        .map_err(|e| format!("flow {shard} of the full sync: {e}"))
+}
+
+/// Reads an RDB framed as `$<len>` or `$EOF:<mark>` (the `header` line),
+/// counting its bytes in `master_sync_read_bytes`.
+async fn read_rdb(
+    core: &Core,
+    epoch: u64,
+    hs: &mut Handshake,
+    header: &str,
+) -> Result<Vec<u8>, String> {
     let Some(spec) = header.strip_prefix('$') else {
         return Err(format!("Bad protocol from MASTER, the first byte is not '$' (we received '{header}'), are you sure the host and port are right?"));
     };
     let limit = core.config.borrow().int("proto-max-bulk-len").max(1) as u64 * 64;
+    let mut counted = hs.buf.len();
+    let mut progress = |hs: &Handshake| {
+        let read = (hs.buf.len() - counted) as i64;
+        counted = hs.buf.len();
+        update(core, epoch, |m| {
+            m.transfer_read += read;
+            m.last_io = Some(Instant::now());
+        });
+    };
     if let Some(mark) = spec.strip_prefix("EOF:") {
         let mark = mark.as_bytes().to_vec();
         if mark.len() != 40 {
             return Err("bad EOF mark from MASTER".into());
         }
         info!("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF into memory");
+        let finder = memchr::memmem::Finder::new(&mark);
         let mut searched: usize = 0;
         loop {
             // The stream may follow the mark in the same read.
             let from = searched.saturating_sub(40);
-            if let Some(at) = hs.buf[from..].windows(40).position(|w| w == &mark[..]) {
+            if let Some(at) = finder.find(&hs.buf[from..]) {
                 let data = hs.buf.split_to(from + at);
                 let _ = hs.buf.split_to(40);
-                return Ok(data.to_vec());
+                return Ok(data.into());
             }
             searched = hs.buf.len();
             if hs.buf.len() as u64 > limit {
                 return Err("the snapshot from MASTER is too large".into());
             }
             hs.fill().await?;
-            let read = hs.buf.len() as i64;
-            update(core, epoch, |m| {
-                m.transfer_read = read;
-                m.last_io = Some(Instant::now());
-            });
+            progress(hs);
         }
     }
     let len: u64 =
@@ -415,22 +525,20 @@ async fn receive_snapshot(core: &Core, epoch: u64, hs: &mut Handshake) -> Result
     }
     info!("MASTER <-> REPLICA sync: receiving {len} bytes from master into memory");
     update(core, epoch, |m| m.transfer_size = len as i64);
+    hs.buf.reserve(len as usize);
     while (hs.buf.len() as u64) < len {
         hs.fill().await?;
-        let read = hs.buf.len().min(len as usize) as i64;
-        update(core, epoch, |m| {
-            m.transfer_read = read;
-            m.last_io = Some(Instant::now());
-        });
+        progress(hs);
     }
-    Ok(hs.buf.split_to(len as usize).to_vec())
+    Ok(hs.buf.split_to(len as usize).into())
 }
 
-/// Replaces every shard's data with the snapshot's.
-async fn load_snapshot(core: &Rc<Core>, data: Vec<u8>) -> Result<(), String> {
+/// Replaces every shard's data with the snapshot's (one RDB for all, or
+/// one per shard).
+async fn load_snapshot(core: &Rc<Core>, parts: Vec<Vec<u8>>) -> Result<(), String> {
     info!("MASTER <-> REPLICA sync: Flushing old data");
     info!("MASTER <-> REPLICA sync: Loading DB in memory");
-    let keys = crate::persist::load_from_primary(core, data).await?;
+    let keys = crate::persist::load_from_primary(core, parts).await?;
     info!("MASTER <-> REPLICA sync: Loaded {keys} keys");
     Ok(())
 }
