@@ -2,8 +2,9 @@
 //! redis-server replica of a 2-shard ringdb under a concurrent write load
 //! (cross-shard MSET, MULTI/EXEC, scripts, TTLs) ends with the same DEBUG
 //! DIGEST; ringdb follows a redis-server primary through both snapshot
-//! forms; partial resync after CLIENT KILL TYPE replica; a backlog overrun
-//! forces a full sync; PSYNC2 after a promotion; WAIT, -READONLY,
+//! forms; ringdb nodes sync one flow per shard; a replica serves replicas
+//! of its own; partial resync after CLIENT KILL TYPE replica; a backlog
+//! overrun forces a full sync; PSYNC2 after a promotion; WAIT, -READONLY,
 //! -NOREPLICAS; INFO replication and ROLE.
 
 mod common;
@@ -275,6 +276,64 @@ fn ringdb_replicas_with_as_many_shards_sync_one_flow_per_shard() {
     // The stream goes on after a flows sync as after any other.
     let _: () = q(&mut p, &["SET", "after", "1"]).unwrap();
     converge(&mut p, &mut r1);
+}
+
+#[test]
+fn a_replica_serves_replicas_of_its_own() {
+    // primary → middle → {leaf (ringdb), a redis-server}, under writes.
+    let primary = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);
+    let middle = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);
+    let leaf = Server::start(2);
+    let (mut p, mut m, mut l) = (primary.client(), middle.client(), leaf.client());
+    let middle_port = middle.port.to_string();
+    // Not before it has its primary's data.
+    let _: () = q(&mut m, &["REPLICAOF", "127.0.0.1", &common::free_port().to_string()]).unwrap();
+    let err = q::<()>(&mut middle.client(), &["PSYNC", "?", "-1"]).unwrap_err();
+    assert_eq!(err.code(), Some("NOMASTERLINK"), "{err}");
+    let _: () = q(&mut l, &["REPLICAOF", "127.0.0.1", &middle_port]).unwrap();
+    for round in 0..10 {
+        write_load(&mut p, round);
+    }
+    let _: () = q(&mut m, &["REPLICAOF", "127.0.0.1", &primary.port.to_string()]).unwrap();
+    let writer = {
+        let url = primary.url();
+        std::thread::spawn(move || {
+            let mut c = redis::Client::open(url).unwrap().get_connection().unwrap();
+            for round in 10..60 {
+                write_load(&mut c, round);
+            }
+        })
+    };
+    let Some(redis) = RedisServer::start_args(&[
+        "--replicaof",
+        "127.0.0.1",
+        &middle_port,
+        "--enable-debug-command",
+        "yes",
+    ]) else {
+        return;
+    };
+    writer.join().unwrap();
+    converge(&mut p, &mut m);
+    converge(&mut p, &mut l);
+    let mut r = redis.client();
+    converge(&mut p, &mut r);
+    // The middle relays the primary's stream at the primary's offsets.
+    assert_eq!(offset(&mut m), offset(&mut p));
+    assert_eq!(info_field(&mut m, "replication", "connected_slaves"), "2");
+    // A leaf's broken link goes on from the middle's backlog.
+    let _: i64 = q(&mut l, &["CLIENT", "KILL", "TYPE", "master"]).unwrap();
+    for round in 60..70 {
+        write_load(&mut p, round);
+    }
+    converge(&mut p, &mut l);
+    assert_eq!(info_field(&mut m, "stats", "sync_partial_ok"), "1");
+    // Promoted, the middle keeps its replicas under its new id (PSYNC2).
+    let _: () = q(&mut m, &["REPLICAOF", "NO", "ONE"]).unwrap();
+    let _: () = q(&mut m, &["SET", "after-promotion", "1"]).unwrap();
+    converge(&mut m, &mut l);
+    converge(&mut m, &mut r);
+    assert_eq!(info_field(&mut m, "stats", "sync_full"), "2", "no full sync after promotion");
 }
 
 #[test]

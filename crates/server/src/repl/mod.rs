@@ -111,6 +111,11 @@ pub struct Replication {
     /// `min-replicas-to-write` and `min-replicas-max-lag` are both set.
     pub min_replicas: AtomicBool,
     pub state: Mutex<State>,
+    /// A replica's own replicas' full syncs, asking the link that applies
+    /// the stream for a snapshot between two of its batches (the one point
+    /// where every shard is at the same offset).
+    pub(crate) snapshots:
+        (flume::Sender<replica::SnapshotRequest>, flume::Receiver<replica::SnapshotRequest>),
 }
 
 /// 40 zeros: no second replication id.
@@ -122,6 +127,7 @@ impl Replication {
             feeding: AtomicBool::new(false),
             replica: AtomicBool::new(false),
             min_replicas: AtomicBool::new(false),
+            snapshots: flume::unbounded(),
             state: Mutex::new(State {
                 replid,
                 replid2: NO_REPLID.into(),
@@ -167,12 +173,22 @@ impl Replication {
 
 impl State {
     /// Creates the backlog (the first replica, or a promotion): the stream
-    /// goes on from `offset`.
+    /// goes on from `offset`. A primary's shards feed it; a replica's holds
+    /// the stream it relays from its primary.
     pub fn create_backlog(&mut self, feeding: &AtomicBool) {
         if !self.backlog {
             self.stream = Stream::new(self.stream.shards(), self.stream.offset);
             self.backlog = true;
-            feeding.store(true, Relaxed);
+        }
+        feeding.store(matches!(self.role, Role::Primary), Relaxed);
+    }
+
+    /// Ends every replica's link: they connect again and learn a new
+    /// replication id, or sync again from a new dataset.
+    pub fn drop_links(&mut self) {
+        for l in &mut self.links {
+            l.dropped = true;
+            let _ = l.wake.try_send(());
         }
     }
 

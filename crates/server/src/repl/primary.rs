@@ -152,10 +152,14 @@ async fn serve_flow(conn: &mut Connection, shard: usize, token: &str) -> CmdResu
 /// and stays in this command until the link ends.
 pub async fn sync(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let repl = conn.core.shared.repl.clone();
-    if let Role::Replica(_) = repl.lock().role {
-        return Err(CmdError::new(
-            "ERR ringdb serves replicas only as a primary (chained replication is not supported yet)",
-        ));
+    if let Role::Replica(m) = &repl.lock().role {
+        // A replica serves replicas of its own once it has its primary's
+        // data, relaying the stream it applies.
+        if !m.up {
+            return Err(CmdError::new(
+                "NOMASTERLINK Can't SYNC while not connected with my master",
+            ));
+        }
     }
     if !conn.out.is_empty() {
         return Err(CmdError::new("ERR SYNC and PSYNC are invalid with pending output"));
@@ -174,7 +178,8 @@ pub async fn sync(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let partial = {
         let mut st = repl.lock();
         let partial = if psync { try_partial(&mut st, &args[1], &args[2]) } else { None };
-        if partial.is_none() && st.links.is_empty() && !st.backlog {
+        let primary = matches!(st.role, Role::Primary);
+        if partial.is_none() && st.links.is_empty() && !st.backlog && primary {
             // A new history starts with the backlog (Redis's syncCommand).
             st.replid = super::new_replid();
             st.replid2 = super::NO_REPLID.into();
@@ -292,46 +297,18 @@ async fn full_sync(
         keepalive(conn).await?;
         glommio::timer::sleep(Duration::from_millis(100)).await;
     }
-    let client = conn.state.id;
-    let cut = {
-        let mut st = repl.lock();
-        let cut = st.next_cut();
-        if let Some(l) = st.links.iter_mut().find(|l| l.client == client) {
-            l.cut = Some(cut);
-        }
-        cut
+    let chained = matches!(repl.lock().role, Role::Replica(_));
+    let started = if chained {
+        from_applied_stream(conn, flows).await
+    } else {
+        cut_the_stream(conn, flows).await
     };
-    let at_point = move |core: &Rc<crate::node::Core>| {
-        // The changes before the point go out before the cut; the shard's
-        // log records from here on for the stream.
-        core.flush_log();
-        let mut shard = core.shard.borrow_mut();
-        shard.state.funnel.log.get_or_insert_with(Default::default).as_is = true;
-        let mut st = core.shared.repl.lock();
-        st.stream.cut(core.id.index(), cut);
-        st.after_growth();
-    };
-    info!("Full sync of replica {}: cut {cut}", conn.handle.addr);
-    let writers = match crate::persist::start_for_replica(&core, flows, at_point).await {
-        Ok(w) => w,
+    let (writers, pos) = match started {
+        Ok(started) => started,
         Err(e) => {
             crate::persist::release(&core);
-            return Err(e.text().to_string());
+            return Err(e);
         }
-    };
-    // Every shard has marked the cut: it is taken once what each queued
-    // before it has gone out (at once, unless a transaction's part waits).
-    let mut said = Instant::now();
-    let pos = loop {
-        let sent = repl.lock().links.iter().find(|l| l.client == client).and_then(|l| l.sent);
-        if let Some(pos) = sent {
-            break pos;
-        }
-        if said.elapsed() > Duration::from_secs(1) {
-            said = Instant::now();
-            warn!("The stream's cut waits: {}", repl.lock().stream.heads());
-        }
-        glommio::timer::sleep(Duration::from_millis(1)).await;
     };
     let replid = repl.lock().replid.clone();
     info!(
@@ -353,6 +330,87 @@ async fn full_sync(
     result?;
     info!("Synchronization with replica {} succeeded", conn.handle.addr);
     Ok((pos, diskless))
+}
+
+/// A replica's snapshot for its own replica: taken by the link that
+/// applies the primary's stream, between two batches, at the offset
+/// applied.
+async fn from_applied_stream(
+    conn: &mut Connection,
+    flows: bool,
+) -> Result<(Vec<crate::persist::FileWriter>, u64), String> {
+    let repl = conn.core.shared.repl.clone();
+    let (reply, started) = flume::bounded(1);
+    let _ = repl.snapshots.0.send((flows, reply));
+    let (writers, pos) = loop {
+        let tick = async {
+            glommio::timer::sleep(Duration::from_secs(1)).await;
+            None
+        };
+        match futures_lite::future::or(async { Some(started.recv_async().await) }, tick).await {
+            Some(Ok(started)) => break started?,
+            Some(Err(_)) => return Err("the link to the primary ended".into()),
+            None => {
+                let id = conn.state.id;
+                if repl.lock().links.iter().any(|l| l.client == id && l.dropped) {
+                    return Err("the link to the primary ended".into());
+                }
+                keepalive(conn).await?
+            }
+        }
+    };
+    let mut st = repl.lock();
+    if let Some(l) = st.links.iter_mut().find(|l| l.client == conn.state.id) {
+        l.sent = Some(pos);
+    }
+    Ok((writers, pos))
+}
+
+/// A primary's snapshot for a replica, at a cut of the stream.
+async fn cut_the_stream(
+    conn: &mut Connection,
+    flows: bool,
+) -> Result<(Vec<crate::persist::FileWriter>, u64), String> {
+    let core = conn.core.clone();
+    let repl = core.shared.repl.clone();
+    let client = conn.state.id;
+    let cut = {
+        let mut st = repl.lock();
+        let cut = st.next_cut();
+        if let Some(l) = st.links.iter_mut().find(|l| l.client == client) {
+            l.cut = Some(cut);
+        }
+        cut
+    };
+    let at_point = move |core: &Rc<crate::node::Core>| {
+        // The changes before the point go out before the cut; the shard's
+        // log records from here on for the stream.
+        core.flush_log();
+        let mut shard = core.shard.borrow_mut();
+        shard.state.funnel.log.get_or_insert_with(Default::default).as_is = true;
+        let mut st = core.shared.repl.lock();
+        st.stream.cut(core.id.index(), cut);
+        st.after_growth();
+    };
+    info!("Full sync of replica {}: cut {cut}", conn.handle.addr);
+    let writers = crate::persist::start_for_replica(&core, flows, at_point)
+        .await
+        .map_err(|e| e.text().to_string())?;
+    // Every shard has marked the cut: it is taken once what each queued
+    // before it has gone out (at once, unless a transaction's part waits).
+    let mut said = Instant::now();
+    let pos = loop {
+        let sent = repl.lock().links.iter().find(|l| l.client == client).and_then(|l| l.sent);
+        if let Some(pos) = sent {
+            break pos;
+        }
+        if said.elapsed() > Duration::from_secs(1) {
+            said = Instant::now();
+            warn!("The stream's cut waits: {}", repl.lock().stream.heads());
+        }
+        glommio::timer::sleep(Duration::from_millis(1)).await;
+    };
+    Ok((writers, pos))
 }
 
 /// Offers the snapshot as one flow per shard (`$FLOWS:<token>`) and waits

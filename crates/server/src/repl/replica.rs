@@ -12,6 +12,12 @@
 //! every key's order and runs a `MULTI … EXEC` whole. Once a second and on
 //! `REPLCONF GETACK` it acknowledges the offset it has applied. A link that
 //! breaks is made again a second later, with PSYNC.
+//!
+//! A ringdb primary with as many shards sends the snapshot as one flow per
+//! shard (see [`super::primary`]). A replica serves replicas of its own
+//! once its link is up: it relays the stream it applies into its own
+//! backlog, at the primary's offsets, and takes their snapshots between
+//! two batches of the stream, where every shard is at the same offset.
 
 use super::Role;
 use crate::net::connection::Connection;
@@ -111,10 +117,7 @@ pub fn follow(core: &Rc<Core>, host: String, port: u16) {
         let repl = &core.shared.repl;
         let mut st = repl.lock();
         // Our replicas must sync again from the new history.
-        for l in &mut st.links {
-            l.dropped = true;
-            let _ = l.wake.try_send(());
-        }
+        st.drop_links();
         st.backlog = false;
         repl.feeding.store(false, Relaxed);
         st.role = Role::Replica(Master {
@@ -160,6 +163,8 @@ pub async fn promote(core: &Rc<Core>, in_exec: bool) -> Result<bool, CmdError> {
         repl.replica.store(false, Relaxed);
         st.shift_replid(super::new_replid());
         st.create_backlog(&repl.feeding);
+        // Our replicas reconnect and go on under the new id (PSYNC2).
+        st.drop_links();
     }
     crate::persist::unlock_all(core, in_exec).await?;
     started.map(|_| true)
@@ -370,6 +375,9 @@ async fn session(core: &Rc<Core>, epoch: u64) -> Result<(), String> {
         st.replid2 = super::NO_REPLID.into();
         st.second_offset = -1;
         st.stream = super::stream::Stream::new(core.shared.shards(), off);
+        // A new dataset: our replicas must sync again.
+        st.drop_links();
+        st.backlog = false;
         db = 0;
         off
     } else if let Some(rest) = reply.strip_prefix("+CONTINUE") {
@@ -379,6 +387,7 @@ async fn session(core: &Rc<Core>, epoch: u64) -> Result<(), String> {
         if !new.is_empty() && new != st.replid {
             info!("Master replication ID changed to {new}");
             st.shift_replid(new.to_string());
+            st.drop_links();
         }
         offset
     } else {
@@ -554,8 +563,14 @@ fn wire_len(args: &[Bytes]) -> u64 {
     len
 }
 
+/// A full sync of this replica's own replica: the snapshot's writers
+/// (one, or one per shard) and the offset it is at, or why not.
+pub(crate) type SnapshotRequest =
+    (bool, flume::Sender<Result<(Vec<crate::persist::FileWriter>, u64), String>>);
+
 /// Runs the stream's commands; acknowledges the offset applied once a
-/// second and when asked.
+/// second and when asked. Between batches it starts the snapshots this
+/// replica's own replicas ask for.
 async fn apply(
     conn: &mut Connection,
     epoch: u64,
@@ -563,6 +578,7 @@ async fn apply(
     timeout: Duration,
 ) -> Result<(), String> {
     let core = conn.core.clone();
+    let snapshots = core.shared.repl.snapshots.1.clone();
     let mut requests = Vec::new();
     let mut batch = Vec::new();
     let mut last_ack: Option<Instant> = None;
@@ -575,12 +591,21 @@ async fn apply(
             ack(conn, offset).await?;
             last_ack = Some(Instant::now());
         }
+        let mut asked = None;
         let read = conn.read_input();
         let tick = async {
-            glommio::timer::sleep(Duration::from_millis(250)).await;
+            let request = async { asked = snapshots.recv_async().await.ok() };
+            futures_lite::future::or(request, glommio::timer::sleep(Duration::from_millis(250)))
+                .await;
             Ok(None)
         };
-        match futures_lite::future::or(read, tick).await? {
+        let input = futures_lite::future::or(read, tick).await?;
+        if let Some((flows, reply)) = asked {
+            let started = crate::persist::start_for_replica(&core, flows, |_| {}).await;
+            let _ = reply.send(started.map(|w| (w, offset)).map_err(|e| e.text().to_string()));
+            continue;
+        }
+        match input {
             Some(0) => return Err("the MASTER closed the connection".into()),
             Some(_) => last_io = Instant::now(),
             None if last_io.elapsed() > timeout => {
@@ -590,38 +615,65 @@ async fn apply(
         }
         update(&core, epoch, |m| m.last_io = Some(last_io));
         conn.parse_input(&mut requests)?;
-        let mut pending = 0;
         for request in requests.drain(..) {
-            let size = wire_len(&request.args);
             let args = &request.args;
             if args.len() >= 2 && is(&args[0], "replconf") {
+                run(conn, &mut batch, &mut offset).await;
+                let (size, relayed) = as_sent(&core, std::slice::from_ref(&request));
+                applied(&core, &mut offset, size, &relayed);
                 if is(&args[1], "getack") {
-                    run(conn, &mut batch, &mut offset, &mut pending).await;
                     ack(conn, offset).await?;
                 }
-                offset += size;
                 continue;
             }
-            pending += size;
             batch.push(request);
         }
-        run(conn, &mut batch, &mut offset, &mut pending).await;
+        run(conn, &mut batch, &mut offset).await;
     }
 }
 
 /// Runs the batched commands and counts them as applied.
-async fn run(
-    conn: &mut Connection,
-    batch: &mut Vec<ringdb_protocol::Request>,
-    offset: &mut u64,
-    pending: &mut u64,
-) {
+async fn run(conn: &mut Connection, batch: &mut Vec<ringdb_protocol::Request>, offset: &mut u64) {
     if !batch.is_empty() {
+        let (size, relayed) = as_sent(&conn.core, batch);
         crate::route::execute(conn, batch).await;
         conn.out.clear();
+        batch.clear();
+        applied(&conn.core, offset, size, &relayed);
     }
-    *offset += std::mem::take(pending);
-    conn.core.shared.repl.lock().stream.offset = *offset;
+}
+
+/// The bytes these commands took in the primary's stream, and the bytes
+/// themselves when this replica has replicas of its own to relay them to
+/// (the primary writes every command as a RESP array of bulk strings).
+fn as_sent(core: &Core, requests: &[ringdb_protocol::Request]) -> (u64, Vec<u8>) {
+    let size = requests.iter().map(|r| wire_len(&r.args)).sum();
+    let mut relayed = Vec::new();
+    if core.shared.repl.lock().backlog {
+        for r in requests {
+            let args: Vec<&[u8]> = r.args.iter().map(|a| &a[..]).collect();
+            ringdb_protocol::encode_command(&mut relayed, &args);
+        }
+    }
+    (size, relayed)
+}
+
+/// Counts `size` bytes of the stream as applied, and relays them to our
+/// replicas (Redis's `replicationFeedStreamFromMasterStream`).
+fn applied(core: &Core, offset: &mut u64, size: u64, relayed: &[u8]) {
+    *offset += size;
+    let mut st = core.shared.repl.lock();
+    if st.backlog {
+        if relayed.len() as u64 == size {
+            st.stream.relay(relayed);
+        } else {
+            // The backlog was created while these ran: it starts after them.
+            st.stream = super::stream::Stream::new(core.shared.shards(), *offset);
+            st.drop_links();
+        }
+        st.after_growth();
+    }
+    st.stream.offset = *offset;
 }
 
 /// `REPLCONF ACK <offset>` to the primary.

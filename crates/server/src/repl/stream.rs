@@ -184,6 +184,12 @@ impl Stream {
         self.emit(&out);
     }
 
+    /// Writes a command of the primary's stream as it came (a replica
+    /// relays it to its own replicas, at the same offsets).
+    pub fn relay(&mut self, bytes: &[u8]) {
+        self.emit(bytes);
+    }
+
     fn select(&mut self, db: usize) {
         if self.selected != Some(db) {
             self.selected = Some(db);
