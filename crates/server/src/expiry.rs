@@ -2,7 +2,8 @@
 //! expiry cycle, which reclaims expired keys without a full scan and within a
 //! time budget (see `ringdb_engine::expire`), and, when the process is over
 //! `maxmemory`, evicts some of the shard's keys even if no command comes
-//! (see `ringdb_engine::evict`).
+//! (see `ringdb_engine::evict`). Not on a replica: its keys expire by its
+//! primary's stream.
 
 use crate::node::Core;
 use std::rc::Rc;
@@ -17,7 +18,10 @@ pub async fn run(core: Rc<Core>) {
             continue;
         }
         let mut shard = core.shard.borrow_mut();
-        if shard.state.settings.active_expire {
+        // A replica's keys expire when its primary's DELs come (Redis runs
+        // no active expiry on a replica either).
+        let replica = core.shared.repl.replica.load(std::sync::atomic::Ordering::Relaxed);
+        if shard.state.settings.active_expire && !replica {
             // Redis's slow cycle: at most 25% of the period.
             ringdb_engine::expire::active_cycle(&mut shard, period / 4);
         }

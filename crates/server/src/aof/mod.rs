@@ -375,7 +375,7 @@ impl Core {
     }
 
     pub fn flush_log(&self) {
-        if self.aof.borrow().is_none() {
+        if self.aof.borrow().is_none() && !self.shared.repl.feeding.load(Relaxed) {
             return;
         }
         let mut shard = self.shard.borrow_mut();

@@ -206,12 +206,14 @@ pub async fn publish_message(core: &Rc<Core>, kind: Kind, channel: Bytes, payloa
 }
 
 pub async fn publish(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    crate::repl::propagate(&conn.core, &[b"PUBLISH", &args[1], &args[2]]);
     let n = publish_message(&conn.core, Kind::Channel, args[1].clone(), args[2].clone()).await;
     conn.reply().int(n);
     Ok(())
 }
 
 pub async fn spublish(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
+    crate::repl::propagate(&conn.core, &[b"SPUBLISH", &args[1], &args[2]]);
     let n = publish_message(&conn.core, Kind::ShardChannel, args[1].clone(), args[2].clone()).await;
     conn.reply().int(n);
     Ok(())

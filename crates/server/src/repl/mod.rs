@@ -66,6 +66,24 @@ pub struct Link {
     /// Cut off: it fell further behind than `client-output-buffer-limit
     /// replica` allows.
     pub dropped: bool,
+    /// Since when it has been more than the soft limit behind.
+    pub over_soft: Option<Instant>,
+    /// Its connection's socket (open while the link is listed).
+    pub fd: i32,
+}
+
+impl Link {
+    /// Ends the link at once, whatever it waits for: a replica that stops
+    /// reading leaves its sends pending forever otherwise.
+    pub fn cut(&mut self) {
+        if !self.dropped {
+            self.dropped = true;
+            // SAFETY: the link's connection removes the link (under the
+            // same lock) before it closes this descriptor.
+            unsafe { libc::shutdown(self.fd, libc::SHUT_RDWR) };
+        }
+        let _ = self.wake.try_send(());
+    }
 }
 
 /// Where this node takes its data from.
@@ -88,8 +106,8 @@ pub struct State {
     /// The backlog exists (`repl_backlog_active`): shards feed the stream.
     pub backlog: bool,
     pub backlog_size: u64,
-    /// `client-output-buffer-limit replica` hard limit (0: none).
-    pub replica_limit: u64,
+    /// `client-output-buffer-limit replica` (0: none).
+    pub replica_limit: crate::push::BufferLimit,
     pub links: Vec<Link>,
     /// Flows of full syncs waiting for the replica's connections.
     pub flows: Vec<primary::Flow>,
@@ -135,7 +153,11 @@ impl Replication {
                 stream: Stream::new(shards, 0),
                 backlog: false,
                 backlog_size: 1 << 20,
-                replica_limit: 256 << 20,
+                replica_limit: crate::push::BufferLimit {
+                    hard: 256 << 20,
+                    soft: 64 << 20,
+                    soft_seconds: 60,
+                },
                 links: Vec::new(),
                 flows: Vec::new(),
                 next_cut: 0,
@@ -171,6 +193,21 @@ impl Replication {
     }
 }
 
+/// Sends a command that changes no key to the replicas (PUBLISH, as
+/// Redis's `forceCommandPropagation`), after what this core's shard has
+/// changed so far.
+pub fn propagate(core: &Core, args: &[&[u8]]) {
+    let repl = &core.shared.repl;
+    if repl.feeding.load(Relaxed) {
+        core.flush_log();
+        let mut st = repl.lock();
+        if st.backlog {
+            st.stream.command(args);
+            st.after_growth();
+        }
+    }
+}
+
 impl State {
     /// Creates the backlog (the first replica, or a promotion): the stream
     /// goes on from `offset`. A primary's shards feed it; a replica's holds
@@ -187,8 +224,7 @@ impl State {
     /// replication id, or sync again from a new dataset.
     pub fn drop_links(&mut self) {
         for l in &mut self.links {
-            l.dropped = true;
-            let _ = l.wake.try_send(());
+            l.cut();
         }
     }
 
@@ -205,20 +241,27 @@ impl State {
         let offset = self.stream.offset;
         let mut keep = offset.saturating_sub(self.backlog_size);
         let mut waiting_cut = false;
+        let limit = self.replica_limit;
         for link in &mut self.links {
+            // A link left from an older history may be past `offset`.
+            let behind = link.sent.map_or(0, |sent| offset.saturating_sub(sent) as usize);
+            let over_soft = limit.soft > 0 && behind > limit.soft;
+            if !over_soft {
+                link.over_soft = None;
+            } else if link.over_soft.is_none() {
+                link.over_soft = Some(Instant::now());
+            }
+            let over = limit.hard > 0 && behind > limit.hard
+                || link.over_soft.is_some_and(|t| t.elapsed().as_secs() >= limit.soft_seconds);
             match link.sent {
-                // A link left from an older history may be past `offset`.
-                Some(sent)
-                    if self.replica_limit > 0
-                        && offset.saturating_sub(sent) > self.replica_limit =>
-                {
+                Some(_) if over => {
                     if !link.dropped {
                         tracing::warn!(
                             "Client id={} scheduled to be closed ASAP for overcoming of output buffer limits.",
                             link.client
                         );
                     }
-                    link.dropped = true;
+                    link.cut();
                 }
                 Some(sent) if !link.dropped => keep = keep.min(sent),
                 Some(_) => {}
@@ -412,13 +455,13 @@ pub async fn cron(core: std::rc::Rc<Core>) {
                 c.int("repl-backlog-ttl") as u64,
                 c.int("repl-timeout").max(1) as u64,
                 c.int("repl-backlog-size").max(16 * 1024) as u64,
-                c.buffer_limit("slave").hard,
+                c.buffer_limit("slave"),
             )
         };
         let repl = &core.shared.repl;
         let mut st = repl.lock();
         st.backlog_size = size;
-        st.replica_limit = limit as u64;
+        st.replica_limit = limit;
         if st.backlog {
             st.stream.release_stale();
             st.after_growth();
@@ -445,8 +488,7 @@ pub async fn cron(core: std::rc::Rc<Core>) {
                         l.ip,
                         l.port
                     );
-                    l.dropped = true;
-                    let _ = l.wake.try_send(());
+                    l.cut();
                 }
             }
         }

@@ -197,6 +197,8 @@ pub async fn sync(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
             ack_at: Instant::now(),
             wake,
             dropped: false,
+            over_soft: None,
+            fd: conn.handle.fd,
         });
         if partial.is_some() {
             st.sync_partial_ok += 1;

@@ -587,34 +587,37 @@ async fn apply(
         if !current(&core, epoch) || conn.handle.is_killed() {
             return Ok(());
         }
-        if last_ack.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
-            ack(conn, offset).await?;
-            last_ack = Some(Instant::now());
-        }
-        let mut asked = None;
-        let read = conn.read_input();
-        let tick = async {
-            let request = async { asked = snapshots.recv_async().await.ok() };
-            futures_lite::future::or(request, glommio::timer::sleep(Duration::from_millis(250)))
-                .await;
-            Ok(None)
-        };
-        let input = futures_lite::future::or(read, tick).await?;
-        if let Some((flows, reply)) = asked {
-            let started = crate::persist::start_for_replica(&core, flows, |_| {}).await;
-            let _ = reply.send(started.map(|w| (w, offset)).map_err(|e| e.text().to_string()));
-            continue;
-        }
-        match input {
-            Some(0) => return Err("the MASTER closed the connection".into()),
-            Some(_) => last_io = Instant::now(),
-            None if last_io.elapsed() > timeout => {
-                return Err("MASTER timeout: no data nor PING received...".into())
+        // Input already here first (the stream may have come with the
+        // snapshot's last bytes).
+        // Commands before a protocol error still apply, as in Redis.
+        let mut broken = conn.parse_input(&mut requests).err();
+        if requests.is_empty() && broken.is_none() {
+            ack_when_due(conn, offset, &mut last_ack).await?;
+            let mut asked = None;
+            let read = conn.read_input();
+            let tick = async {
+                let request = async { asked = snapshots.recv_async().await.ok() };
+                let tick = glommio::timer::sleep(Duration::from_millis(250));
+                futures_lite::future::or(request, tick).await;
+                Ok(None)
+            };
+            let input = futures_lite::future::or(read, tick).await?;
+            if let Some((flows, reply)) = asked {
+                let started = crate::persist::start_for_replica(&core, flows, |_| {}).await;
+                let _ = reply.send(started.map(|w| (w, offset)).map_err(|e| e.text().to_string()));
+                continue;
             }
-            None => continue,
+            match input {
+                Some(0) => return Err("the MASTER closed the connection".into()),
+                Some(_) => last_io = Instant::now(),
+                None if last_io.elapsed() > timeout => {
+                    return Err("MASTER timeout: no data nor PING received...".into())
+                }
+                None => continue,
+            }
+            update(&core, epoch, |m| m.last_io = Some(last_io));
+            broken = conn.parse_input(&mut requests).err();
         }
-        update(&core, epoch, |m| m.last_io = Some(last_io));
-        conn.parse_input(&mut requests)?;
         for request in requests.drain(..) {
             let args = &request.args;
             if args.len() >= 2 && is(&args[0], "replconf") {
@@ -629,7 +632,24 @@ async fn apply(
             batch.push(request);
         }
         run(conn, &mut batch, &mut offset).await;
+        if let Some(e) = broken {
+            return Err(e);
+        }
+        ack_when_due(conn, offset, &mut last_ack).await?;
     }
+}
+
+/// Acknowledges the offset applied, at least once a second.
+async fn ack_when_due(
+    conn: &mut Connection,
+    offset: u64,
+    last: &mut Option<Instant>,
+) -> Result<(), String> {
+    if last.is_none_or(|t| t.elapsed() >= Duration::from_secs(1)) {
+        *last = Some(Instant::now());
+        ack(conn, offset).await?;
+    }
+    Ok(())
 }
 
 /// Runs the batched commands and counts them as applied.
@@ -667,9 +687,13 @@ fn applied(core: &Core, offset: &mut u64, size: u64, relayed: &[u8]) {
         if relayed.len() as u64 == size {
             st.stream.relay(relayed);
         } else {
-            // The backlog was created while these ran: it starts after them.
+            // The backlog was created while these ran: it starts after
+            // them. A link that went on from before them must sync again
+            // (a full sync's link has no position until its snapshot).
             st.stream = super::stream::Stream::new(core.shared.shards(), *offset);
-            st.drop_links();
+            for link in st.links.iter_mut().filter(|l| l.sent.is_some_and(|s| s < *offset)) {
+                link.cut();
+            }
         }
         st.after_growth();
     }
