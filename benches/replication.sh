@@ -11,8 +11,9 @@
 #    during the sync against its RSS before.
 # 2. Writes with a replica attached: `redis-benchmark SET -P 16 -d 100`
 #    on a fresh primary without a replica, then on a fresh one with one,
-#    REPS times alternating (default 5), medians; the replica's lag in
-#    bytes at the end of each run with a replica.
+#    REPS times alternating (default 5), medians: throughput, requests per
+#    second of the primary's CPU time, the replica's lag in bytes at the
+#    end of each run with a replica.
 #
 # ringdb runs with its defaults on this machine's CPUs (2 shards here);
 # both servers are built or installed first. Long: not for CI.
@@ -36,6 +37,7 @@ start() { # kind port
             --repl-diskless-sync-delay 0 --loglevel warning >/dev/null 2>&1 &)
     else
         (cd "$DIR/$port" && redis-server --port "$port" --save "" --enable-debug-command yes \
+            --repl-diskless-load on-empty-db \
             --repl-diskless-sync-delay 0 --loglevel warning --daemonize no >/dev/null 2>&1 &)
     fi
     for _ in $(seq 1 200); do redis-cli -p "$port" ping >/dev/null 2>&1 && return; sleep 0.05; done
@@ -91,19 +93,35 @@ bench() { # port → requests per second of SET -P 16 -d 100
 }
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
+cpu_ticks() { awk '{print $14+$15}' "/proc/$1/stat"; }
+# "req/s req-per-primary-CPU-second" of one run on the primary at $1.
+measured() {
+    local ppid a rps b
+    ppid=$(pid_of "$1")
+    a=$(cpu_ticks "$ppid")
+    rps=$(bench "$1")
+    b=$(cpu_ticks "$ppid")
+    echo "$rps $(echo "1000000 * $(getconf CLK_TCK) / ($b - $a)" | bc)"
+}
+
 echo "## SET -P 16 -d 100 with and without a replica ($REPS alternating runs, medians)"
 echo
-echo "| primary | replica | without (req/s) | with (req/s) | with/without | lag at the end of a run (bytes) |"
-echo "|---|---|---|---|---|---|"
+echo "Throughput, and requests per second of the primary's own CPU time (the"
+echo "replica shares this machine's CPUs: the second column shows what"
+echo "feeding a replica costs the primary itself)."
+echo
+echo "| primary | replica | without (req/s) | with (req/s) | with/without | req per primary CPU-s without | with | with/without | lag at the end (bytes) |"
+echo "|---|---|---|---|---|---|---|---|---|"
 for pair in "ringdb ringdb" "ringdb redis" "redis redis"; do
     set -- $pair
     p=7411 r=7412
-    without=() with=() lags=()
+    without=() with=() cpu_without=() cpu_with=() lags=()
     for _ in $(seq 1 "$REPS"); do
         # A fresh primary each time: one that has had a replica keeps
         # feeding its backlog for repl-backlog-ttl.
         start "$1" $p
-        without+=("$(bench $p)")
+        read -r rps per_cpu <<<"$(measured $p)"
+        without+=("$rps") cpu_without+=("$per_cpu")
         stop $p
         start "$1" $p
         start "$2" $r
@@ -111,12 +129,16 @@ for pair in "ringdb ringdb" "ringdb redis" "redis redis"; do
         for _ in $(seq 1 200); do
             [ "$(field $r replication master_link_status)" = up ] && break; sleep 0.05
         done
-        with+=("$(bench $p)")
+        read -r rps per_cpu <<<"$(measured $p)"
+        with+=("$rps") cpu_with+=("$per_cpu")
         lags+=($(( $(field $p replication master_repl_offset) - $(field $r replication slave_repl_offset) )))
         stop $r; stop $p
     done
     w=$(printf '%s\n' "${without[@]}" | median)
     v=$(printf '%s\n' "${with[@]}" | median)
+    cw=$(printf '%s\n' "${cpu_without[@]}" | median)
+    cv=$(printf '%s\n' "${cpu_with[@]}" | median)
     l=$(printf '%s\n' "${lags[@]}" | median)
-    printf '| %s | %s | %.0f | %.0f | %.2f | %s |\n' "$1" "$2" "$w" "$v" "$(echo "$v / $w" | bc -l)" "$l"
+    printf '| %s | %s | %.0f | %.0f | %.2f | %.0f | %.0f | %.2f | %s |\n' "$1" "$2" "$w" "$v" \
+        "$(echo "$v / $w" | bc -l)" "$cw" "$cv" "$(echo "$cv / $cw" | bc -l)" "$l"
 done

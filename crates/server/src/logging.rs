@@ -62,6 +62,14 @@ pub fn set_level(loglevel: &str) {
     }
 }
 
+/// The role letter of log lines: `M` for a primary, `S` for a replica.
+static ROLE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(b'M');
+
+/// Log lines say this node is a replica (or a primary again).
+pub fn set_replica(replica: bool) {
+    ROLE.store(if replica { b'S' } else { b'M' }, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Redis's log line: `pid:role day month year time.ms level-mark message`,
 /// the mark `.` debug, `-` verbose, `*` notice, `#` warning.
 struct RedisFormat;
@@ -82,7 +90,8 @@ where
             Level::INFO => '*',
             Level::WARN | Level::ERROR => '#',
         };
-        write!(writer, "{}:M {} {mark} ", std::process::id(), local_time())?;
+        let role = char::from(ROLE.load(std::sync::atomic::Ordering::Relaxed));
+        write!(writer, "{}:{role} {} {mark} ", std::process::id(), local_time())?;
         ctx.field_format().format_fields(writer.by_ref(), event)?;
         writeln!(writer)
     }

@@ -133,6 +133,7 @@ pub fn follow(core: &Rc<Core>, host: String, port: u16) {
             epoch,
         });
         repl.replica.store(true, Relaxed);
+        crate::logging::set_replica(true);
     }
     glommio::spawn_local(run_link(core.clone(), epoch)).detach();
 }
@@ -161,6 +162,7 @@ pub async fn promote(core: &Rc<Core>, in_exec: bool) -> Result<bool, CmdError> {
         let mut st = repl.lock();
         st.role = Role::Primary;
         repl.replica.store(false, Relaxed);
+        crate::logging::set_replica(false);
         st.shift_replid(super::new_replid());
         st.create_backlog(&repl.feeding);
         // Our replicas reconnect and go on under the new id (PSYNC2).

@@ -159,7 +159,10 @@ impl Stream {
     /// Up to `max` bytes of the stream after `pos` (which [`Stream::has`]).
     pub fn read(&self, pos: u64, max: usize, out: &mut Vec<u8>) {
         let skip = (self.histlen() - (self.offset - pos)) as usize;
-        out.extend(self.buf.range(skip..).take(max));
+        let end = self.buf.len().min(skip.saturating_add(max));
+        let (a, b) = self.buf.as_slices();
+        out.extend_from_slice(&a[skip.min(a.len())..end.min(a.len())]);
+        out.extend_from_slice(&b[skip.saturating_sub(a.len())..end.saturating_sub(a.len())]);
     }
 
     /// Forgets backlog bytes up to offset `pos` (nobody needs them).
@@ -488,5 +491,25 @@ mod tests {
         s.trim_to(20);
         assert_eq!((s.first_byte(), s.histlen()), (21, 4));
         assert!(!s.has(19) && s.has(20));
+    }
+
+    #[test]
+    fn reads_across_the_backlog_ring_wrapping() {
+        let mut s = Stream::new(1, 0);
+        let mut all = Vec::new();
+        for i in 0..200u32 {
+            let arg = i.to_string();
+            s.command(&[b"PING", arg.as_bytes()]);
+            ringdb_protocol::encode_command(&mut all, &[b"PING", arg.as_bytes()]);
+            // Trimming from the front makes the ring wrap as it grows.
+            s.trim_to(s.offset.saturating_sub(100));
+            let from = s.offset - s.histlen();
+            for (pos, max) in [(from, usize::MAX), (from + 3, 50), (s.offset - 7, 5)] {
+                let mut out = Vec::new();
+                s.read(pos, max, &mut out);
+                let start = pos as usize;
+                assert_eq!(out, &all[start..all.len().min(start.saturating_add(max))]);
+            }
+        }
     }
 }
