@@ -294,7 +294,9 @@ impl Connection {
     /// which parses it itself with [`Connection::parse_input`]); `Some(0)`
     /// when the peer closed.
     pub async fn read_input(&mut self) -> Result<Option<usize>, String> {
-        let n = self.socket.read_into(&mut self.inbuf, 0).await.map_err(|e| e.to_string())?;
+        // Large reads: a link's input is a stream, and each read becomes
+        // one batch through the router.
+        let n = self.socket.read_into(&mut self.inbuf, 1 << 20).await.map_err(|e| e.to_string())?;
         self.handle.last_active.set(Instant::now());
         Ok(Some(n))
     }
