@@ -381,6 +381,31 @@ fn a_replica_that_stops_reading_is_cut_off_at_its_buffer_limits() {
 }
 
 #[test]
+fn a_replica_evicts_nothing_of_its_own_under_maxmemory() {
+    // Its keys leave by its primary's stream: evicting would diverge.
+    let primary = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);
+    let replica = Server::start_with(&[
+        "--shards",
+        "2",
+        "--maxmemory",
+        "1mb",
+        "--maxmemory-policy",
+        "allkeys-random",
+    ]);
+    let (mut p, mut r) = (primary.client(), replica.client());
+    let _: () = q(&mut r, &["REPLICAOF", "127.0.0.1", &primary.port.to_string()]).unwrap();
+    let value = "v".repeat(1000);
+    for i in 0..5000 {
+        let _: () = q(&mut p, &["SET", &format!("k{i}"), &value]).unwrap();
+    }
+    converge(&mut p, &mut r);
+    assert_eq!(info_field(&mut r, "stats", "evicted_keys"), "0");
+    assert_eq!(info_field(&mut r, "memory", "maxmemory"), (1u64 << 20).to_string());
+    let ignored: Vec<String> = q(&mut r, &["CONFIG", "GET", "slave-ignore-maxmemory"]).unwrap();
+    assert_eq!(ignored, ["slave-ignore-maxmemory", "yes"]);
+}
+
+#[test]
 fn a_sibling_goes_on_from_the_promoted_replica_with_psync2() {
     let primary = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);
     let one = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);

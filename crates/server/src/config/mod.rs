@@ -427,8 +427,11 @@ impl Config {
     /// `maxmemory` and how to stay under it, measured by the process's
     /// allocator count.
     pub fn memory_limit(&self) -> ringdb_engine::evict::MemoryLimit {
+        // A replica that evicted keys of its own would diverge from its
+        // primary (`replica-ignore-maxmemory`, as Redis).
+        let ignored = self.is_replica() && self.flag("replica-ignore-maxmemory");
         ringdb_engine::evict::MemoryLimit {
-            maxmemory: self.maxmemory(),
+            maxmemory: if ignored { 0 } else { self.maxmemory() },
             policy: ringdb_engine::evict::Policy::from_name(self.maxmemory_policy()),
             samples: self.int("maxmemory-samples") as usize,
             tenacity: self.int("maxmemory-eviction-tenacity") as u32,
@@ -493,14 +496,18 @@ impl Config {
             .unwrap_or_default()
     }
 
+    /// This node follows a primary (`replicaof`, which REPLICAOF sets).
+    pub fn is_replica(&self) -> bool {
+        !self.get("replicaof").unwrap_or("").is_empty()
+    }
+
     /// How scripts run: busy threshold, Lua memory, undeclared keys.
     pub fn script_settings(&self) -> ringdb_engine::scripting::ScriptSettings {
         ringdb_engine::scripting::ScriptSettings {
             busy_reply_threshold_ms: self.int("busy-reply-threshold").max(0) as u64,
             memory_limit: self.int("lua-memory-limit").max(0) as usize,
             allow_undeclared_keys: self.flag("lua-allow-undeclared-keys"),
-            read_only_replica: !self.get("replicaof").unwrap_or("").is_empty()
-                && self.flag("replica-read-only"),
+            read_only_replica: self.is_replica() && self.flag("replica-read-only"),
         }
     }
 
