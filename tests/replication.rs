@@ -128,7 +128,10 @@ fn a_redis_server_replica_of_two_shards_ends_equal_under_load() {
 
 #[test]
 fn ringdb_follows_a_redis_server_primary_with_both_snapshot_forms() {
-    for diskless in ["yes", "no"] {
+    // Each form received to a file (Redis's default) and into memory.
+    for (diskless, load) in
+        [("yes", "disabled"), ("no", "disabled"), ("yes", "on-empty-db"), ("no", "swapdb")]
+    {
         let Some(primary) = RedisServer::start_args(&[
             "--repl-diskless-sync",
             diskless,
@@ -143,7 +146,7 @@ fn ringdb_follows_a_redis_server_primary_with_both_snapshot_forms() {
         for round in 0..20 {
             write_load(&mut p, round);
         }
-        let replica = Server::start(2);
+        let replica = Server::start_with(&["--shards", "2", "--repl-diskless-load", load]);
         let mut r = replica.client();
         let _: () = q(&mut r, &["SET", "mine", "gone after the sync"]).unwrap();
         let reply: String =
@@ -154,6 +157,14 @@ fn ringdb_follows_a_redis_server_primary_with_both_snapshot_forms() {
         }
         converge(&mut p, &mut r);
         assert_eq!(q::<Option<String>>(&mut r, &["GET", "mine"]).unwrap(), None);
+        // The received file, if any, is gone once loaded.
+        let dir: Vec<String> = q(&mut r, &["CONFIG", "GET", "dir"]).unwrap();
+        let left: Vec<_> = std::fs::read_dir(&dir[1])
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .filter(|e| e.file_name().to_string_lossy().starts_with("temp-"))
+            .collect();
+        assert!(left.is_empty(), "{left:?}");
         // A read-only replica refuses its clients' writes, not its primary's.
         let err = q::<()>(&mut r, &["SET", "x", "1"]).unwrap_err();
         assert_eq!(err.code(), Some("READONLY"), "{err}");

@@ -452,7 +452,10 @@ where
 /// shard takes its keys from, or one per shard (a ringdb primary's flows).
 /// A snapshot that does not load whole leaves every shard empty (never
 /// half a dataset served as whole).
-pub async fn load_from_primary(core: &Rc<Core>, parts: Vec<Vec<u8>>) -> Result<usize, String> {
+pub async fn load_from_primary(
+    core: &Rc<Core>,
+    parts: Vec<crate::repl::received::Snapshot>,
+) -> Result<usize, String> {
     let parts = std::sync::Arc::new(parts);
     lock_all(core, false).await.map_err(|e| e.text().to_string())?;
     let path = PathBuf::from("(snapshot from the primary)");

@@ -330,7 +330,6 @@ pub const REDIS_ONLY: &[&str] = &[
     "rdb-del-sync-files",
     "rdb-save-incremental-fsync",
     "repl-disable-tcp-nodelay",
-    "repl-diskless-load",
     "repl-diskless-sync-max-replicas",
     "replica-announced",
     "replica-ignore-disk-write-errors",

@@ -351,6 +351,8 @@ pub static SETTINGS: &[Setting] = &[
       "Seconds without replicas after which a primary frees its backlog (0: never)."),
     s("repl-diskless-sync", "yes", Kind::Bool, true,
       "A full sync streams the snapshot straight to the replica ($EOF:<mark>) instead of writing a file first ($<len>)."),
+    s("repl-diskless-load", "disabled", Kind::Enum(&["disabled", "on-empty-db", "swapdb"]), true,
+      "How a replica takes a full sync: disabled writes the snapshot to a file in dir as it arrives and loads it from there; on-empty-db and swapdb keep it in memory (faster, but the replica holds the dataset twice meanwhile)."),
     s("repl-diskless-sync-delay", "5", Kind::Int { min: 0, max: INT_MAX }, true,
       "Seconds a diskless full sync waits before it starts (newlines keep the replica waiting)."),
     aliased(s("repl-ping-replica-period", "10", Kind::Int { min: 1, max: INT_MAX }, true,

@@ -6,13 +6,15 @@
 //!   from a no-stop snapshot cut at one point of the stream, then the
 //!   stream).
 //! - [`replica`]: following a primary (REPLICAOF / SLAVEOF), redis-server
-//!   or ringdb.
+//!   or ringdb; [`received`]: the snapshot it receives, in memory or in a
+//!   file.
 //!
 //! [`Replication`] is shared by all cores. Shards take its lock once per
 //! turn that changed something, and only while the backlog exists
 //! (`feeding`); commands that read it (INFO, ROLE, WAIT) take it briefly.
 
 pub mod primary;
+pub mod received;
 pub mod replica;
 pub mod stream;
 

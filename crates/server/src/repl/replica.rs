@@ -19,6 +19,7 @@
 //! backlog, at the primary's offsets, and takes their snapshots between
 //! two batches of the stream, where every shard is at the same offset.
 
+use super::received::{Snapshot, Spill};
 use super::Role;
 use crate::net::connection::Connection;
 use crate::node::Core;
@@ -218,7 +219,8 @@ impl Handshake {
         self.stream.write_all(&out).await.map_err(|e| e.to_string())
     }
 
-    async fn fill(&mut self) -> Result<(), String> {
+    /// Reads more into `buf`; how much.
+    async fn fill(&mut self) -> Result<usize, String> {
         let mut chunk = vec![0u8; 256 * 1024];
         let read = self.stream.read(&mut chunk);
         let n = glommio::timer::timeout(self.timeout, async {
@@ -230,7 +232,7 @@ impl Handshake {
             return Err("the MASTER closed the connection".into());
         }
         self.buf.extend_from_slice(&chunk[..n]);
-        Ok(())
+        Ok(n)
     }
 
     /// The next line that is not a keepalive newline.
@@ -423,7 +425,7 @@ async fn receive_snapshot(
     epoch: u64,
     hs: &mut Handshake,
     flows: Option<Dial>,
-) -> Result<Vec<Vec<u8>>, String> {
+) -> Result<Vec<Snapshot>, String> {
     update(core, epoch, |m| {
         m.syncing = true;
         m.phase = "sync";
@@ -466,7 +468,7 @@ async fn receive_flow(
     dial: &Dial,
     shard: usize,
     token: &str,
-) -> Result<Vec<u8>, String> {
+) -> Result<Snapshot, String> {
     let mut hs = dial.connect().await?;
     dial.auth(&mut hs).await?;
     let shard_text = shard.to_string();
@@ -485,32 +487,47 @@ async fn receive_flow(
 }
 
 /// Reads an RDB framed as `$<len>` or `$EOF:<mark>` (the `header` line),
-/// counting its bytes in `master_sync_read_bytes`.
+/// counting its bytes in `master_sync_read_bytes`. With `repl-diskless-load
+/// disabled` (Redis's default) it goes to a file as it arrives; otherwise
+/// it is kept in memory.
 async fn read_rdb(
     core: &Core,
     epoch: u64,
     hs: &mut Handshake,
     header: &str,
-) -> Result<Vec<u8>, String> {
+) -> Result<Snapshot, String> {
     let Some(spec) = header.strip_prefix('$') else {
         return Err(format!("Bad protocol from MASTER, the first byte is not '$' (we received '{header}'), are you sure the host and port are right?"));
     };
-    let limit = core.config.borrow().int("proto-max-bulk-len").max(1) as u64 * 64;
-    let mut counted = hs.buf.len();
-    let mut progress = |hs: &Handshake| {
-        let read = (hs.buf.len() - counted) as i64;
-        counted = hs.buf.len();
-        update(core, epoch, |m| {
-            m.transfer_read += read;
-            m.last_io = Some(Instant::now());
-        });
+    let (limit, mut spill) = {
+        let c = core.config.borrow();
+        let limit = c.int("proto-max-bulk-len").max(1) as u64 * 64;
+        let spill = match c.get("repl-diskless-load") {
+            Some("disabled") => {
+                static FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                let n = FILES.fetch_add(1, Relaxed);
+                Some(Spill::create(c.get("dir").unwrap_or("./"), n)?)
+            }
+            _ => None,
+        };
+        (limit, spill)
     };
+    let place = if spill.is_some() { "to disk" } else { "into memory" };
+    let progress = |read: usize| {
+        update(core, epoch, |m| {
+            m.transfer_read += read as i64;
+            m.last_io = Some(Instant::now());
+        })
+    };
+    // Bytes held before they go to the file.
+    const SPILL_AT: usize = 4 << 20;
+    let mut spilled: u64 = 0;
     if let Some(mark) = spec.strip_prefix("EOF:") {
         let mark = mark.as_bytes().to_vec();
         if mark.len() != 40 {
             return Err("bad EOF mark from MASTER".into());
         }
-        info!("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF into memory");
+        info!("MASTER <-> REPLICA sync: receiving streamed RDB from master with EOF {place}");
         let finder = memchr::memmem::Finder::new(&mark);
         let mut searched: usize = 0;
         loop {
@@ -519,14 +536,19 @@ async fn read_rdb(
             if let Some(at) = finder.find(&hs.buf[from..]) {
                 let data = hs.buf.split_to(from + at);
                 let _ = hs.buf.split_to(40);
-                return Ok(data.into());
+                return finish(data, spill);
+            }
+            if let Some(file) = spill.as_mut().filter(|_| hs.buf.len() > SPILL_AT) {
+                // All but what may be the start of the mark.
+                let out = hs.buf.split_to(hs.buf.len() - 40);
+                file.put(&out)?;
+                spilled += out.len() as u64;
             }
             searched = hs.buf.len();
-            if hs.buf.len() as u64 > limit {
+            if spilled + hs.buf.len() as u64 > limit {
                 return Err("the snapshot from MASTER is too large".into());
             }
-            hs.fill().await?;
-            progress(hs);
+            progress(hs.fill().await?);
         }
     }
     let len: u64 =
@@ -534,19 +556,33 @@ async fn read_rdb(
     if len > limit {
         return Err("the snapshot from MASTER is too large".into());
     }
-    info!("MASTER <-> REPLICA sync: receiving {len} bytes from master into memory");
+    info!("MASTER <-> REPLICA sync: receiving {len} bytes from master {place}");
     update(core, epoch, |m| m.transfer_size = len as i64);
-    hs.buf.reserve(len as usize);
-    while (hs.buf.len() as u64) < len {
-        hs.fill().await?;
-        progress(hs);
+    if spill.is_none() {
+        hs.buf.reserve(len as usize);
     }
-    Ok(hs.buf.split_to(len as usize).into())
+    while spilled + (hs.buf.len() as u64) < len {
+        if let Some(file) = spill.as_mut().filter(|_| hs.buf.len() > SPILL_AT) {
+            let out = hs.buf.split();
+            file.put(&out)?;
+            spilled += out.len() as u64;
+        }
+        progress(hs.fill().await?);
+    }
+    finish(hs.buf.split_to((len - spilled) as usize), spill)
+}
+
+/// The snapshot's last bytes, and the whole of it.
+fn finish(last: BytesMut, spill: Option<Spill>) -> Result<Snapshot, String> {
+    match spill {
+        Some(file) => file.finish(&last),
+        None => Ok(Snapshot::Memory(last.into())),
+    }
 }
 
 /// Replaces every shard's data with the snapshot's (one RDB for all, or
 /// one per shard).
-async fn load_snapshot(core: &Rc<Core>, parts: Vec<Vec<u8>>) -> Result<(), String> {
+async fn load_snapshot(core: &Rc<Core>, parts: Vec<Snapshot>) -> Result<(), String> {
     info!("MASTER <-> REPLICA sync: Flushing old data");
     info!("MASTER <-> REPLICA sync: Loading DB in memory");
     let keys = crate::persist::load_from_primary(core, parts).await?;
