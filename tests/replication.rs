@@ -417,6 +417,29 @@ fn a_replica_evicts_nothing_of_its_own_under_maxmemory() {
 }
 
 #[test]
+fn replicas_that_ask_within_the_delay_share_one_diskless_snapshot() {
+    let primary = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "2"]);
+    let mut p = primary.client();
+    for round in 0..10 {
+        write_load(&mut p, round);
+    }
+    let port = primary.port.to_string();
+    let args = ["--replicaof", "127.0.0.1", &port, "--enable-debug-command", "yes"];
+    let (Some(one), Some(two)) = (RedisServer::start_args(&args), RedisServer::start_args(&args))
+    else {
+        return;
+    };
+    for round in 10..20 {
+        write_load(&mut p, round);
+    }
+    let (mut r1, mut r2) = (one.client(), two.client());
+    converge(&mut p, &mut r1);
+    converge(&mut p, &mut r2);
+    assert_eq!(info_field(&mut p, "stats", "sync_full"), "2");
+    assert_eq!(info_field(&mut p, "stats", "total_forks"), "1", "one snapshot for both");
+}
+
+#[test]
 fn a_sibling_goes_on_from_the_promoted_replica_with_psync2() {
     let primary = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);
     let one = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);

@@ -389,6 +389,8 @@ where
     // than the bytes it saves take to send (measured: it was most of the
     // primary's time in a full sync).
     target.compress &= !flows;
+    // What Redis forks for (INFO total_forks).
+    core.shared.persist.background_jobs.fetch_add(1, Relaxed);
     Ok(begin_rdb(core, &target, false, flows, at_point, || false).await?.0)
 }
 

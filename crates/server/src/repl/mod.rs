@@ -113,6 +113,8 @@ pub struct State {
     pub links: Vec<Link>,
     /// Flows of full syncs waiting for the replica's connections.
     pub flows: Vec<primary::Flow>,
+    /// The replicas that joined the diskless sync waiting out its delay.
+    pub forming: Option<Vec<primary::Member>>,
     next_cut: u64,
     /// Since when no replica is connected (`repl-backlog-ttl`).
     pub alone_since: Instant,
@@ -162,6 +164,7 @@ impl Replication {
                 },
                 links: Vec::new(),
                 flows: Vec::new(),
+                forming: None,
                 next_cut: 0,
                 alone_since: Instant::now(),
                 role: Role::Primary,

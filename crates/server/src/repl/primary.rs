@@ -11,7 +11,9 @@
 //! the instant its snapshot starts, hands over its changes so far and marks
 //! the cut (see [`super::stream`]), all under one lock of every shard. It
 //! goes out diskless (`$EOF:<mark>`, the default, when the replica
-//! announced `capa eof`) or through a file (`$<len>`).
+//! announced `capa eof`) or through a file (`$<len>`). Replicas that ask
+//! for a diskless sync while another waits out `repl-diskless-sync-delay`
+//! share its snapshot, as in Redis.
 //!
 //! Between ringdb nodes with as many shards, a diskless full sync runs one
 //! flow per shard in parallel: the replica says `REPLCONF ringdb-shards N`
@@ -288,22 +290,55 @@ async fn full_sync(
     };
     let diskless = diskless && hello.eof;
     let flows = diskless && hello.shards == Some(core.shared.shards());
-    if diskless && delay > 0 {
-        for _ in 0..delay {
-            keepalive(conn).await?;
-            glommio::timer::sleep(Duration::from_secs(1)).await;
+    let chained = matches!(repl.lock().role, Role::Replica(_));
+    // Diskless syncs of one RDB share the snapshot of the first one that
+    // waits out the delay (Redis's replicas that ask within it).
+    let shared = diskless && !flows && !chained && delay > 0;
+    let me = conn.state.id;
+    let joined = if shared {
+        let mut st = repl.lock();
+        match st.forming.as_mut() {
+            Some(forming) => {
+                let (start, started) = flume::bounded(1);
+                forming.push(Member { client: me, start });
+                Some(started)
+            }
+            None => {
+                st.forming = Some(Vec::new());
+                None
+            }
         }
+    } else {
+        None
+    };
+    if let Some(started) = joined {
+        return join_sync(conn, psync, started).await;
+    }
+    let mut members = Joined(Vec::new());
+    if diskless && delay > 0 {
+        let waited = async {
+            for _ in 0..delay {
+                keepalive(conn).await?;
+                glommio::timer::sleep(Duration::from_secs(1)).await;
+            }
+            Ok::<(), String>(())
+        }
+        .await;
+        if shared {
+            members.0 = repl.lock().forming.take().unwrap_or_default();
+        }
+        waited?;
     }
     // One snapshot at a time (BGSAVE, a log rewrite, another replica's).
     while core.shared.persist.snapshot_busy.swap(true, Relaxed) {
         keepalive(conn).await?;
         glommio::timer::sleep(Duration::from_millis(100)).await;
     }
-    let chained = matches!(repl.lock().role, Role::Replica(_));
     let started = if chained {
         from_applied_stream(conn, flows).await
     } else {
-        cut_the_stream(conn, flows).await
+        let clients: Vec<u64> = members.0.iter().map(|m| m.client).collect();
+        cut_the_stream(conn, flows, &clients).await
     };
     let (writers, pos) = match started {
         Ok(started) => started,
@@ -326,12 +361,79 @@ async fn full_sync(
         send_flows(conn, writers).await
     } else {
         let writer = writers.into_iter().next().ok_or("no snapshot")?;
-        send_snapshot(conn, writer, diskless).await
+        let (tx, pieces) = flume::bounded(crate::persist::IN_FLIGHT);
+        let mut outs = vec![tx];
+        for m in std::mem::take(&mut members.0) {
+            let (tx, theirs) = flume::bounded(crate::persist::IN_FLIGHT);
+            outs.push(tx);
+            let _ = m.start.send(Ok((pos, theirs)));
+        }
+        match write_snapshot(conn, writer, diskless, outs) {
+            Ok(()) => relay_snapshot(conn, &pieces).await,
+            Err(e) => Err(e),
+        }
     };
     crate::persist::release(&core);
     result?;
     info!("Synchronization with replica {} succeeded", conn.handle.addr);
     Ok((pos, diskless))
+}
+
+/// A replica that joined a diskless sync waiting out its delay: the
+/// offset of the snapshot it shares, and its pieces.
+pub struct Member {
+    client: u64,
+    start: flume::Sender<Result<(u64, flume::Receiver<Piece>), String>>,
+}
+
+impl std::fmt::Debug for Member {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Member({})", self.client)
+    }
+}
+
+/// The replicas that joined a sync; those still here when it ends without
+/// starting its snapshot are told so.
+struct Joined(Vec<Member>);
+
+impl Drop for Joined {
+    fn drop(&mut self) {
+        for m in self.0.drain(..) {
+            let _ = m.start.send(Err("the sync it joined ended".into()));
+        }
+    }
+}
+
+/// Takes the snapshot of the diskless sync this replica joined, once its
+/// first replica has started it.
+async fn join_sync(
+    conn: &mut Connection,
+    psync: bool,
+    started: flume::Receiver<Result<(u64, flume::Receiver<Piece>), String>>,
+) -> Result<(u64, bool), String> {
+    let (pos, pieces) = loop {
+        let tick = async {
+            glommio::timer::sleep(Duration::from_secs(1)).await;
+            None
+        };
+        match futures_lite::future::or(async { Some(started.recv_async().await) }, tick).await {
+            Some(Ok(start)) => break start?,
+            Some(Err(_)) => return Err("the sync it joined ended".into()),
+            None => keepalive(conn).await?,
+        }
+    };
+    let replid = conn.core.shared.repl.lock().replid.clone();
+    info!(
+        "Replica {} shares the diskless sync started for another, stream offset {pos}",
+        conn.handle.addr
+    );
+    if psync {
+        conn.out.extend_from_slice(format!("+FULLRESYNC {replid} {pos}\r\n").as_bytes());
+    }
+    set_state(conn, LinkState::SendBulk);
+    relay_snapshot(conn, &pieces).await?;
+    info!("Synchronization with replica {} succeeded", conn.handle.addr);
+    Ok((pos, true))
 }
 
 /// A replica's snapshot for its own replica: taken by the link that
@@ -368,10 +470,12 @@ async fn from_applied_stream(
     Ok((writers, pos))
 }
 
-/// A primary's snapshot for a replica, at a cut of the stream.
+/// A primary's snapshot for a replica (and the `sharing` ones), at a cut
+/// of the stream.
 async fn cut_the_stream(
     conn: &mut Connection,
     flows: bool,
+    sharing: &[u64],
 ) -> Result<(Vec<crate::persist::FileWriter>, u64), String> {
     let core = conn.core.clone();
     let repl = core.shared.repl.clone();
@@ -379,7 +483,7 @@ async fn cut_the_stream(
     let cut = {
         let mut st = repl.lock();
         let cut = st.next_cut();
-        if let Some(l) = st.links.iter_mut().find(|l| l.client == client) {
+        for l in st.links.iter_mut().filter(|l| l.client == client || sharing.contains(&l.client)) {
             l.cut = Some(cut);
         }
         cut
@@ -485,10 +589,38 @@ async fn keepalive(conn: &mut Connection) -> Result<(), String> {
     conn.flush().await
 }
 
-/// Bytes of the snapshot on their way from the writer thread.
+/// What the snapshot's writer thread hands the replicas' connections.
+enum Piece {
+    Bytes(Bytes),
+    /// The snapshot is whole, or why not.
+    End(Result<(), String>),
+}
+
+/// Bytes of the snapshot on their way from the writer thread, to every
+/// replica that takes this snapshot.
 struct Pieces {
-    tx: flume::Sender<Vec<u8>>,
+    outs: Vec<flume::Sender<Piece>>,
     buf: Vec<u8>,
+}
+
+impl Pieces {
+    /// Sends to every replica still there; an error once none is.
+    fn send(&mut self, piece: Piece) -> std::io::Result<()> {
+        match piece {
+            Piece::End(result) => {
+                for out in &self.outs {
+                    let _ = out.send(Piece::End(result.clone()));
+                }
+            }
+            Piece::Bytes(bytes) => {
+                self.outs.retain(|out| out.send(Piece::Bytes(bytes.clone())).is_ok());
+                if self.outs.is_empty() {
+                    return Err(std::io::Error::other("the replicas are gone"));
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Write for Pieces {
@@ -502,29 +634,28 @@ impl Write for Pieces {
 
     fn flush(&mut self) -> std::io::Result<()> {
         if !self.buf.is_empty() {
-            let piece = std::mem::take(&mut self.buf);
-            self.tx.send(piece).map_err(|_| std::io::Error::other("the replica is gone"))?;
+            let piece = Bytes::from(std::mem::take(&mut self.buf));
+            self.send(Piece::Bytes(piece))?;
         }
         Ok(())
     }
 }
 
-/// Writes the snapshot, framed for the replica, on a thread, and sends it
-/// as it comes. Diskless: `$EOF:<mark>`, the RDB, the mark. Otherwise the
-/// RDB goes to a file first for its length (`$<len>`).
-async fn send_snapshot(
-    conn: &mut Connection,
+/// Writes the snapshot, framed for the replica, on a thread, and hands it
+/// to `outs` as it comes. Diskless: `$EOF:<mark>`, the RDB, the mark.
+/// Otherwise the RDB goes to a file first for its length (`$<len>`).
+fn write_snapshot(
+    conn: &Connection,
     writer: crate::persist::FileWriter,
     diskless: bool,
+    outs: Vec<flume::Sender<Piece>>,
 ) -> Result<(), String> {
-    let (tx, pieces) = flume::bounded::<Vec<u8>>(crate::persist::IN_FLIGHT);
-    let (done, result) = flume::bounded::<Result<(), String>>(1);
     let dir = conn.core.config.borrow().get("dir").unwrap_or("./").to_string();
     let name = format!("temp-repl-{}-{}.rdb", std::process::id(), conn.state.id);
     std::thread::Builder::new()
         .name("ringdb-repl-sync".into())
         .spawn(move || {
-            let mut out = Pieces { tx, buf: Vec::new() };
+            let mut out = Pieces { outs, buf: Vec::new() };
             let written = if diskless {
                 let mark = super::new_replid();
                 (|| {
@@ -548,14 +679,38 @@ async fn send_snapshot(
                 let _ = std::fs::remove_file(&path);
                 sent
             };
-            let _ = done.send(written.map_err(|e| e.to_string()));
+            let _ = out.send(Piece::End(written.map_err(|e| e.to_string())));
         })
         .map_err(|e| e.to_string())?;
-    while let Ok(piece) = pieces.recv_async().await {
+    Ok(())
+}
+
+/// Sends a snapshot to one replica, the only one that takes it.
+async fn send_snapshot(
+    conn: &mut Connection,
+    writer: crate::persist::FileWriter,
+    diskless: bool,
+) -> Result<(), String> {
+    let (tx, pieces) = flume::bounded(crate::persist::IN_FLIGHT);
+    write_snapshot(conn, writer, diskless, vec![tx])?;
+    relay_snapshot(conn, &pieces).await
+}
+
+/// Writes the snapshot's pieces to this replica as they come.
+async fn relay_snapshot(
+    conn: &mut Connection,
+    pieces: &flume::Receiver<Piece>,
+) -> Result<(), String> {
+    loop {
+        let piece = pieces.recv_async().await.map_err(|_| "the snapshot writer stopped")?;
+        let bytes = match piece {
+            Piece::Bytes(bytes) => bytes,
+            Piece::End(result) => return result,
+        };
         if conn.handle.is_killed() {
             return Err("killed".into());
         }
-        conn.out.extend_from_slice(&piece);
+        conn.out.extend_from_slice(&bytes);
         conn.flush().await?;
         while conn.unsent() > UNSENT_MAX {
             glommio::timer::sleep(Duration::from_millis(1)).await;
@@ -564,7 +719,6 @@ async fn send_snapshot(
             }
         }
     }
-    result.recv_async().await.map_err(|_| "the snapshot writer stopped".to_string())?
 }
 
 /// Streams to the replica from `pos` on (once it has acknowledged, when
