@@ -440,6 +440,25 @@ fn replicas_that_ask_within_the_delay_share_one_diskless_snapshot() {
 }
 
 #[test]
+fn a_replica_hides_expired_keys_until_its_primary_deletes_them() {
+    let primary = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);
+    let replica = Server::start(2);
+    let (mut p, mut r) = (primary.client(), replica.client());
+    let _: () = q(&mut p, &["DEBUG", "SET-ACTIVE-EXPIRE", "0"]).unwrap();
+    let _: () = q(&mut r, &["REPLICAOF", "127.0.0.1", &primary.port.to_string()]).unwrap();
+    let _: () = q(&mut p, &["SET", "k", "v", "PX", "300"]).unwrap();
+    converge(&mut p, &mut r);
+    std::thread::sleep(Duration::from_millis(400));
+    // Expired for the replica's clients, but still there: only the
+    // primary's DEL removes it (Redis's rule), so both stay equal.
+    assert_eq!(q::<Option<String>>(&mut r, &["GET", "k"]).unwrap(), None);
+    assert_eq!(q::<i64>(&mut r, &["DBSIZE"]).unwrap(), 1);
+    assert_eq!(q::<Option<String>>(&mut p, &["GET", "k"]).unwrap(), None);
+    converge(&mut p, &mut r);
+    assert_eq!(q::<i64>(&mut r, &["DBSIZE"]).unwrap(), 0);
+}
+
+#[test]
 fn a_sibling_goes_on_from_the_promoted_replica_with_psync2() {
     let primary = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);
     let one = Server::start_with(&["--shards", "2", "--repl-diskless-sync-delay", "0"]);

@@ -271,6 +271,8 @@ impl ShardStats {
 pub struct ShardSettings {
     pub databases: usize,
     pub active_expire: bool,
+    /// This node is a replica: its keys expire by its primary's DELs.
+    pub replica: bool,
     /// `maxmemory-policy` is an LFU policy: keys carry an access frequency
     /// instead of an access time.
     pub lfu: bool,
@@ -308,6 +310,7 @@ impl Default for ShardSettings {
         ShardSettings {
             databases: 16,
             active_expire: true,
+            replica: false,
             lfu: false,
             lfu_log_factor: 10,
             lfu_decay_time: 1,
@@ -1076,8 +1079,10 @@ fn run_handler(
     state.found_nothing = false;
     let outer_writer = state.funnel.tracking.enter(&cmd.client);
     let result = {
+        let mut ks = KeyspaceView::new(keyspace, state, cmd.client.db, now, cmd.client.no_touch);
+        ks.from_master = cmd.client.master;
         let mut ctx = Ctx {
-            ks: KeyspaceView::new(keyspace, state, cmd.client.db, now, cmd.client.no_touch),
+            ks,
             out: match splices.as_deref_mut() {
                 Some(splices) => ReplyWriter::spliced(out, splices, cmd.client.resp),
                 None => ReplyWriter::new(out, cmd.client.resp),

@@ -126,6 +126,7 @@ impl Core {
         ShardSettings {
             databases: config.databases(),
             active_expire: true,
+            replica: config.is_replica(),
             lfu: config.maxmemory_policy().contains("lfu"),
             lfu_log_factor: config.lfu_log_factor(),
             lfu_decay_time: config.lfu_decay_time(),

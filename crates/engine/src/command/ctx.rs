@@ -35,6 +35,10 @@ pub struct ClientInfo {
     /// (MSET, MGET, DEL, …): the slow log records the whole command where
     /// the client is, not each part.
     pub part: bool,
+    /// The command comes from this replica's primary (its stream): a key
+    /// never expires for it, the primary's DEL decides (Redis's
+    /// `expireIfNeeded` for the master client).
+    pub master: bool,
 }
 
 /// Everything a handler gets.
@@ -93,6 +97,8 @@ pub struct KeyspaceView<'a> {
     pub db: usize,
     pub now_ms: u64,
     pub no_touch: bool,
+    /// See [`ClientInfo::master`].
+    pub from_master: bool,
 }
 
 impl<'a> KeyspaceView<'a> {
@@ -103,7 +109,7 @@ impl<'a> KeyspaceView<'a> {
         now_ms: u64,
         no_touch: bool,
     ) -> Self {
-        KeyspaceView { keyspace, state, db, now_ms, no_touch }
+        KeyspaceView { keyspace, state, db, now_ms, no_touch, from_master: false }
     }
 
     /// The whole keyspace, to read.
@@ -136,15 +142,17 @@ impl<'a> KeyspaceView<'a> {
 
     /// Deletes `key` if it has expired, firing the funnel. Returns whether it
     /// has expired. Free when the database has no keys with a TTL. While
-    /// CLIENT PAUSE freezes keys, a read leaves the expired key in place
-    /// (it still reads as missing), as Redis does.
+    /// CLIENT PAUSE freezes keys, and on a replica, a read leaves the
+    /// expired key in place (it still reads as missing), as Redis does; for
+    /// a replica's primary no key has expired.
     fn expire_if_needed(&mut self, key: &[u8], for_read: bool) -> bool {
         let db = self.keyspace.db_mut(self.db);
-        if db.volatile() == 0 {
+        if db.volatile() == 0 || self.from_master {
             return false;
         }
         let expired = db.get(key).is_some_and(|e| e.is_expired(self.now_ms));
-        if expired && for_read && self.state.pause.keys_frozen(self.now_ms) {
+        let kept = self.state.settings.replica || self.state.pause.keys_frozen(self.now_ms);
+        if expired && for_read && kept {
             return true;
         }
         if expired {

@@ -156,6 +156,7 @@ impl ClientState {
             track: self.tracking.is_some_and(|t| t.now(self.caching)),
             script: false,
             part: false,
+            master: self.master,
         }
     }
 }
