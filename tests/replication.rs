@@ -389,6 +389,19 @@ fn a_replica_that_stops_reading_is_cut_off_at_its_buffer_limits() {
         assert!(histlen <= 1 << 20, "{limit}: backlog {histlen}");
         let _: () = q(&mut p, &["FLUSHALL"]).unwrap();
     }
+    // One that stops reading its snapshot is cut after repl-timeout.
+    // A snapshot larger than the socket's buffers and what is held unsent.
+    let _: () = q(&mut p, &["CONFIG", "SET", "repl-timeout", "2"]).unwrap();
+    let _: () = q(&mut p, &["CONFIG", "SET", "rdbcompression", "no"]).unwrap();
+    let _: () = q(&mut p, &["DEBUG", "POPULATE", "300000", "key", "100"]).unwrap();
+    let mut stalled = primary.raw();
+    stalled.cmd(&[b"PSYNC", b"?", b"-1"]);
+    wait_for(10, "the full sync to start", || {
+        q::<String>(&mut p, &["INFO", "replication"]).unwrap().contains("state=send_bulk")
+    });
+    wait_for(10, "the stalled replica to be cut off", || {
+        info_field(&mut p, "replication", "connected_slaves") == "0"
+    });
 }
 
 #[test]

@@ -60,7 +60,8 @@ pub struct Link {
     pub sent: Option<u64>,
     /// The cut its full sync waits for.
     pub cut: Option<u64>,
-    /// The offset it acknowledged (REPLCONF ACK) and when.
+    /// The offset it acknowledged (REPLCONF ACK) and when (while it takes
+    /// its snapshot: when it last took some of it).
     pub ack: u64,
     pub ack_at: Instant,
     /// Rung when the stream grows.
@@ -487,12 +488,13 @@ pub async fn cron(core: std::rc::Rc<Core>) {
                 st.after_growth();
             }
             for l in st.links.iter_mut() {
-                if l.state == LinkState::Online && l.ack_at.elapsed().as_secs() > timeout {
-                    tracing::warn!(
-                        "Disconnecting timedout replica (streaming sync): {}:{}",
-                        l.ip,
-                        l.port
-                    );
+                let what = match l.state {
+                    LinkState::Online => "streaming sync",
+                    LinkState::SendBulk => "full sync",
+                    LinkState::WaitBgsave => continue,
+                };
+                if l.ack_at.elapsed().as_secs() > timeout {
+                    tracing::warn!("Disconnecting timedout replica ({what}): {}:{}", l.ip, l.port);
                     l.cut();
                 }
             }

@@ -712,6 +712,8 @@ async fn relay_snapshot(
         }
         conn.out.extend_from_slice(&bytes);
         conn.flush().await?;
+        // Progress, for `repl-timeout` during the snapshot.
+        set_state(conn, LinkState::SendBulk);
         while conn.unsent() > UNSENT_MAX {
             glommio::timer::sleep(Duration::from_millis(1)).await;
             if conn.handle.is_killed() {
