@@ -411,17 +411,7 @@ async fn join_sync(
     psync: bool,
     started: flume::Receiver<Result<(u64, flume::Receiver<Piece>), String>>,
 ) -> Result<(u64, bool), String> {
-    let (pos, pieces) = loop {
-        let tick = async {
-            glommio::timer::sleep(Duration::from_secs(1)).await;
-            None
-        };
-        match futures_lite::future::or(async { Some(started.recv_async().await) }, tick).await {
-            Some(Ok(start)) => break start?,
-            Some(Err(_)) => return Err("the sync it joined ended".into()),
-            None => keepalive(conn).await?,
-        }
-    };
+    let (pos, pieces) = keep_alive_until(conn, &started, "the sync it joined ended").await?;
     let replid = conn.core.shared.repl.lock().replid.clone();
     info!(
         "Replica {} shares the diskless sync started for another, stream offset {pos}",
@@ -446,23 +436,7 @@ async fn from_applied_stream(
     let repl = conn.core.shared.repl.clone();
     let (reply, started) = flume::bounded(1);
     let _ = repl.snapshots.0.send((flows, reply));
-    let (writers, pos) = loop {
-        let tick = async {
-            glommio::timer::sleep(Duration::from_secs(1)).await;
-            None
-        };
-        match futures_lite::future::or(async { Some(started.recv_async().await) }, tick).await {
-            Some(Ok(started)) => break started?,
-            Some(Err(_)) => return Err("the link to the primary ended".into()),
-            None => {
-                let id = conn.state.id;
-                if repl.lock().links.iter().any(|l| l.client == id && l.dropped) {
-                    return Err("the link to the primary ended".into());
-                }
-                keepalive(conn).await?
-            }
-        }
-    };
+    let (writers, pos) = keep_alive_until(conn, &started, "the link to the primary ended").await?;
     let mut st = repl.lock();
     if let Some(l) = st.links.iter_mut().find(|l| l.client == conn.state.id) {
         l.sent = Some(pos);
@@ -577,6 +551,27 @@ fn set_state(conn: &Connection, state: LinkState) {
     if let Some(l) = st.links.iter_mut().find(|l| l.client == conn.state.id) {
         l.state = state;
         l.ack_at = Instant::now();
+    }
+}
+
+/// Waits for what `started` brings (or `ended` when it never will),
+/// writing a newline to the replica every second meanwhile. A cut link
+/// ends the wait: its socket is shut down.
+async fn keep_alive_until<T>(
+    conn: &mut Connection,
+    started: &flume::Receiver<Result<T, String>>,
+    ended: &str,
+) -> Result<T, String> {
+    loop {
+        let tick = async {
+            glommio::timer::sleep(Duration::from_secs(1)).await;
+            None
+        };
+        match futures_lite::future::or(async { Some(started.recv_async().await) }, tick).await {
+            Some(Ok(value)) => return value,
+            Some(Err(_)) => return Err(ended.into()),
+            None => keepalive(conn).await?,
+        }
     }
 }
 
