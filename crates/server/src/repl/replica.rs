@@ -625,9 +625,13 @@ async fn apply(
         if !current(&core, epoch) || conn.handle.is_killed() {
             return Ok(());
         }
+        // Between two batches: every shard is at `offset`.
+        while let Ok(asked) = snapshots.try_recv() {
+            snapshot_for_replica(&core, offset, asked).await;
+        }
         // Input already here first (the stream may have come with the
-        // snapshot's last bytes).
-        // Commands before a protocol error still apply, as in Redis.
+        // snapshot's last bytes); commands before a protocol error still
+        // apply, as in Redis.
         let mut broken = conn.parse_input(&mut requests).err();
         if requests.is_empty() && broken.is_none() {
             ack_when_due(conn, offset, &mut last_ack).await?;
@@ -640,9 +644,8 @@ async fn apply(
                 Ok(None)
             };
             let input = futures_lite::future::or(read, tick).await?;
-            if let Some((flows, reply)) = asked {
-                let started = crate::persist::start_for_replica(&core, flows, |_| {}).await;
-                let _ = reply.send(started.map(|w| (w, offset)).map_err(|e| e.text().to_string()));
+            if let Some(asked) = asked {
+                snapshot_for_replica(&core, offset, asked).await;
                 continue;
             }
             match input {
@@ -675,6 +678,13 @@ async fn apply(
         }
         ack_when_due(conn, offset, &mut last_ack).await?;
     }
+}
+
+/// Starts the snapshot one of this replica's replicas asked for, at the
+/// offset every shard has applied.
+async fn snapshot_for_replica(core: &Rc<Core>, offset: u64, (flows, reply): SnapshotRequest) {
+    let started = crate::persist::start_for_replica(core, flows, |_| {}).await;
+    let _ = reply.send(started.map(|w| (w, offset)).map_err(|e| e.text().to_string()));
 }
 
 /// Acknowledges the offset applied, at least once a second.
