@@ -58,6 +58,8 @@ pub struct Hello {
 pub struct Flow {
     pub token: String,
     pub shard: usize,
+    /// The client id of the replica's main link (its progress counts there).
+    link: u64,
     writer: crate::persist::FileWriter,
     done: flume::Sender<Result<(), String>>,
 }
@@ -137,11 +139,11 @@ async fn serve_flow(conn: &mut Connection, shard: usize, token: &str) -> CmdResu
         let at = st.flows.iter().position(|f| f.shard == shard && f.token == token);
         at.map(|at| st.flows.swap_remove(at))
     };
-    let Some(Flow { writer, done, .. }) = flow else {
+    let Some(Flow { writer, done, link, .. }) = flow else {
         return Err(CmdError::new("ERR no such replication flow"));
     };
     conn.handle.view.borrow_mut().link = crate::net::clients::LinkKind::Replica;
-    let result = send_snapshot(conn, writer, true).await;
+    let result = send_snapshot(conn, writer, true, link).await;
     if let Err(e) = &result {
         warn!("Flow {shard} of a full sync to {} failed: {e}", conn.handle.addr);
     }
@@ -359,8 +361,7 @@ async fn full_sync(
     set_state(conn, LinkState::SendBulk);
     let result = if flows {
         send_flows(conn, writers).await
-    } else {
-        let writer = writers.into_iter().next().ok_or("no snapshot")?;
+    } else if let Some(writer) = writers.into_iter().next() {
         let (tx, pieces) = flume::bounded(crate::persist::IN_FLIGHT);
         let mut outs = vec![tx];
         for m in std::mem::take(&mut members.0) {
@@ -369,9 +370,11 @@ async fn full_sync(
             let _ = m.start.send(Ok((pos, theirs)));
         }
         match write_snapshot(conn, writer, diskless, outs) {
-            Ok(()) => relay_snapshot(conn, &pieces).await,
+            Ok(()) => relay_snapshot(conn, &pieces, conn.state.id).await,
             Err(e) => Err(e),
         }
+    } else {
+        Err("no snapshot".to_string())
     };
     crate::persist::release(&core);
     result?;
@@ -421,7 +424,7 @@ async fn join_sync(
         conn.out.extend_from_slice(format!("+FULLRESYNC {replid} {pos}\r\n").as_bytes());
     }
     set_state(conn, LinkState::SendBulk);
-    relay_snapshot(conn, &pieces).await?;
+    relay_snapshot(conn, &pieces, conn.state.id).await?;
     info!("Synchronization with replica {} succeeded", conn.handle.addr);
     Ok((pos, true))
 }
@@ -505,9 +508,11 @@ async fn send_flows(
     let token = super::new_replid();
     let (done, finished) = flume::unbounded();
     let flows = writers.len();
+    let link = conn.state.id;
     repl.lock().flows.extend(writers.into_iter().enumerate().map(|(shard, writer)| Flow {
         token: token.clone(),
         shard,
+        link,
         writer,
         done: done.clone(),
     }));
@@ -531,7 +536,11 @@ async fn send_flows(
                 Some(Err(_)) => return Err("a flow ended without its snapshot".to_string()),
                 None if conn.handle.is_killed() => return Err("killed".to_string()),
                 None => {
-                    let waiting = repl.lock().flows.iter().any(|f| f.token == token);
+                    let st = repl.lock();
+                    if st.links.iter().any(|l| l.client == link && l.dropped) {
+                        return Err("cut off".to_string());
+                    }
+                    let waiting = st.flows.iter().any(|f| f.token == token);
                     if waiting && started.elapsed() > timeout {
                         return Err("the replica did not ask for every flow".to_string());
                     }
@@ -680,21 +689,26 @@ fn write_snapshot(
     Ok(())
 }
 
-/// Sends a snapshot to one replica, the only one that takes it.
+/// Sends a flow's snapshot, the only one that takes it; `link` is the
+/// replica's main link.
 async fn send_snapshot(
     conn: &mut Connection,
     writer: crate::persist::FileWriter,
     diskless: bool,
+    link: u64,
 ) -> Result<(), String> {
     let (tx, pieces) = flume::bounded(crate::persist::IN_FLIGHT);
     write_snapshot(conn, writer, diskless, vec![tx])?;
-    relay_snapshot(conn, &pieces).await
+    relay_snapshot(conn, &pieces, link).await
 }
 
-/// Writes the snapshot's pieces to this replica as they come.
+/// Writes the snapshot's pieces to this replica as they come; each one
+/// taken is progress of the replica's main link `link` (`repl-timeout`
+/// during a full sync).
 async fn relay_snapshot(
     conn: &mut Connection,
     pieces: &flume::Receiver<Piece>,
+    link: u64,
 ) -> Result<(), String> {
     loop {
         let piece = pieces.recv_async().await.map_err(|_| "the snapshot writer stopped")?;
@@ -707,8 +721,9 @@ async fn relay_snapshot(
         }
         conn.out.extend_from_slice(&bytes);
         conn.flush().await?;
-        // Progress, for `repl-timeout` during the snapshot.
-        set_state(conn, LinkState::SendBulk);
+        if let Some(l) = conn.core.shared.repl.lock().links.iter_mut().find(|l| l.client == link) {
+            l.ack_at = Instant::now();
+        }
         while conn.unsent() > UNSENT_MAX {
             glommio::timer::sleep(Duration::from_millis(1)).await;
             if conn.handle.is_killed() {
