@@ -20,8 +20,7 @@ pub async fn run(core: Rc<Core>) {
         let mut shard = core.shard.borrow_mut();
         // A replica's keys expire when its primary's DELs come (Redis runs
         // no active expiry on a replica either).
-        let replica = core.shared.repl.replica.load(std::sync::atomic::Ordering::Relaxed);
-        if shard.state.settings.active_expire && !replica {
+        if shard.state.settings.active_expire && !shard.state.settings.replica {
             // Redis's slow cycle: at most 25% of the period.
             ringdb_engine::expire::active_cycle(&mut shard, period / 4);
         }

@@ -209,6 +209,8 @@ async fn run_link(core: Rc<Core>, epoch: u64) {
 struct Handshake {
     stream: TcpStream,
     buf: BytesMut,
+    /// What each read lands in (kept: a snapshot takes thousands of reads).
+    chunk: Vec<u8>,
     timeout: Duration,
 }
 
@@ -221,8 +223,7 @@ impl Handshake {
 
     /// Reads more into `buf`; how much.
     async fn fill(&mut self) -> Result<usize, String> {
-        let mut chunk = vec![0u8; 256 * 1024];
-        let read = self.stream.read(&mut chunk);
+        let read = self.stream.read(&mut self.chunk);
         let n = glommio::timer::timeout(self.timeout, async {
             read.await.map_err(glommio::GlommioError::IoError)
         })
@@ -231,7 +232,7 @@ impl Handshake {
         if n == 0 {
             return Err("the MASTER closed the connection".into());
         }
-        self.buf.extend_from_slice(&chunk[..n]);
+        self.buf.extend_from_slice(&self.chunk[..n]);
         Ok(n)
     }
 
@@ -278,7 +279,12 @@ impl Dial {
         .await
         .map_err(|e| format!("Unable to connect to MASTER: {e}"))?;
         let _ = stream.set_nodelay(true);
-        Ok(Handshake { stream, buf: BytesMut::new(), timeout: self.timeout })
+        Ok(Handshake {
+            stream,
+            buf: BytesMut::new(),
+            chunk: vec![0; 256 * 1024],
+            timeout: self.timeout,
+        })
     }
 
     /// AUTH with `masterauth` (and `masteruser`), when set.
