@@ -29,6 +29,7 @@
 //! The rule this crate keeps: no I/O, no threads, no glommio. A shard is plain
 //! data driven by the server; everything here is tested with plain `#[test]`.
 
+pub mod acl;
 pub mod blocking;
 pub mod command;
 pub mod cross;

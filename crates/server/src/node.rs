@@ -72,6 +72,8 @@ pub struct Shared {
     pub persist: crate::persist::Persistence,
     /// Whether the shards are still loading their data (start-up).
     pub loading: crate::loading::Loading,
+    /// Users, their permissions, and the ACL log.
+    pub acl: &'static ringdb_engine::acl::Acl,
 }
 
 impl Shared {
@@ -558,6 +560,7 @@ pub fn run(config: Config) -> Result<(), String> {
         senders.push(tx);
         receivers.push(rx);
     }
+    let acl = crate::cmd::acl::startup(&config)?;
     let pinned: Vec<Option<usize>> =
         (0..shards).map(|i| config.pin_cpus().then(|| cpus[i % cpus.len()])).collect();
     let shared = Arc::new(Shared {
@@ -586,6 +589,7 @@ pub fn run(config: Config) -> Result<(), String> {
         scripts: Arc::new(ringdb_engine::scripting::monitor::ScriptMonitor::new(shards)),
         persist: crate::persist::Persistence::default(),
         loading: Default::default(),
+        acl,
     });
     // The snapshot file, read once; every shard loads its own keys from it.
     let rdb_path = config.rdb_path();

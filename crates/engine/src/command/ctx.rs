@@ -39,6 +39,9 @@ pub struct ClientInfo {
     /// never expires for it, the primary's DEL decides (Redis's
     /// `expireIfNeeded` for the master client).
     pub master: bool,
+    /// The ACL user's uid when the user is restricted (`None`: every
+    /// command is allowed): a script's `redis.call` checks it.
+    pub acl_user: Option<u32>,
 }
 
 /// Everything a handler gets.

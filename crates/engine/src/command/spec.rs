@@ -450,6 +450,19 @@ pub enum NodeCommand {
     HotkeysHelp,
     HotkeysWatch,
     HotkeysUnwatch,
+    AclCat,
+    AclDelUser,
+    AclDryRun,
+    AclGenPass,
+    AclGetUser,
+    AclHelp,
+    AclList,
+    AclLoad,
+    AclLog,
+    AclSave,
+    AclSetUser,
+    AclUsers,
+    AclWhoAmI,
 }
 
 /// Documentation (COMMAND DOCS, the README's command list, `redis-cli` hints).
@@ -551,6 +564,38 @@ pub struct CommandSpec {
     /// depend on where it runs (SET … EX counts from the local clock):
     /// whether these arguments replicate as they are.
     pub as_is_when: Option<fn(&[Bytes]) -> bool>,
+    /// The Pub/Sub channels its arguments name, for ACL channel rules
+    /// (Redis's `getChannelsFromCommand`); `None` for rows that name none
+    /// the ACL checks (UNSUBSCRIBE needs no permission).
+    pub channels: Option<ChannelArgs>,
+}
+
+/// See [`CommandSpec::channels`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChannelArgs {
+    /// The first argument is a channel published to (PUBLISH, SPUBLISH).
+    Publish,
+    /// Every argument is a channel subscribed to (SUBSCRIBE, SSUBSCRIBE).
+    Subscribe,
+    /// Every argument is a pattern subscribed to (PSUBSCRIBE): it must be
+    /// one of the user's channel patterns as written.
+    SubscribePattern,
+}
+
+impl ChannelArgs {
+    /// Calls `f` with each channel argument's position and whether it is a
+    /// pattern.
+    pub fn for_each(self, args: &[Bytes], mut f: impl FnMut(usize, bool)) {
+        match self {
+            ChannelArgs::Publish => {
+                if args.len() > 1 {
+                    f(1, false)
+                }
+            }
+            ChannelArgs::Subscribe => (1..args.len()).for_each(|i| f(i, false)),
+            ChannelArgs::SubscribePattern => (1..args.len()).for_each(|i| f(i, true)),
+        }
+    }
 }
 
 /// See [`CommandSpec::blocks`].
@@ -629,7 +674,14 @@ impl CommandSpec {
             script_flags: None,
             debugs: Debugs::No,
             blocks: None,
+            channels: None,
         }
+    }
+
+    /// The Pub/Sub channels its arguments name ([`CommandSpec::channels`]).
+    pub const fn channels(mut self, channels: ChannelArgs) -> Self {
+        self.channels = Some(channels);
+        self
     }
 
     /// A container command whose subcommands are `subs`.
@@ -637,6 +689,12 @@ impl CommandSpec {
         let mut spec = Self::new(name, -2, 0, Exec::Container);
         spec.subcommands = subs;
         spec
+    }
+
+    /// Adds command flags (a container's own, such as ACL's `sentinel`).
+    pub const fn flag(mut self, flags: u32) -> Self {
+        self.flags |= flags;
+        self
     }
 
     /// A command that runs by itself and also has subcommands (COMMAND).
@@ -869,9 +927,21 @@ impl CommandSpec {
     /// [`key_positions`](Self::key_positions).
     pub fn key_positions_and_flags(&self, args: &[Bytes]) -> Option<Vec<(usize, u32)>> {
         let mut out = Vec::new();
+        self.for_each_key_and_flags(args, |i, flags| out.push((i, flags)))?;
+        Some(out)
+    }
+
+    /// Calls `f` with each key argument's position and flags, without
+    /// allocating (the ACL check does this for restricted users). `None` as
+    /// for [`key_positions`](Self::key_positions).
+    pub fn for_each_key_and_flags(
+        &self,
+        args: &[Bytes],
+        mut f: impl FnMut(usize, u32),
+    ) -> Option<()> {
         if let Some(find) = self.get_keys {
-            find(args, &mut |i, flags| out.push((i, flags)));
-            return Some(out);
+            find(args, &mut f);
+            return Some(());
         }
         for spec in self.keys {
             if spec.flags & keyflags::NOT_KEY != 0 {
@@ -881,9 +951,9 @@ impl CommandSpec {
                 Some(flags_for) if spec.flags & keyflags::VARIABLE_FLAGS != 0 => flags_for(args),
                 _ => spec.flags,
             };
-            find_spec_keys(spec, args, &mut |i| out.push((i, flags)))?;
+            find_spec_keys(spec, args, &mut |i| f(i, flags))?;
         }
-        Some(out)
+        Some(())
     }
 }
 

@@ -4,6 +4,7 @@
 //! push path. Only their rows live here.
 
 use crate::command::spec::{
+    ChannelArgs,
     flags::*, keyflags as kf, CommandSpec, Exec, KeySpec, NodeCommand as N,
 };
 
@@ -59,7 +60,7 @@ static PUBSUB_SUBCOMMANDS: &[CommandSpec] = &[
 ];
 
 pub static COMMANDS: &[CommandSpec] = &[
-    node("subscribe", -2, SUBSCRIBER | SENTINEL, N::Subscribe).doc(
+    node("subscribe", -2, SUBSCRIBER | SENTINEL, N::Subscribe).channels(ChannelArgs::Subscribe).doc(
         "pubsub",
         "2.0.0",
         "Listens for messages published to channels.",
@@ -73,7 +74,9 @@ pub static COMMANDS: &[CommandSpec] = &[
         "O(N) where N is the number of channels to unsubscribe.",
         "[channel [channel ...]]",
     ),
-    node("psubscribe", -2, SUBSCRIBER | SENTINEL, N::PSubscribe).doc(
+    node("psubscribe", -2, SUBSCRIBER | SENTINEL, N::PSubscribe)
+        .channels(ChannelArgs::SubscribePattern)
+        .doc(
         "pubsub",
         "2.0.0",
         "Listens for messages published to channels that match one or more patterns.",
@@ -88,6 +91,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "[pattern [pattern ...]]",
     ),
     node("ssubscribe", -2, SUBSCRIBER, N::SSubscribe)
+        .channels(ChannelArgs::Subscribe)
         .keys(&[KeySpec::range(1, -1, 1, kf::NOT_KEY)])
         .doc(
             "pubsub",
@@ -105,7 +109,9 @@ pub static COMMANDS: &[CommandSpec] = &[
             "O(N) where N is the number of shard channels to unsubscribe.",
             "[shardchannel [shardchannel ...]]",
         ),
-    node("publish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE | SENTINEL, N::Publish).doc(
+    node("publish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE | SENTINEL, N::Publish)
+        .channels(ChannelArgs::Publish)
+        .doc(
         "pubsub",
         "2.0.0",
         "Posts a message to a channel.",
@@ -113,6 +119,7 @@ pub static COMMANDS: &[CommandSpec] = &[
         "channel message",
     ),
     node("spublish", 3, PUBSUB | LOADING | STALE | FAST | MAY_REPLICATE, N::SPublish)
+        .channels(ChannelArgs::Publish)
         .keys(&[KeySpec::one(1, kf::NOT_KEY)])
         .doc(
             "pubsub",

@@ -1,4 +1,4 @@
-//! Server commands: INFO, CONFIG, SLOWLOG, LATENCY, MONITOR, TIME, LASTSAVE, SAVE, BGSAVE, SHUTDOWN and DEBUG. They
+//! Server commands: INFO, ACL, CONFIG, SLOWLOG, LATENCY, MONITOR, TIME, LASTSAVE, SAVE, BGSAVE, SHUTDOWN and DEBUG. They
 //! run on the connection's core and visit shards as needed (`Exec::Node`); the server crate implements them. Only their rows
 //! live here, and TIME, which needs nothing but the clock: written once for
 //! the server and for scripts.
@@ -18,6 +18,118 @@ pub fn time(out: &mut ReplyWriter) {
 const fn node(name: &'static str, arity: i32, flags: u32, cmd: N) -> CommandSpec {
     CommandSpec::new(name, arity, flags, Exec::Node(cmd))
 }
+
+/// Flags of ACL's subcommands that read or change users.
+const ACL_ADMIN: u32 = ADMIN | NOSCRIPT | LOADING | STALE | SENTINEL;
+/// Flags of those every user may need (CAT, GENPASS, WHOAMI).
+const ACL_OPEN: u32 = NOSCRIPT | LOADING | STALE | SENTINEL;
+
+static ACL: &[CommandSpec] = &[
+    node("cat", -2, ACL_OPEN, N::AclCat).doc(
+        "server",
+        "6.0.0",
+        "Lists the ACL categories, or the commands inside a category.",
+        "O(1) since the categories and commands are a fixed set.",
+        "[category]",
+    ),
+    node("deluser", -3, ACL_ADMIN, N::AclDelUser).doc(
+        "server",
+        "6.0.0",
+        "Deletes ACL users, and terminates their connections.",
+        "O(1) amortized time considering the typical user.",
+        "username [username ...]",
+    ),
+    node("dryrun", -4, ACL_ADMIN, N::AclDryRun).doc(
+        "server",
+        "7.0.0",
+        "Simulates the execution of a command by a user, without executing the command.",
+        "O(1).",
+        "username command [arg [arg ...]]",
+    ),
+    node("genpass", -2, ACL_OPEN, N::AclGenPass).doc(
+        "server",
+        "6.0.0",
+        "Generates a pseudorandom, secure password that can be used to identify ACL users.",
+        "O(1)",
+        "[bits:integer]",
+    ),
+    node("getuser", 3, ACL_ADMIN, N::AclGetUser)
+        .doc(
+            "server",
+            "6.0.0",
+            "Lists the ACL rules of a user.",
+            "O(N). Where N is the number of password, command and pattern rules that the user has.",
+            "username",
+        )
+        .history(&[
+            ("6.2.0", "Added Pub/Sub channel patterns."),
+            (
+                "7.0.0",
+                "Added selectors and changed the format of key and channel patterns from a list to their rule representation.",
+            ),
+        ]),
+    node("help", 2, LOADING | STALE | SENTINEL, N::AclHelp).doc(
+        "server",
+        "6.0.0",
+        "Returns helpful text about the different subcommands.",
+        "O(1)",
+        "",
+    ),
+    node("list", 2, ACL_ADMIN, N::AclList).doc(
+        "server",
+        "6.0.0",
+        "Dumps the effective rules in ACL file format.",
+        "O(N). Where N is the number of configured users.",
+        "",
+    ),
+    node("load", 2, ACL_ADMIN, N::AclLoad).doc(
+        "server",
+        "6.0.0",
+        "Reloads the rules from the configured ACL file.",
+        "O(N). Where N is the number of configured users.",
+        "",
+    ),
+    node("log", -2, ACL_ADMIN, N::AclLog).doc(
+        "server",
+        "6.0.0",
+        "Lists recent security events generated due to ACL rules.",
+        "O(N) with N being the number of entries shown.",
+        "[count:integer | RESET]",
+    ),
+    node("save", 2, ACL_ADMIN, N::AclSave).doc(
+        "server",
+        "6.0.0",
+        "Saves the effective ACL rules in the configured ACL file.",
+        "O(N). Where N is the number of configured users.",
+        "",
+    ),
+    node("setuser", -3, ACL_ADMIN, N::AclSetUser)
+        .doc(
+            "server",
+            "6.0.0",
+            "Creates and modifies an ACL user and its rules.",
+            "O(N). Where N is the number of rules provided.",
+            "username [rule [rule ...]]",
+        )
+        .history(&[
+            ("6.2.0", "Added Pub/Sub channel patterns."),
+            ("7.0.0", "Added selectors and key based permissions."),
+        ]),
+    node("users", 2, ACL_ADMIN, N::AclUsers).doc(
+        "server",
+        "6.0.0",
+        "Lists all ACL users.",
+        "O(N). Where N is the number of configured users.",
+        "",
+    ),
+    node("whoami", 2, ACL_OPEN, N::AclWhoAmI).doc(
+        "server",
+        "6.0.0",
+        "Returns the authenticated username of the current connection.",
+        "O(1)",
+        "",
+    ),
+];
 
 /// Flags CONFIG GET/SET/RESETSTAT/REWRITE share.
 const CONFIG_FLAGS: u32 = ADMIN | NOSCRIPT | LOADING | STALE;
@@ -151,6 +263,13 @@ pub static COMMANDS: &[CommandSpec] = &[
         .acl(acl::DANGEROUS)
         .tips(&["nondeterministic_output", "request_policy:all_shards", "response_policy:special"])
         .doc("server", "1.0.0", "Returns information and statistics about the server.", "O(1)", "[section [section ...]]"),
+    CommandSpec::container("acl", ACL).flag(SENTINEL).doc(
+        "server",
+        "6.0.0",
+        "A container for Access List Control commands.",
+        "Depends on subcommand.",
+        "",
+    ),
     CommandSpec::container("config", CONFIG).doc(
         "server",
         "2.0.0",

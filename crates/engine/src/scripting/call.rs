@@ -68,6 +68,9 @@ pub struct CallCtx<'a, 'n> {
     pub oom: bool,
     pub run: &'a RunState,
     pub reply: Vec<u8>,
+    /// The restricted user the script runs for, whose rights each call
+    /// is checked against (`None`: the user may run anything).
+    pub user: Option<std::sync::Arc<crate::acl::User>>,
 }
 
 /// `redis.call` and `redis.pcall`, made once per Lua state. A run hands
@@ -335,10 +338,38 @@ impl CallCtx<'_, '_> {
         text
     }
 
+    /// A refused call in the ACL log, context `lua`. The client is named by
+    /// id and user: the full CLIENT INFO line lives with the connection.
+    fn log_denial(&self, user: &crate::acl::User, verdict: crate::acl::Verdict, name: &str, argv: &[Bytes]) {
+        let (reason, at) = verdict.reason();
+        let object = match at {
+            Some(i) => String::from_utf8_lossy(&argv[i]).into_owned(),
+            None => name.to_string(),
+        };
+        let entry = crate::acl::LogEntry {
+            count: 1,
+            reason,
+            context: crate::acl::Context::Lua,
+            object,
+            username: user.name().to_string(),
+            at_ms: crate::shard::now_ms(),
+            client_info: format!("id={} db={} user={}", self.client.id, self.client.db, user.name()),
+        };
+        crate::acl::registry().log(entry);
+    }
+
     fn run_resolved(&mut self, reg: &Registered, argv: Vec<Bytes>) -> Result<(), String> {
         let spec = reg.spec;
         if spec.has(flags::NOSCRIPT) && !self.deny_disabled() {
             return Err("This Redis command is not allowed from script".into());
+        }
+        // Redis's `scriptVerifyACL`.
+        if let Some(user) = &self.user {
+            let verdict = user.check(reg, &argv);
+            if verdict != crate::acl::Verdict::Allowed {
+                self.log_denial(user, verdict, &reg.full_name, &argv);
+                return Err(verdict.script_error());
+            }
         }
         if self.read_only && spec.has(flags::WRITE | flags::MAY_REPLICATE) {
             return Err("Write commands are not allowed from read-only scripts.".into());

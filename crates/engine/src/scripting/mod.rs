@@ -685,6 +685,10 @@ impl LuaEngine {
             oom: oom && (compat || inv.flags & flag::ALLOW_OOM == 0),
             run: &self.run,
             reply: Vec::new(),
+            // A user deleted meanwhile may run nothing.
+            user: ctx.client.acl_user.map(|uid| {
+                crate::acl::registry().by_uid(uid).unwrap_or_else(|| std::sync::Arc::new(crate::acl::User::new("", false)))
+            }),
         });
         let entered = self.calls.enter(&call_ctx);
         let outcome = match arrays {

@@ -189,6 +189,7 @@ struct KillFilter {
     laddr: Option<String>,
     kind: Option<ClientType>,
     id: Option<u64>,
+    user: Option<String>,
     skip_me: bool,
 }
 
@@ -198,11 +199,12 @@ impl KillFilter {
             && self.laddr.as_ref().is_none_or(|a| *a == client.laddr)
             && self.kind.is_none_or(|t| ClientType::of(client) == t)
             && self.id.is_none_or(|id| id == client.id)
+            && self.user.as_ref().is_none_or(|u| **u == *client.view.borrow().user)
     }
 }
 
 /// Reads the filters of the new form (`CLIENT KILL <option> <value> ...`).
-fn parse_kill(args: &[Bytes]) -> Result<KillFilter, CmdError> {
+fn parse_kill(args: &[Bytes], acl: &ringdb_engine::acl::Acl) -> Result<KillFilter, CmdError> {
     let mut filter = KillFilter { skip_me: true, ..KillFilter::default() };
     let mut i = 2;
     while i < args.len() {
@@ -222,10 +224,10 @@ fn parse_kill(args: &[Bytes]) -> Result<KillFilter, CmdError> {
         } else if is(option, "laddr") {
             filter.laddr = Some(text(value));
         } else if is(option, "user") {
-            // `default` is the only user, and every client is logged in as it.
-            if value.as_ref() != b"default" {
+            if acl.user(&text(value)).is_none() {
                 return Err(CmdError::owned(format!("ERR No such user '{}'", text(value))));
             }
+            filter.user = Some(text(value));
         } else if is(option, "skipme") {
             filter.skip_me = if is(value, "yes") {
                 true
@@ -250,7 +252,7 @@ pub async fn kill(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
         // The old form may kill the caller itself.
         KillFilter { addr: Some(text(&args[2])), skip_me: false, ..KillFilter::default() }
     } else {
-        parse_kill(args)?
+        parse_kill(args, &conn.core.shared.acl)?
     };
     let me = conn.state.id;
     let per_core = conn

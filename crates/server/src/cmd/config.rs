@@ -154,6 +154,13 @@ fn apply_to_process(core: &Core, pairs: &[(&'static str, String)]) -> CmdResult 
     if changes("proc-title-template").is_some() {
         crate::proctitle::refresh(&next, core.shared.port);
     }
+    // As Redis's `updateRequirePass`: the default user's password.
+    if changes("requirepass").is_some() {
+        core.shared.acl.set_default_password(next.requirepass().map(str::as_bytes));
+    }
+    if changes("acllog-max-len").is_some() {
+        core.shared.acl.set_log_max_len(next.int("acllog-max-len").max(0) as usize);
+    }
     Ok(())
 }
 

@@ -37,35 +37,38 @@ pub fn quit(conn: &mut Connection) -> CmdResult {
     Ok(())
 }
 
-/// Checks credentials for the only user ringdb has, `default`.
-fn check_password(conn: &Connection, user: Option<&[u8]>, password: &[u8]) -> CmdResult {
-    if let Some(user) = user {
-        if user != b"default" {
-            return Err(WRONGPASS);
+/// Logs the connection in as `user` when `password` is one of its own
+/// (Redis's `ACLAuthenticateUser`); a failure is logged in ACL LOG.
+fn authenticate(conn: &mut Connection, command: &[u8], user: &[u8], password: &[u8]) -> CmdResult {
+    let found = conn.core.shared.acl.user(&String::from_utf8_lossy(user));
+    match found {
+        Some(u) if u.authenticates(password) => {
+            conn.state.acl_generation = conn.core.shared.acl.generation();
+            crate::cmd::acl::show_user(&conn.handle, &u);
+            conn.state.user = u;
+            conn.state.authenticated = true;
+            Ok(())
         }
-    }
-    match conn.core.config.borrow().requirepass() {
-        // No password: the default user accepts any.
-        None => Ok(()),
-        Some(p) if p.as_bytes() == password => Ok(()),
-        Some(_) => Err(WRONGPASS),
+        _ => {
+            crate::cmd::acl::log_auth_failure(conn, command, user);
+            Err(WRONGPASS)
+        }
     }
 }
 
 pub fn auth(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
-    let (user, password) = match args.len() {
-        2 => (None, &args[1]),
-        3 => (Some(&args[1][..]), &args[2]),
+    let (user, password): (&[u8], _) = match args.len() {
+        2 => (b"default", &args[1]),
+        3 => (&args[1], &args[2]),
         _ => return Err(crate::cmd::syntax()),
     };
-    if user.is_none() && conn.core.config.borrow().requirepass().is_none() {
+    if args.len() == 2 && conn.core.shared.acl.default_user().nopass() {
         return Err(CmdError::new(
             "ERR AUTH <password> called without any password configured for the default user. \
              Are you sure your configuration is correct?",
         ));
     }
-    check_password(conn, user, password)?;
-    conn.state.authenticated = true;
+    authenticate(conn, &args[0], user, password)?;
     conn.reply().ok();
     Ok(())
 }
@@ -117,8 +120,7 @@ pub fn hello(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
         }
     }
     if let Some((user, password)) = credentials {
-        check_password(conn, Some(user), password)?;
-        conn.state.authenticated = true;
+        authenticate(conn, &args[0], user, password)?;
     }
     if !conn.state.authenticated {
         return Err(CmdError::new(
@@ -171,8 +173,11 @@ pub async fn reset(conn: &mut Connection) -> CmdResult {
     // RESET's own reply is still dropped after CLIENT REPLY SKIP (Redis
     // clears only the skip of the next command), and a close asked for
     // stays asked for.
-    let authenticated = conn.core.config.borrow().requirepass().is_none();
-    let fresh = ClientState::new(conn.state.id, conn.state.home, authenticated);
+    // As Redis, RESET logs the client out to the default user.
+    let acl = &conn.core.shared.acl;
+    let user = acl.default_user();
+    crate::cmd::acl::show_user(&conn.handle, &user);
+    let fresh = ClientState::new(conn.state.id, conn.state.home, !acl.auth_required(), user, acl.generation());
     let (skip_current, close_after_reply) = (conn.state.skip_current, conn.state.close_after_reply);
     conn.state = ClientState { skip_current, close_after_reply, ..fresh };
     conn.handle.view.borrow_mut().name.clear();

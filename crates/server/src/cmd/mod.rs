@@ -2,6 +2,7 @@
 //! state, administration, and commands that visit every shard. One module per
 //! family, mirroring the engine's families.
 
+pub mod acl;
 pub mod admin;
 pub mod blocking;
 pub mod client;
@@ -166,6 +167,19 @@ async fn dispatch(conn: &mut Connection, cmd: NodeCommand, args: &[Bytes]) -> Cm
         N::MemoryMallocStats => memory::malloc_stats(conn, args).await,
         N::MemoryPurge => memory::purge(conn, args).await,
         N::Migrate => migrate::migrate(conn, args).await,
+        N::AclCat => acl::cat(conn, args),
+        N::AclDelUser => acl::deluser(conn, args).await,
+        N::AclDryRun => acl::dryrun(conn, args),
+        N::AclGenPass => acl::genpass(conn, args),
+        N::AclGetUser => acl::getuser(conn, args),
+        N::AclHelp => acl::help(conn, args),
+        N::AclList => acl::list(conn, false),
+        N::AclLoad => acl::load(conn).await,
+        N::AclLog => acl::log(conn, args),
+        N::AclSave => acl::save(conn),
+        N::AclSetUser => acl::setuser(conn, args).await,
+        N::AclUsers => acl::list(conn, true),
+        N::AclWhoAmI => acl::whoami(conn),
     }
 }
 

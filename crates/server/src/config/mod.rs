@@ -47,6 +47,9 @@ pub struct Config {
     /// `rename-command` directives, in order (applied to the command table
     /// before it is first used).
     pub renames: Vec<(String, String)>,
+    /// `user <name> <rules…>` lines, in order (loaded into the ACL at
+    /// start-up).
+    pub users: Vec<Vec<String>>,
     /// Directives Redis has and ringdb ignores, to be logged at start-up.
     pub warnings: Vec<String>,
     /// What every connection reads on every request, parsed once per change.
@@ -85,6 +88,7 @@ impl Default for Config {
             file: None,
             format: Format::Toml,
             renames: Vec::new(),
+            users: Vec::new(),
             warnings: Vec::new(),
             conn: ConnSettings::default(),
         };
@@ -185,7 +189,8 @@ impl Config {
                 self.renames.push((d.args[0].clone(), d.args[1].clone()));
             }
             "sentinel" => return Err("sentinel directive while not in sentinel mode".into()),
-            "user" | "loadmodule" if !d.args.is_empty() => self.warn(d),
+            "user" if !d.args.is_empty() => self.users.push(d.args.clone()),
+            "loadmodule" if !d.args.is_empty() => self.warn(d),
             _ if redis_conf::DEPRECATED.contains(&name) => {}
             _ if redis_conf::REDIS_ONLY.contains(&name) || name.contains('.') => {
                 if d.args.is_empty() {

@@ -276,9 +276,6 @@ pub const BEHAVES_AS: &[(&str, &str)] = &[
 /// Every directive of Redis 7.0.15's configuration table that ringdb's own
 /// table does not have. Reading one logs a warning naming it.
 pub const REDIS_ONLY: &[&str] = &[
-    "acl-pubsub-default",
-    "aclfile",
-    "acllog-max-len",
     "active-defrag-cycle-max",
     "active-defrag-cycle-min",
     "active-defrag-ignore-bytes",

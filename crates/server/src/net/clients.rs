@@ -53,6 +53,8 @@ pub struct ClientView {
     pub redirect: i64,
     /// A replication link: a replica of ours, or our primary.
     pub link: LinkKind,
+    /// The ACL user the client is authenticated as.
+    pub user: std::sync::Arc<str>,
 }
 
 /// Which end of a replication link a client is, if any.
@@ -104,7 +106,12 @@ impl ClientHandle {
             fd,
             created: now,
             last_active: Cell::new(now),
-            view: RefCell::new(ClientView { multi: -1, redirect: -1, ..ClientView::default() }),
+            view: RefCell::new(ClientView {
+                multi: -1,
+                redirect: -1,
+                user: "default".into(),
+                ..ClientView::default()
+            }),
             killed: Cell::new(false),
             pending_push_bytes: Cell::new(0),
             soft_limit_since: Cell::new(None),
@@ -171,7 +178,7 @@ impl ClientHandle {
         format!(
             "id={} addr={} laddr={} fd={} name={} age={} idle={} flags={} db={} sub={} psub={} ssub={} multi={} \
              qbuf={} qbuf-free={} argv-mem={} multi-mem={} rbs={} rbp={} obl=0 oll=0 omem={} tot-mem={} \
-             events=r cmd={} user=default redir={} resp={} lib-name={} lib-ver={}",
+             events=r cmd={} user={} redir={} resp={} lib-name={} lib-ver={}",
             self.id,
             self.addr,
             self.laddr,
@@ -194,6 +201,7 @@ impl ClientHandle {
             v.obuf,
             v.tot_mem(),
             if v.last_cmd.is_empty() { "NULL" } else { v.last_cmd },
+            v.user,
             v.redirect,
             if v.resp == Resp::V3 { 3 } else { 2 },
             v.lib_name,

@@ -49,6 +49,10 @@ pub struct ClientState {
     pub db: usize,
     pub resp: Resp,
     pub authenticated: bool,
+    /// The ACL user this connection runs as (`default` until AUTH), and
+    /// the ACL generation it was read at: a change re-reads it.
+    pub user: std::sync::Arc<ringdb_engine::acl::User>,
+    pub acl_generation: u64,
     /// CLIENT REPLY OFF.
     pub reply_off: bool,
     /// CLIENT REPLY SKIP: the next command's reply is dropped.
@@ -104,12 +108,20 @@ impl ClientState {
     /// A new connection's state (and the state RESET returns to): RESP2,
     /// database 0, nothing subscribed, watched, tracked or queued.
     /// `authenticated`: no password is required.
-    pub fn new(id: u64, home: u16, authenticated: bool) -> Self {
+    pub fn new(
+        id: u64,
+        home: u16,
+        authenticated: bool,
+        user: std::sync::Arc<ringdb_engine::acl::User>,
+        acl_generation: u64,
+    ) -> Self {
         ClientState {
             id,
             db: 0,
             resp: Resp::V2,
             authenticated,
+            user,
+            acl_generation,
             reply_off: false,
             skip_next: false,
             skip_current: false,
@@ -157,6 +169,7 @@ impl ClientState {
             script: false,
             part: false,
             master: self.master,
+            acl_user: (!self.user.unrestricted()).then(|| self.user.uid()),
         }
     }
 }
@@ -223,7 +236,9 @@ impl Connection {
         let handle = ClientHandle::new(id, addr, laddr, socket.fd());
         core.shard.borrow_mut().state.stats.connections_received += 1;
         core.clients.borrow_mut().add(handle.clone());
-        let authenticated = core.config.borrow().requirepass().is_none();
+        let acl = &core.shared.acl;
+        let generation = acl.generation();
+        let (authenticated, user) = (!acl.auth_required(), acl.default_user());
         let mut conn = Connection {
             core: core.clone(),
             socket,
@@ -235,7 +250,7 @@ impl Connection {
             pushes_in: Vec::new(),
             input_while_blocked: false,
             meter: QueryMeter::default(),
-            state: ClientState::new(id, core.id.0, authenticated),
+            state: ClientState::new(id, core.id.0, authenticated, user, generation),
         };
         if let Err(reason) = conn.run().await {
             debug!(client = id, "connection closed: {reason}");
@@ -264,7 +279,9 @@ impl Connection {
         let handle = ClientHandle::new(id, addr, laddr, socket.fd());
         handle.view.borrow_mut().link = crate::net::clients::LinkKind::Master;
         core.clients.borrow_mut().add(handle.clone());
-        let mut state = ClientState::new(id, core.id.0, true);
+        // Redis's master client has no user: nothing it sends is checked.
+        let superuser = std::sync::Arc::new(ringdb_engine::acl::User::superuser());
+        let mut state = ClientState::new(id, core.id.0, true, superuser, u64::MAX);
         state.master = true;
         state.reply_off = true;
         state.db = db;
@@ -318,7 +335,7 @@ impl Connection {
     fn denied_by_protected_mode(core: &Core, peer: Option<std::net::SocketAddr>) -> bool {
         let config = core.config.borrow();
         config.protected_mode()
-            && config.requirepass().is_none()
+            && !core.shared.acl.auth_required()
             && peer.is_some_and(|a| !is_loopback(a))
     }
 
@@ -328,7 +345,7 @@ impl Connection {
     /// protected mode turns away.
     pub fn answerable_when_new(core: &Core, peer: Option<std::net::SocketAddr>) -> bool {
         let Ok(config) = core.config.try_borrow() else { return false };
-        let needs_password = config.requirepass().is_some();
+        let needs_password = core.shared.acl.auth_required();
         drop(config);
         !needs_password && !Self::denied_by_protected_mode(core, peer)
     }

@@ -150,6 +150,15 @@ impl PushHub {
         first
     }
 
+    /// Whether client `id` subscribes to something `allowed` refuses
+    /// (channels and shard channels by name, patterns as written): an ACL
+    /// change took a channel away.
+    pub fn subscribes_outside(&self, id: u64, allowed: impl Fn(&[u8], bool) -> bool) -> bool {
+        self.local
+            .iter()
+            .any(|((kind, name), ids)| ids.contains(&id) && !allowed(name, *kind == Kind::Pattern))
+    }
+
     /// Removes a subscription; true when it was this core's last.
     pub fn unsubscribe(&mut self, kind: Kind, name: &Bytes, id: u64) -> bool {
         let key = (kind, name.clone());

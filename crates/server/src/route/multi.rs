@@ -302,6 +302,18 @@ async fn run_queued(conn: &mut Connection, queued: Vec<Queued>) -> Visited {
     let mut group: Option<(ShardId, Vec<ShardCommand>)> = None;
     let mut visited = Visited::new();
     for Queued { reg, args } in queued {
+        // The rules may have changed since the command was queued (Redis
+        // checks again at EXEC).
+        if !conn.state.user.unrestricted() {
+            let verdict = conn.state.user.check(reg, &args);
+            if verdict != ringdb_engine::acl::Verdict::Allowed {
+                run_group(conn, group.take()).await;
+                let context = ringdb_engine::acl::Context::Multi;
+                crate::cmd::acl::log_denial(conn, verdict, &reg.full_name, &args, context);
+                conn.reply().error(&verdict.exec_error());
+                continue;
+            }
+        }
         let path = super::path(conn, reg, args, false);
         if !matches!(path, Path::One(..)) {
             run_group(conn, group.take()).await;
