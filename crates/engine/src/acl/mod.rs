@@ -87,7 +87,7 @@ impl Verdict {
             Verdict::DeniedKey(_) => "can't access at least one of the keys mentioned in the command arguments",
             Verdict::DeniedChannel(_) => "can't publish to the channel mentioned in the command",
         };
-        format!("ERR The user executing the script {why}")
+        format!("The user executing the script {why}")
     }
 
     /// What EXEC answers for a queued command the rules no longer allow.

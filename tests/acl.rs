@@ -1,0 +1,157 @@
+//! ACL against a real 2-shard server with the `redis` crate: users' key,
+//! channel and command limits (a cross-shard MSET refused when one key is
+//! forbidden), scripts calling a forbidden command, MULTI/EXEC after the
+//! rules change, the ACL log, ACL SAVE/LOAD round trips, AUTH/HELLO, and
+//! the connections closed when their user is deleted.
+
+mod common;
+use common::{keys_on_two_shards, q, temp_dir, Server};
+
+fn login(server: &Server, user: &str, pass: &str) -> redis::Connection {
+    let mut c = server.client();
+    let _: () = q(&mut c, &["AUTH", user, pass]).unwrap();
+    c
+}
+
+fn err(r: redis::RedisResult<redis::Value>) -> String {
+    let e = r.unwrap_err();
+    format!("{} {}", e.code().unwrap_or(""), e.detail().unwrap_or("")).trim().to_string()
+}
+
+#[test]
+fn keys_channels_and_commands_are_limited_per_user_over_two_shards() {
+    let server = Server::start_with(&["--shards", "2"]);
+    let mut admin = server.client();
+    let (a, b) = keys_on_two_shards();
+    let (ra, rb) = (format!("r:{a}"), format!("r:{b}"));
+    let wb = format!("w:{b}");
+    let _: () = q(
+        &mut admin,
+        &["ACL", "SETUSER", "app", "on", ">pw", "%R~r:*", "%W~w:*", "-@all", "+get", "+set", "+mset", "+publish", "&news.*"],
+    )
+    .unwrap();
+    let mut app = login(&server, "app", "pw");
+    assert_eq!(q::<Option<String>>(&mut app, &["GET", &ra]).unwrap(), None);
+    assert_eq!(
+        err(q(&mut app, &["SET", &ra, "v"])),
+        "NOPERM this user has no permissions to access one of the keys used as arguments"
+    );
+    let _: () = q(&mut app, &["SET", &wb, "v"]).unwrap();
+    // One forbidden key refuses the whole cross-shard MSET: nothing is set.
+    let wa = format!("w:{a}");
+    assert!(err(q(&mut app, &["MSET", &wa, "1", &rb, "2"])).starts_with("NOPERM"));
+    assert_eq!(q::<Option<String>>(&mut admin, &["GET", &wa]).unwrap(), None);
+    let _: () = q(&mut app, &["MSET", &wa, "1", &wb, "2"]).unwrap();
+    assert_eq!(
+        err(q(&mut app, &["DEL", &wa])),
+        "NOPERM this user has no permissions to run the 'del' command"
+    );
+    assert_eq!(q::<i64>(&mut app, &["PUBLISH", "news.x", "m"]).unwrap(), 0);
+    assert_eq!(
+        err(q(&mut app, &["PUBLISH", "sport", "m"])),
+        "NOPERM this user has no permissions to access one of the channels used as arguments"
+    );
+    // Each refusal is in the log, newest first.
+    let log: Vec<std::collections::HashMap<String, redis::Value>> =
+        q(&mut admin, &["ACL", "LOG", "3"]).unwrap();
+    let field = |i: usize, k: &str| match &log[i][k] {
+        redis::Value::BulkString(b) => String::from_utf8_lossy(b).into_owned(),
+        other => format!("{other:?}"),
+    };
+    assert_eq!((field(0, "reason"), field(0, "object")), ("channel".into(), "sport".into()));
+    assert_eq!((field(1, "reason"), field(1, "object")), ("command".into(), "del".into()));
+    assert_eq!(field(2, "reason"), "key");
+    assert_eq!(field(0, "username"), "app");
+    assert!(field(0, "client-info").contains("user=app"), "{}", field(0, "client-info"));
+    let dry: String = q(&mut admin, &["ACL", "DRYRUN", "app", "GET", &wb]).unwrap();
+    assert_eq!(dry, format!("This user has no permissions to access the '{wb}' key"));
+}
+
+#[test]
+fn scripts_exec_and_auth_follow_the_users_rules() {
+    let server = Server::start_with(&["--shards", "2"]);
+    let mut admin = server.client();
+    let _: () = q(&mut admin, &["ACL", "SETUSER", "s", "on", ">pw", "~*", "+@all", "-flushall", "-del"]).unwrap();
+    let mut s = login(&server, "s", "pw");
+    let e = err(q(&mut s, &["EVAL", "return redis.call('del', KEYS[1])", "1", "k"]));
+    assert!(e.starts_with("ERR The user executing the script can't run this command or subcommand script:"), "{e}");
+    let log: Vec<Vec<redis::Value>> = q(&mut admin, &["ACL", "LOG", "1"]).unwrap();
+    assert!(format!("{log:?}").contains("lua"), "{log:?}");
+    // Queued while allowed, refused at EXEC after the rules changed.
+    let _: () = q(&mut s, &["MULTI"]).unwrap();
+    let _: () = q(&mut s, &["SET", "k", "1"]).unwrap();
+    let _: () = q(&mut s, &["ACL", "WHOAMI"]).unwrap();
+    let _: () = q(&mut admin, &["ACL", "SETUSER", "s", "-set"]).unwrap();
+    let replies: redis::RedisResult<redis::Value> = redis::cmd("EXEC").query(&mut s);
+    assert!(format!("{replies:?}").contains("ACLs rules changed"), "{replies:?}");
+    assert_eq!(q::<Option<String>>(&mut admin, &["GET", "k"]).unwrap(), None);
+    // Wrong passwords, disabled users and HELLO AUTH.
+    let mut c = server.client();
+    assert_eq!(
+        err(q(&mut c, &["AUTH", "s", "nope"])),
+        "WRONGPASS invalid username-password pair or user is disabled."
+    );
+    let _: () = q(&mut admin, &["ACL", "SETUSER", "s", "off"]).unwrap();
+    assert!(err(q(&mut c, &["AUTH", "s", "pw"])).starts_with("WRONGPASS"));
+    let _: () = q(&mut admin, &["ACL", "SETUSER", "s", "on"]).unwrap();
+    let hello: redis::Value = q(&mut c, &["HELLO", "2", "AUTH", "s", "pw"]).unwrap();
+    assert!(format!("{hello:?}").contains("redis"));
+    assert_eq!(q::<String>(&mut c, &["ACL", "WHOAMI"]).unwrap(), "s");
+}
+
+#[test]
+fn requirepass_is_the_default_users_password() {
+    let server = Server::start_with(&["--shards", "2", "--requirepass", "top"]);
+    let mut c = server.client();
+    assert_eq!(err(q(&mut c, &["GET", "x"])), "NOAUTH Authentication required.");
+    let _: () = q(&mut c, &["AUTH", "top"]).unwrap();
+    let _: () = q(&mut c, &["CONFIG", "SET", "requirepass", ""]).unwrap();
+    let list: Vec<String> = q(&mut c, &["ACL", "LIST"]).unwrap();
+    assert_eq!(list, ["user default on nopass ~* &* +@all"]);
+}
+
+#[test]
+fn deleted_users_lose_their_connections_and_acl_files_round_trip() {
+    let dir = temp_dir("acl");
+    let file = dir.join("users.acl");
+    std::fs::write(&file, "user default on nopass ~* &* +@all\nuser bob on >b ~b:* +@read\n").unwrap();
+    let path = file.to_str().unwrap().to_string();
+    let server = Server::start_with(&["--shards", "2", "--aclfile", &path]);
+    let mut admin = server.client();
+    let users: Vec<String> = q(&mut admin, &["ACL", "USERS"]).unwrap();
+    assert_eq!(users, ["bob", "default"]);
+    let mut bob = login(&server, "bob", "b");
+    assert_eq!(q::<Option<String>>(&mut bob, &["GET", "b:1"]).unwrap(), None);
+    let _: () = q(&mut admin, &["ACL", "SETUSER", "carol", "on", "nopass", "(~c:* +get)"]).unwrap();
+    let _: () = q(&mut admin, &["ACL", "SAVE"]).unwrap();
+    let saved = std::fs::read_to_string(&file).unwrap();
+    assert!(saved.contains("user carol on nopass resetchannels -@all (~c:* resetchannels -@all +get)"), "{saved}");
+    let _: () = q(&mut admin, &["ACL", "LOAD"]).unwrap();
+    let users: Vec<String> = q(&mut admin, &["ACL", "USERS"]).unwrap();
+    assert_eq!(users, ["bob", "carol", "default"]);
+    // ACL LOAD replaced bob: his connection was closed, as Redis does.
+    assert!(q::<Option<String>>(&mut bob, &["GET", "b:1"]).is_err());
+    let mut bob = login(&server, "bob", "b");
+    assert_eq!(q::<i64>(&mut admin, &["ACL", "DELUSER", "bob", "nobody"]).unwrap(), 1);
+    assert!(q::<Option<String>>(&mut bob, &["GET", "b:1"]).is_err());
+    // A file with errors changes nothing and says why.
+    std::fs::write(&file, "user x +nosuch\n").unwrap();
+    let e = err(q(&mut admin, &["ACL", "LOAD"]));
+    assert!(e.contains("Unknown command or category name in ACL"), "{e}");
+    let users: Vec<String> = q(&mut admin, &["ACL", "USERS"]).unwrap();
+    assert_eq!(users, ["carol", "default"]);
+    let e = err(q(&mut admin, &["CLIENT", "KILL", "USER", "bob"]));
+    assert_eq!(e, "ERR No such user 'bob'");
+}
+
+#[test]
+fn subscribers_that_lose_a_channel_are_closed() {
+    let server = Server::start_with(&["--shards", "2"]);
+    let mut admin = server.client();
+    let _: () = q(&mut admin, &["ACL", "SETUSER", "sub", "on", "nopass", "+@all", "&a", "&b"]).unwrap();
+    let mut raw = server.raw();
+    raw.call(&["AUTH", "sub", "x"]);
+    raw.call(&["SUBSCRIBE", "a"]);
+    let _: () = q(&mut admin, &["ACL", "SETUSER", "sub", "resetchannels", "&b"]).unwrap();
+    assert!(raw.is_closed());
+}
