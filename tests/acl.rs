@@ -27,7 +27,10 @@ fn keys_channels_and_commands_are_limited_per_user_over_two_shards() {
     let wb = format!("w:{b}");
     let _: () = q(
         &mut admin,
-        &["ACL", "SETUSER", "app", "on", ">pw", "%R~r:*", "%W~w:*", "-@all", "+get", "+set", "+mset", "+publish", "&news.*"],
+        &[
+            "ACL", "SETUSER", "app", "on", ">pw", "%R~r:*", "%W~w:*", "-@all", "+get", "+set",
+            "+mset", "+publish", "&news.*",
+        ],
     )
     .unwrap();
     let mut app = login(&server, "app", "pw");
@@ -71,10 +74,17 @@ fn keys_channels_and_commands_are_limited_per_user_over_two_shards() {
 fn scripts_exec_and_auth_follow_the_users_rules() {
     let server = Server::start_with(&["--shards", "2"]);
     let mut admin = server.client();
-    let _: () = q(&mut admin, &["ACL", "SETUSER", "s", "on", ">pw", "~*", "+@all", "-flushall", "-del"]).unwrap();
+    let _: () =
+        q(&mut admin, &["ACL", "SETUSER", "s", "on", ">pw", "~*", "+@all", "-flushall", "-del"])
+            .unwrap();
     let mut s = login(&server, "s", "pw");
     let e = err(q(&mut s, &["EVAL", "return redis.call('del', KEYS[1])", "1", "k"]));
-    assert!(e.starts_with("ERR The user executing the script can't run this command or subcommand script:"), "{e}");
+    assert!(
+        e.starts_with(
+            "ERR The user executing the script can't run this command or subcommand script:"
+        ),
+        "{e}"
+    );
     let log: Vec<Vec<redis::Value>> = q(&mut admin, &["ACL", "LOG", "1"]).unwrap();
     assert!(format!("{log:?}").contains("lua"), "{log:?}");
     // Queued while allowed, refused at EXEC after the rules changed.
@@ -114,7 +124,8 @@ fn requirepass_is_the_default_users_password() {
 fn deleted_users_lose_their_connections_and_acl_files_round_trip() {
     let dir = temp_dir("acl");
     let file = dir.join("users.acl");
-    std::fs::write(&file, "user default on nopass ~* &* +@all\nuser bob on >b ~b:* +@read\n").unwrap();
+    std::fs::write(&file, "user default on nopass ~* &* +@all\nuser bob on >b ~b:* +@read\n")
+        .unwrap();
     let path = file.to_str().unwrap().to_string();
     let server = Server::start_with(&["--shards", "2", "--aclfile", &path]);
     let mut admin = server.client();
@@ -125,7 +136,10 @@ fn deleted_users_lose_their_connections_and_acl_files_round_trip() {
     let _: () = q(&mut admin, &["ACL", "SETUSER", "carol", "on", "nopass", "(~c:* +get)"]).unwrap();
     let _: () = q(&mut admin, &["ACL", "SAVE"]).unwrap();
     let saved = std::fs::read_to_string(&file).unwrap();
-    assert!(saved.contains("user carol on nopass resetchannels -@all (~c:* resetchannels -@all +get)"), "{saved}");
+    assert!(
+        saved.contains("user carol on nopass resetchannels -@all (~c:* resetchannels -@all +get)"),
+        "{saved}"
+    );
     let _: () = q(&mut admin, &["ACL", "LOAD"]).unwrap();
     let users: Vec<String> = q(&mut admin, &["ACL", "USERS"]).unwrap();
     assert_eq!(users, ["bob", "carol", "default"]);
@@ -148,7 +162,8 @@ fn deleted_users_lose_their_connections_and_acl_files_round_trip() {
 fn subscribers_that_lose_a_channel_are_closed() {
     let server = Server::start_with(&["--shards", "2"]);
     let mut admin = server.client();
-    let _: () = q(&mut admin, &["ACL", "SETUSER", "sub", "on", "nopass", "+@all", "&a", "&b"]).unwrap();
+    let _: () =
+        q(&mut admin, &["ACL", "SETUSER", "sub", "on", "nopass", "+@all", "&a", "&b"]).unwrap();
     let mut raw = server.raw();
     raw.call(&["AUTH", "sub", "x"]);
     raw.call(&["SUBSCRIBE", "a"]);

@@ -26,7 +26,11 @@ fn check(c: &mut Criterion) {
     assert_eq!(many.check(reg, &args), Verdict::Allowed);
     let mut g = c.benchmark_group("acl_check_get");
     g.bench_function("default_user", |b| {
-        b.iter(|| black_box(default.unrestricted() || default.check(reg, black_box(&args)) == Verdict::Allowed))
+        b.iter(|| {
+            black_box(
+                default.unrestricted() || default.check(reg, black_box(&args)) == Verdict::Allowed,
+            )
+        })
     });
     g.bench_function("one_pattern", |b| b.iter(|| black_box(one.check(reg, black_box(&args)))));
     g.bench_function("fifty_patterns", |b| b.iter(|| black_box(many.check(reg, black_box(&args)))));

@@ -14,7 +14,9 @@ mod selector;
 mod user;
 
 pub use log::{AclLog, Context, LogEntry, Reason};
-pub use selector::{access_of, category_by_name, channel_in, KeyPattern, Selector, READ, READ_WRITE, WRITE};
+pub use selector::{
+    access_of, category_by_name, channel_in, KeyPattern, Selector, READ, READ_WRITE, WRITE,
+};
 pub use user::{hash_password, merge_selector_args, split_args, valid_name, User};
 
 use std::collections::BTreeMap;
@@ -84,7 +86,9 @@ impl Verdict {
         let why = match self {
             Verdict::Allowed => return String::new(),
             Verdict::DeniedCommand => "can't run this command or subcommand",
-            Verdict::DeniedKey(_) => "can't access at least one of the keys mentioned in the command arguments",
+            Verdict::DeniedKey(_) => {
+                "can't access at least one of the keys mentioned in the command arguments"
+            }
             Verdict::DeniedChannel(_) => "can't publish to the channel mentioned in the command",
         };
         format!("The user executing the script {why}")
@@ -96,7 +100,9 @@ impl Verdict {
             Verdict::Allowed => return String::new(),
             Verdict::DeniedCommand => "no permission to execute the command or subcommand",
             Verdict::DeniedKey(_) => "no permission to touch the specified keys",
-            Verdict::DeniedChannel(_) => "no permission to access one of the channels used as arguments",
+            Verdict::DeniedChannel(_) => {
+                "no permission to access one of the channels used as arguments"
+            }
         };
         format!(
             "NOPERM ACLs rules changed between the moment the transaction was accumulated and the \
@@ -245,12 +251,17 @@ impl Users {
             }
             let name = String::from_utf8_lossy(argv[1]).into_owned();
             if users.contains_key(&name) {
-                errors.push_str(&format!("WARNING: Duplicate user '{name}' found on line {linenum}. "));
+                errors.push_str(&format!(
+                    "WARNING: Duplicate user '{name}' found on line {linenum}. "
+                ));
                 continue;
             }
-            let rules: Vec<bytes::Bytes> = argv[2..].iter().map(|r| bytes::Bytes::copy_from_slice(r)).collect();
+            let rules: Vec<bytes::Bytes> =
+                argv[2..].iter().map(|r| bytes::Bytes::copy_from_slice(r)).collect();
             let Ok(merged) = merge_selector_args(&rules) else {
-                errors.push_str(&format!("{file}:{linenum}: Unmatched parenthesis in selector definition."));
+                errors.push_str(&format!(
+                    "{file}:{linenum}: Unmatched parenthesis in selector definition."
+                ));
                 continue;
             };
             let mut user = User::new(&name, pubsub_all);
@@ -300,7 +311,10 @@ impl Users {
                 return Err("Spaces not allowed in ACL usernames".into());
             }
             if !seen.insert(name_text.clone()) {
-                return Err(format!("Error in user declaration '{name_text}': {}", RuleError::Duplicate.text()));
+                return Err(format!(
+                    "Error in user declaration '{name_text}': {}",
+                    RuleError::Duplicate.text()
+                ));
             }
             let mut user = match name_text.as_str() {
                 "default" => {
@@ -310,8 +324,9 @@ impl Users {
                 }
                 _ => User::new(&name_text, pubsub_all),
             };
-            let merged = merge_selector_args(&line[1..])
-                .map_err(|_| format!("Unmatched parenthesis in acl selector of user '{name_text}'"))?;
+            let merged = merge_selector_args(&line[1..]).map_err(|_| {
+                format!("Unmatched parenthesis in acl selector of user '{name_text}'")
+            })?;
             for op in merged {
                 user.apply(&op, pubsub_all).map_err(|e| {
                     format!(

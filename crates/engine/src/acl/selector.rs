@@ -285,10 +285,9 @@ impl Selector {
         }
         let at = if reg.parent.is_some() { 2 } else { 1 };
         let Some(first) = args.get(at) else { return false };
-        self.first_args
-            .iter()
-            .find(|(id, _)| *id == reg.id)
-            .is_some_and(|(_, allowed)| allowed.iter().any(|a| a.as_bytes().eq_ignore_ascii_case(first)))
+        self.first_args.iter().find(|(id, _)| *id == reg.id).is_some_and(|(_, allowed)| {
+            allowed.iter().any(|a| a.as_bytes().eq_ignore_ascii_case(first))
+        })
     }
 
     /// Whether `key` may be used with `access` (READ, WRITE, both, or 0 for
@@ -303,7 +302,8 @@ impl Selector {
 
     /// Whether every key may be used with `access` (`~*`, `%R~*`, …).
     pub fn every_key_allowed(&self, access: u8) -> bool {
-        self.all_keys || self.keys.iter().any(|k| k.perms & access == access && &k.pattern[..] == b"*")
+        self.all_keys
+            || self.keys.iter().any(|k| k.perms & access == access && &k.pattern[..] == b"*")
     }
 
     /// A channel published or subscribed to matches a pattern; a pattern
@@ -376,7 +376,9 @@ impl Selector {
                 let (diff, same) = if additive { (off, on) } else { (on, off) };
                 let better = match best {
                     None => true,
-                    Some((_, mindiff, maxsame)) => diff < mindiff || (diff == mindiff && same > maxsame),
+                    Some((_, mindiff, maxsame)) => {
+                        diff < mindiff || (diff == mindiff && same > maxsame)
+                    }
                 };
                 if same > diff && better {
                     best = Some((j, diff, same));
@@ -398,7 +400,10 @@ impl Selector {
             }
         }
         rules.pop();
-        debug_assert_eq!(fake.commands, self.commands, "ACL description does not rebuild the bitmap: {rules}");
+        debug_assert_eq!(
+            fake.commands, self.commands,
+            "ACL description does not rebuild the bitmap: {rules}"
+        );
         rules
     }
 

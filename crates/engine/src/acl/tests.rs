@@ -57,11 +57,16 @@ fn rule_errors_are_redis_texts() {
         "ERR Error in ACL SETUSER modifier '+nosuch': Unknown command or category name in ACL"
     );
     assert_eq!(err(&mut u, "bogus"), "ERR Error in ACL SETUSER modifier 'bogus': Syntax error");
-    assert!(err(&mut u, "allkeys ~x").contains("Adding a pattern after the * pattern (or the 'allkeys' flag)"));
+    assert!(err(&mut u, "allkeys ~x")
+        .contains("Adding a pattern after the * pattern (or the 'allkeys' flag)"));
     assert!(err(&mut u, "<nopw").contains("The password you are trying to remove"));
     assert!(err(&mut u, "#abc").contains("must be exactly 64 characters"));
-    assert!(err(&mut u, "+config|get|x").contains("Allowing first-arg of a subcommand is not supported"));
-    assert_eq!(err(&mut u, "(~x +get"), "ERR Unmatched parenthesis in acl selector starting at '(~x'.");
+    assert!(err(&mut u, "+config|get|x")
+        .contains("Allowing first-arg of a subcommand is not supported"));
+    assert_eq!(
+        err(&mut u, "(~x +get"),
+        "ERR Unmatched parenthesis in acl selector starting at '(~x'."
+    );
     // Nothing of a refused SETUSER applies.
     assert_eq!(u.describe(), User::new("u", false).describe());
 }
@@ -103,7 +108,10 @@ fn a_selector_allows_what_the_root_does_not() {
     assert_eq!(check(&u, "SET b1 v"), Verdict::Allowed);
     assert_eq!(check(&u, "SET a1 v"), Verdict::DeniedKey(1));
     assert_eq!(check(&u, "GET b1"), Verdict::DeniedKey(1));
-    assert_eq!(u.describe(), "on nopass ~a* resetchannels -@all +get (~b* resetchannels -@all +set)");
+    assert_eq!(
+        u.describe(),
+        "on nopass ~a* resetchannels -@all +get (~b* resetchannels -@all +set)"
+    );
 }
 
 #[test]
@@ -117,9 +125,14 @@ fn first_args_and_subcommands_are_allowed_alone() {
 
 #[test]
 fn acl_files_load_with_every_error_reported() {
-    let users = Users::from_acl_file(b"user alice on >p ~* +@all\n\nuser bob off\n", "users.acl", false).unwrap();
+    let users =
+        Users::from_acl_file(b"user alice on >p ~* +@all\n\nuser bob off\n", "users.acl", false)
+            .unwrap();
     assert_eq!(users.len(), 3);
-    assert_eq!(users.describe()[0], format!("user alice on #{} ~* resetchannels +@all", hash_password(b"p")));
+    assert_eq!(
+        users.describe()[0],
+        format!("user alice on #{} ~* resetchannels +@all", hash_password(b"p"))
+    );
     let err = Users::from_acl_file(b"user a +nosuch\nfoo\nuser a on\n", "f", false).unwrap_err();
     assert_eq!(
         err,

@@ -99,7 +99,9 @@ impl User {
         }
         let hashed = hash_password(password);
         // Every stored hash is compared in full, in constant time.
-        self.passwords.iter().fold(false, |found, p| found | constant_time_eq(p.as_bytes(), hashed.as_bytes()))
+        self.passwords
+            .iter()
+            .fold(false, |found, p| found | constant_time_eq(p.as_bytes(), hashed.as_bytes()))
     }
 
     /// Applies one rule. `pubsub_all`: `acl-pubsub-default` is
@@ -124,14 +126,17 @@ impl User {
             self.nopass = false;
             self.passwords.clear();
         } else if op[0] == b'>' || op[0] == b'#' {
-            let hash = if op[0] == b'>' { hash_password(&op[1..]) } else { checked_hash(&op[1..])? };
+            let hash =
+                if op[0] == b'>' { hash_password(&op[1..]) } else { checked_hash(&op[1..])? };
             if !self.passwords.contains(&hash) {
                 self.passwords.push(hash);
             }
             self.nopass = false;
         } else if op[0] == b'<' || op[0] == b'!' {
-            let hash = if op[0] == b'<' { hash_password(&op[1..]) } else { checked_hash(&op[1..])? };
-            let at = self.passwords.iter().position(|p| *p == hash).ok_or(RuleError::NoSuchPassword)?;
+            let hash =
+                if op[0] == b'<' { hash_password(&op[1..]) } else { checked_hash(&op[1..])? };
+            let at =
+                self.passwords.iter().position(|p| *p == hash).ok_or(RuleError::NoSuchPassword)?;
             self.passwords.remove(at);
         } else if op[0] == b'(' && op[op.len() - 1] == b')' {
             let mut selector = Selector::new(false, pubsub_all);
@@ -170,7 +175,11 @@ impl User {
         let mut staged = self.clone();
         for op in &merged {
             staged.apply(op, pubsub_all).map_err(|e| {
-                format!("ERR Error in ACL SETUSER modifier '{}': {}", String::from_utf8_lossy(op), e.text())
+                format!(
+                    "ERR Error in ACL SETUSER modifier '{}': {}",
+                    String::from_utf8_lossy(op),
+                    e.text()
+                )
             })?;
         }
         *self = staged;
@@ -246,7 +255,9 @@ impl User {
     /// (Redis's `ACLUserCheckCmdWithUnrestrictedKeyAccess`: SCAN-like
     /// commands in scripts, KEYS, …).
     pub fn every_key_allowed(&self, reg: &Registered, args: &[Bytes], access: u8) -> bool {
-        self.selectors.iter().any(|s| s.check(reg, args) == Verdict::Allowed && s.every_key_allowed(access))
+        self.selectors
+            .iter()
+            .any(|s| s.check(reg, args) == Verdict::Allowed && s.every_key_allowed(access))
     }
 
     /// Whether a channel may be used by some selector.
@@ -346,7 +357,10 @@ pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
             if inq {
                 match c {
                     None => return None,
-                    Some(b'\\') if line.get(i + 1) == Some(&b'x') && hex2(line.get(i + 2..i + 4)).is_some() => {
+                    Some(b'\\')
+                        if line.get(i + 1) == Some(&b'x')
+                            && hex2(line.get(i + 2..i + 4)).is_some() =>
+                    {
                         cur.push(hex2(line.get(i + 2..i + 4)).expect("checked"));
                         i += 3;
                     }

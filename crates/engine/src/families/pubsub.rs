@@ -4,8 +4,7 @@
 //! push path. Only their rows live here.
 
 use crate::command::spec::{
-    ChannelArgs,
-    flags::*, keyflags as kf, CommandSpec, Exec, KeySpec, NodeCommand as N,
+    flags::*, keyflags as kf, ChannelArgs, CommandSpec, Exec, KeySpec, NodeCommand as N,
 };
 
 const fn node(name: &'static str, arity: i32, flags: u32, cmd: N) -> CommandSpec {

@@ -340,7 +340,13 @@ impl CallCtx<'_, '_> {
 
     /// A refused call in the ACL log, context `lua`. The client is named by
     /// id and user: the full CLIENT INFO line lives with the connection.
-    fn log_denial(&self, user: &crate::acl::User, verdict: crate::acl::Verdict, name: &str, argv: &[Bytes]) {
+    fn log_denial(
+        &self,
+        user: &crate::acl::User,
+        verdict: crate::acl::Verdict,
+        name: &str,
+        argv: &[Bytes],
+    ) {
         let (reason, at) = verdict.reason();
         let object = match at {
             Some(i) => String::from_utf8_lossy(&argv[i]).into_owned(),
@@ -353,7 +359,12 @@ impl CallCtx<'_, '_> {
             object,
             username: user.name().to_string(),
             at_ms: crate::shard::now_ms(),
-            client_info: format!("id={} db={} user={}", self.client.id, self.client.db, user.name()),
+            client_info: format!(
+                "id={} db={} user={}",
+                self.client.id,
+                self.client.db,
+                user.name()
+            ),
         };
         crate::acl::registry().log(entry);
     }

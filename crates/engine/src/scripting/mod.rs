@@ -687,7 +687,9 @@ impl LuaEngine {
             reply: Vec::new(),
             // A user deleted meanwhile may run nothing.
             user: ctx.client.acl_user.map(|uid| {
-                crate::acl::registry().by_uid(uid).unwrap_or_else(|| std::sync::Arc::new(crate::acl::User::new("", false)))
+                crate::acl::registry()
+                    .by_uid(uid)
+                    .unwrap_or_else(|| std::sync::Arc::new(crate::acl::User::new("", false)))
             }),
         });
         let entered = self.calls.enter(&call_ctx);

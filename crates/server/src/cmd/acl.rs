@@ -55,7 +55,13 @@ fn pubsub_all(config: &crate::config::Config) -> bool {
 
 /// Records a refusal in the ACL log. `arg` is the refused key or channel's
 /// position in `args`, if any.
-pub fn log_denial(conn: &Connection, verdict: Verdict, full_name: &str, args: &[Bytes], context: Context) {
+pub fn log_denial(
+    conn: &Connection,
+    verdict: Verdict,
+    full_name: &str,
+    args: &[Bytes],
+    context: Context,
+) {
     let (reason, at) = verdict.reason();
     let object = match at {
         Some(i) => text(&args[i]),
@@ -65,7 +71,14 @@ pub fn log_denial(conn: &Connection, verdict: Verdict, full_name: &str, args: &[
     add_entry(&conn.core, reason, context, object, username, conn.handle.describe());
 }
 
-fn add_entry(core: &Core, reason: Reason, context: Context, object: String, username: String, info: String) {
+fn add_entry(
+    core: &Core,
+    reason: Reason,
+    context: Context,
+    object: String,
+    username: String,
+    info: String,
+) {
     let entry = LogEntry {
         count: 1,
         reason,
@@ -121,56 +134,50 @@ pub async fn setuser(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
 
 /// Closes `user`'s subscribers with a subscription `patterns` no longer
 /// allow (`None`: every channel is allowed).
-async fn close_subscribers_outside(conn: &mut Connection, user: &str, patterns: Option<Vec<Bytes>>) -> CmdResult {
+async fn close_subscribers_outside(
+    conn: &mut Connection,
+    user: &str,
+    patterns: Option<Vec<Bytes>>,
+) -> CmdResult {
     let Some(patterns) = patterns else { return Ok(()) };
     let user: Arc<str> = user.into();
-    let patterns = Arc::new(patterns);
-    let me = conn.state.id;
-    let closed_me = conn
-        .core
-        .invoke_on_all(move |core| {
-            let mut me_too = false;
-            let hub = core.push.borrow();
-            for client in core.clients.borrow().iter() {
-                if *client.view.borrow().user != *user {
-                    continue;
-                }
-                if hub.subscribes_outside(client.id, |c, pattern| acl::channel_in(&patterns, c, pattern)) {
-                    if client.id == me {
-                        me_too = true;
-                    } else {
-                        client.kill();
-                    }
-                }
-            }
-            me_too
-        })
-        .await?;
-    if closed_me.into_iter().any(|m| m) {
-        conn.state.close_after_reply = true;
-    }
-    Ok(())
+    close_where(conn, move |core, client| {
+        *client.view.borrow().user == *user
+            && core
+                .push
+                .borrow()
+                .subscribes_outside(client.id, |c, pattern| acl::channel_in(&patterns, c, pattern))
+    })
+    .await
 }
 
 /// Closes every connection authenticated as one of `names` (a deleted or
-/// reloaded user), the caller after its reply.
+/// reloaded user).
 pub async fn close_clients_of(conn: &mut Connection, names: Vec<String>) -> CmdResult {
     if names.is_empty() {
         return Ok(());
     }
-    let names = Arc::new(names);
+    close_where(conn, move |_, client| names.iter().any(|n| **n == *client.view.borrow().user))
+        .await
+}
+
+/// Closes the clients on every core that `doomed` picks; the caller
+/// itself after its reply.
+async fn close_where(
+    conn: &mut Connection,
+    doomed: impl Fn(&Core, &crate::net::clients::ClientHandle) -> bool + Send + Sync + 'static,
+) -> CmdResult {
+    let doomed = Arc::new(doomed);
     let me = conn.state.id;
     let closed_me = conn
         .core
         .invoke_on_all(move |core| {
             let mut me_too = false;
-            for client in core.clients.borrow().iter() {
-                if names.iter().any(|n| **n == *client.view.borrow().user) {
-                    if client.id == me {
-                        me_too = true;
-                    } else {
-                        client.kill();
-                    }
+            for client in core.clients.borrow().iter().filter(|c| doomed(core, c)) {
+                if client.id == me {
+                    me_too = true;
+                } else {
+                    client.kill();
                 }
             }
             me_too
@@ -187,9 +194,11 @@ pub async fn deluser(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::new("ERR The 'default' user cannot be removed"));
     }
     let names: Vec<String> = args[2..].iter().map(|n| text(n)).collect();
-    let deleted: Vec<String> = conn.core.shared.acl.change(|users| {
-        names.iter().filter(|n| users.remove(n).is_some()).cloned().collect()
-    });
+    let deleted: Vec<String> = conn
+        .core
+        .shared
+        .acl
+        .change(|users| names.iter().filter(|n| users.remove(n).is_some()).cloned().collect());
     let count = deleted.len() as i64;
     close_clients_of(conn, deleted).await?;
     conn.reply().int(count);
@@ -264,14 +273,17 @@ fn acl_file(conn: &Connection) -> Result<String, CmdError> {
 
 pub async fn load(conn: &mut Connection) -> CmdResult {
     let file = acl_file(conn)?;
-    let text = std::fs::read(&file)
-        .map_err(|e| CmdError::owned(format!("ERR Error loading ACLs, opening file '{file}': {e}")))?;
+    let text = std::fs::read(&file).map_err(|e| {
+        CmdError::owned(format!("ERR Error loading ACLs, opening file '{file}': {e}"))
+    })?;
     let pubsub_all = pubsub_all(&conn.core.config.borrow());
-    let users = Users::from_acl_file(&text, &file, pubsub_all).map_err(|e| CmdError::owned(format!("ERR {e}")))?;
+    let users = Users::from_acl_file(&text, &file, pubsub_all)
+        .map_err(|e| CmdError::owned(format!("ERR {e}")))?;
     let old = conn.core.shared.acl.replace(users);
     // As Redis frees the old users: their clients are closed, the default
     // user's excepted (it is updated in place).
-    let names: Vec<String> = old.iter().map(|u| u.name().to_string()).filter(|n| n != "default").collect();
+    let names: Vec<String> =
+        old.iter().map(|u| u.name().to_string()).filter(|n| n != "default").collect();
     close_clients_of(conn, names).await?;
     conn.reply().ok();
     Ok(())
@@ -327,7 +339,9 @@ pub fn cat(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
 pub fn genpass(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     const MAX_BITS: i64 = 4096;
     let bits = match args.get(2) {
-        Some(b) => parse_i64(b).ok_or(CmdError::new("ERR value is not an integer or out of range"))?,
+        Some(b) => {
+            parse_i64(b).ok_or(CmdError::new("ERR value is not an integer or out of range"))?
+        }
         None => 256,
     };
     if args.len() > 3 {
@@ -351,7 +365,8 @@ fn getrandom(buf: &mut [u8]) {
     let mut filled = 0;
     while filled < buf.len() {
         // SAFETY: writes at most the remaining length into `buf`.
-        let n = unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), buf.len() - filled, 0) };
+        let n =
+            unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), buf.len() - filled, 0) };
         if n > 0 {
             filled += n as usize;
         }
@@ -369,7 +384,8 @@ pub fn log(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
             conn.reply().ok();
             return Ok(());
         }
-        let n = parse_i64(arg).ok_or(CmdError::new("ERR value is not an integer or out of range"))?;
+        let n =
+            parse_i64(arg).ok_or(CmdError::new("ERR value is not an integer or out of range"))?;
         count = n.max(0) as usize;
     }
     let now = ringdb_engine::shard::now_ms();
@@ -414,20 +430,26 @@ pub fn dryrun(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let arity = reg.spec.arity;
     let argc = command.len() as i32;
     if (arity > 0 && arity != argc) || argc < -arity {
-        return Err(CmdError::owned(format!("ERR wrong number of arguments for '{}' command", reg.full_name)));
+        return Err(CmdError::owned(format!(
+            "ERR wrong number of arguments for '{}' command",
+            reg.full_name
+        )));
     }
     let verdict = user.check(reg, command);
     let mut out = conn.reply();
     match verdict {
         Verdict::Allowed => out.ok(),
-        Verdict::DeniedCommand => {
-            out.bulk(format!("This user has no permissions to run the '{}' command", reg.full_name).as_bytes())
-        }
+        Verdict::DeniedCommand => out.bulk(
+            format!("This user has no permissions to run the '{}' command", reg.full_name)
+                .as_bytes(),
+        ),
         Verdict::DeniedKey(i) => out.bulk(
-            format!("This user has no permissions to access the '{}' key", text(&command[i])).as_bytes(),
+            format!("This user has no permissions to access the '{}' key", text(&command[i]))
+                .as_bytes(),
         ),
         Verdict::DeniedChannel(i) => out.bulk(
-            format!("This user has no permissions to access the '{}' channel", text(&command[i])).as_bytes(),
+            format!("This user has no permissions to access the '{}' channel", text(&command[i]))
+                .as_bytes(),
         ),
     }
     Ok(())

@@ -594,7 +594,10 @@ mod tests {
     }
 
     fn kill_err(s: &str) -> String {
-        parse_kill(&args(s), ringdb_engine::acl::registry()).err().map(|e| e.text().to_string()).unwrap_or_default()
+        parse_kill(&args(s), ringdb_engine::acl::registry())
+            .err()
+            .map(|e| e.text().to_string())
+            .unwrap_or_default()
     }
 
     #[test]
@@ -605,7 +608,11 @@ mod tests {
         assert_eq!(kill_err("CLIENT KILL type wrong_type"), "ERR Unknown client type 'wrong_type'");
         assert_eq!(kill_err("CLIENT KILL user wrong_user"), "ERR No such user 'wrong_user'");
         assert_eq!(kill_err("CLIENT KILL skipme yes_or_no"), "ERR syntax error");
-        let f = parse_kill(&args("CLIENT KILL ID 7 SKIPME no TYPE normal USER default"), ringdb_engine::acl::registry()).ok();
+        let f = parse_kill(
+            &args("CLIENT KILL ID 7 SKIPME no TYPE normal USER default"),
+            ringdb_engine::acl::registry(),
+        )
+        .ok();
         assert!(f
             .as_ref()
             .is_some_and(|f| f.id == Some(7) && !f.skip_me && f.kind == Some(ClientType::Normal)));

@@ -177,7 +177,13 @@ pub async fn reset(conn: &mut Connection) -> CmdResult {
     let acl = &conn.core.shared.acl;
     let user = acl.default_user();
     crate::cmd::acl::show_user(&conn.handle, &user);
-    let fresh = ClientState::new(conn.state.id, conn.state.home, !acl.auth_required(), user, acl.generation());
+    let fresh = ClientState::new(
+        conn.state.id,
+        conn.state.home,
+        !acl.auth_required(),
+        user,
+        acl.generation(),
+    );
     let (skip_current, close_after_reply) = (conn.state.skip_current, conn.state.close_after_reply);
     conn.state = ClientState { skip_current, close_after_reply, ..fresh };
     conn.handle.view.borrow_mut().name.clear();
