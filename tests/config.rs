@@ -22,10 +22,14 @@ fn get_several_names_and_patterns() {
     let got = config_get(&mut c, &["HZ", "h?", "*port*", "nosuch", "maxmemory-policy"]);
     let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
     // Each setting once; a name asked for by name comes back as written.
-    assert_eq!(names, vec!["HZ", "port", "replica-announce-port", "maxmemory-policy"], "{got:?}");
+    assert_eq!(
+        names,
+        vec!["HZ", "port", "replica-announce-port", "tls-port", "maxmemory-policy"],
+        "{got:?}"
+    );
     assert_eq!(got[0].1, "10");
     assert_eq!(got[1].1, server.port.to_string());
-    assert_eq!(got[3].1, "noeviction");
+    assert_eq!(got[4].1, "noeviction");
     let all = config_get(&mut c, &["*"]);
     let unique: HashMap<_, _> = all.iter().cloned().collect();
     assert_eq!(unique.len(), all.len());

@@ -18,7 +18,6 @@ use ringdb_engine::hotkeys::HotEvent;
 use ringdb_engine::shard::ShardSettings;
 use ringdb_engine::{Shard, ShardId, SlotMap};
 use std::cell::{Cell, RefCell};
-use std::os::fd::OwnedFd;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, AtomicUsize};
 use std::sync::Arc;
@@ -544,7 +543,7 @@ pub fn run(config: Config) -> Result<(), String> {
     let cpus = allowed_cpus();
     let shards = if config.shards() == 0 { cpus.len() } else { config.shards() };
     let slot_map = SlotMap::new(shards);
-    let (port, listeners) = listener::bind_all(&bind, config.port(), shards, config.tcp_backlog())?;
+    let (port, listeners) = listener::bind_node(&config, shards)?;
     // SAFETY: isatty only reads the descriptor's state.
     if config.always_show_logo() || unsafe { libc::isatty(1) } == 1 {
         info!("{}", crate::logging::banner(env!("CARGO_PKG_VERSION"), REDIS_VERSION, port, shards));
@@ -788,7 +787,7 @@ async fn core_main(
     shared: Arc<Shared>,
     config: Config,
     mesh_rx: flume::Receiver<Job>,
-    listeners: Vec<OwnedFd>,
+    listeners: Vec<listener::Listening>,
     ready: flume::Sender<Result<usize, String>>,
 ) {
     let Start { id, seed, rdb, committed } = start;

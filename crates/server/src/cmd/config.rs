@@ -164,41 +164,56 @@ fn apply_to_process(core: &Core, pairs: &[(&'static str, String)]) -> CmdResult 
     Ok(())
 }
 
-/// New listening sockets, one set per shard, when the pairs change `bind`
-/// or `port`; made before anything changes, so that a failure is Redis's
-/// error and leaves the server listening where it did.
+/// New listening sockets, one set per shard, when the pairs change `bind`,
+/// `port` or `tls-port`; made before anything changes, so that a failure
+/// is Redis's error and leaves the server listening where it did.
 fn rebind(core: &Core, pairs: &[(&'static str, String)]) -> Result<Option<Sockets>, CmdError> {
     let current = core.config.borrow();
-    let mut next = current.clone();
-    for (n, value) in pairs {
-        let _ = next.set(n, value);
-    }
-    let port_changed = next.port() != current.port();
-    if !port_changed && next.bind() == current.bind() {
+    let next = changed(&current, pairs);
+    let ports_changed =
+        next.port() != current.port() || next.int("tls-port") != current.int("tls-port");
+    if !ports_changed && next.bind() == current.bind() {
         return Ok(None);
     }
-    let shards = core.shared.shards();
-    let made = crate::net::listener::rebind(
-        &next.bind(),
-        next.port(),
-        !port_changed,
-        shards,
-        next.tcp_backlog(),
-    );
-    match made {
+    match crate::net::listener::rebind(&next, &current, core.shared.shards()) {
         Ok(per_shard) => Ok(Some(per_shard.into_iter().map(Some).collect())),
-        Err(e) => {
+        Err((name, e)) => {
             tracing::warn!("Failed to bind: {e}");
-            Err(match port_changed {
-                true => set_failed("port", "Unable to listen on this port. Check server logs."),
+            Err(match ports_changed {
+                true => set_failed(name, "Unable to listen on this port. Check server logs."),
                 false => set_failed("bind", "Failed to bind to specified addresses."),
             })
         }
     }
 }
 
+/// `current` with the pairs applied (validated already).
+fn changed(current: &Config, pairs: &[(&'static str, String)]) -> Config {
+    let mut next = current.clone();
+    for (n, value) in pairs {
+        let _ = next.set(n, value);
+    }
+    next
+}
+
+/// Rebuilds what new TLS handshakes use when the pairs change a `tls-*`
+/// setting it is made of (certificates are read again: CONFIG SET of the
+/// same file name reloads a renewed one), as Redis's `applyTlsCfg`; a
+/// `tls-port` alone only needs TLS set up once. Existing connections keep
+/// their sessions.
+fn reconfigure_tls(core: &Core, pairs: &[(&'static str, String)]) -> CmdResult {
+    let is_tls = |n: &str| n.starts_with("tls-") && n != "tls-auth-clients";
+    let Some((name, _)) = pairs.iter().find(|(n, _)| is_tls(n)) else { return Ok(()) };
+    let only_port = pairs.iter().all(|(n, _)| !is_tls(n) || *n == "tls-port");
+    if only_port && crate::net::tls::configured() {
+        return Ok(());
+    }
+    let next = changed(&core.config.borrow(), pairs);
+    crate::net::tls::configure(&next).map_err(|_| set_failed(name, crate::net::tls::UPDATE_FAILED))
+}
+
 /// Each shard's new listening sockets, taken by its core.
-type Sockets = Vec<Option<Vec<std::os::fd::OwnedFd>>>;
+type Sockets = Vec<Option<Vec<crate::net::listener::Listening>>>;
 
 /// Applies already validated pairs to one core's copy.
 fn apply(core: &Core, pairs: &[(&'static str, String)]) {
@@ -225,6 +240,7 @@ pub async fn set(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     // The sockets first: a port or address that cannot be had leaves
     // everything else as it was (the OOM score included).
     let sockets = rebind(&conn.core, &pairs)?;
+    reconfigure_tls(&conn.core, &pairs)?;
     apply_to_process(&conn.core, &pairs)?;
     conn.core.invoke_on_all(move |core| apply(core, &pairs)).await?;
     if let Some(sockets) = sockets {

@@ -15,10 +15,14 @@
 //! New connections are accepted with plain `accept4` calls, by the core's
 //! accept task when a poll in a small io_uring ring of the core's own says
 //! they wait, or by the hook ([`Fallback::watch`] says why not glommio's
-//! accept).
+//! accept). Those of the TLS port get a TLS stream, whose handshake
+//! `listener::admit` completes before serving them; the hook never
+//! answers them (it reads raw sockets).
 
 use crate::net::connection::Connection;
+use crate::net::listener::Listening;
 use crate::net::socket::{self, Socket};
+use crate::net::tls;
 use crate::node::Core;
 use crate::route::busy::Idle;
 use bytes::BytesMut;
@@ -210,7 +214,7 @@ fn send_now(fd: RawFd, out: &mut Output) {
 /// A core's glommio backend: its listening sockets, its connections'
 /// slots, and the connections the hook accepted.
 pub struct Fallback {
-    listeners: RefCell<Vec<OwnedFd>>,
+    listeners: RefCell<Vec<Listening>>,
     /// The eventfd the listeners' ring signals (read by [`Fallback::watch`]).
     eventfd: RawFd,
     /// Polls for the listeners (see [`Fallback::watch`]); `armed[i]`: the
@@ -227,7 +231,7 @@ impl Fallback {
     /// Accepts on the core's listening sockets with glommio's sockets; a
     /// busy script's hook serves the core's waiting clients. An error: the
     /// ring for the listeners' polls could not be set up.
-    pub fn start(core: &Rc<Core>, listeners: Vec<OwnedFd>) -> io::Result<Rc<Fallback>> {
+    pub fn start(core: &Rc<Core>, listeners: Vec<Listening>) -> io::Result<Rc<Fallback>> {
         // Blocking on purpose: io_uring then waits for a count instead of
         // failing glommio's read with EAGAIN.
         // SAFETY: plain syscall; the result is checked.
@@ -268,7 +272,7 @@ impl Fallback {
 
     /// Listens on `fds` instead (CONFIG SET port/bind). The polls of the
     /// old listeners go with their ring, replaced by one for the new ones.
-    pub fn replace_listeners(&self, fds: Vec<OwnedFd>) -> io::Result<()> {
+    pub fn replace_listeners(&self, fds: Vec<Listening>) -> io::Result<()> {
         let ring = Self::polls_ring(fds.len(), self.eventfd)?;
         *self.ring.borrow_mut() = ring;
         *self.armed.borrow_mut() = vec![false; fds.len()];
@@ -277,8 +281,10 @@ impl Fallback {
         Ok(())
     }
 
-    /// A connection's socket, with its slot registered for the hook.
-    fn socket(&self, fd: OwnedFd) -> Socket {
+    /// A connection's socket, with its slot registered for the hook; on
+    /// the TLS port, with a TLS session (`auth`: `tls-auth-clients`), or
+    /// none when it cannot be had (the connection is closed).
+    fn socket(&self, fd: OwnedFd, tls: Option<tls::AuthClients>) -> Option<Socket> {
         let slot = Rc::new(Slot { fd: fd.as_raw_fd(), ..Slot::default() });
         let mut slots = self.slots.borrow_mut();
         if slots.len() == slots.capacity() {
@@ -288,8 +294,18 @@ impl Fallback {
         }
         slots.push(Rc::downgrade(&slot));
         // SAFETY: a connected TCP socket we own; the stream owns it now.
-        let stream = unsafe { TcpStream::from_raw_fd(fd.into_raw_fd()) };
-        Socket::glommio(stream, slot)
+        let tcp = unsafe { TcpStream::from_raw_fd(fd.into_raw_fd()) };
+        let stream = match tls.map(tls::accept) {
+            None => tls::stream::Stream::plain(tcp),
+            Some(Ok(session)) => {
+                tls::stream::Stream::tls(tcp, tls::session::AnySession::Server(session))
+            }
+            Some(Err(e)) => {
+                warn!("cannot start a TLS session: {e}");
+                return None;
+            }
+        };
+        Some(Socket::glommio(stream, slot))
     }
 
     /// Accepts the connections waiting on every listener, for ever: plain
@@ -303,7 +319,8 @@ impl Fallback {
         // SAFETY: the eventfd, owned by the glommio file from now on.
         let efile = unsafe { BufferedFile::from_raw_fd(eventfd.into_raw_fd()) };
         loop {
-            let failed = self.accept_all(&mut |socket| super::listener::admit(&core, socket));
+            let failed =
+                self.accept_all(&core, &mut |socket| super::listener::admit(&core, socket));
             if failed {
                 // EMFILE and friends: back off instead of spinning.
                 glommio::timer::sleep(Duration::from_millis(10)).await;
@@ -317,15 +334,18 @@ impl Fallback {
     }
 
     /// Accepts every waiting connection; true if an accept failed.
-    fn accept_all(&self, take: &mut dyn FnMut(Socket)) -> bool {
+    fn accept_all(&self, core: &Core, take: &mut dyn FnMut(Socket)) -> bool {
         let mut failed = false;
         for listener in self.listeners.borrow().iter() {
+            let auth = listener.tls.then(|| {
+                core.config.try_borrow().map_or(tls::AuthClients::Yes, |c| tls::AuthClients::of(&c))
+            });
             loop {
                 // Blocking sockets, as glommio's own accept makes them.
                 // SAFETY: plain syscall on our listening socket.
                 let fd = unsafe {
                     libc::accept4(
-                        listener.as_raw_fd(),
+                        listener.fd.as_raw_fd(),
                         std::ptr::null_mut(),
                         std::ptr::null_mut(),
                         libc::SOCK_CLOEXEC,
@@ -333,7 +353,9 @@ impl Fallback {
                 };
                 if fd >= 0 {
                     // SAFETY: a descriptor the kernel just gave us.
-                    take(self.socket(unsafe { OwnedFd::from_raw_fd(fd) }));
+                    if let Some(socket) = self.socket(unsafe { OwnedFd::from_raw_fd(fd) }, auth) {
+                        take(socket);
+                    }
                     continue;
                 }
                 let e = io::Error::last_os_error();
@@ -362,9 +384,10 @@ impl Fallback {
             if armed[i] {
                 continue;
             }
-            let poll = opcode::PollAdd::new(types::Fd(listener.as_raw_fd()), libc::POLLIN as u32)
-                .build()
-                .user_data(i as u64);
+            let poll =
+                opcode::PollAdd::new(types::Fd(listener.fd.as_raw_fd()), libc::POLLIN as u32)
+                    .build()
+                    .user_data(i as u64);
             // SAFETY: the entry refers to no memory of ours; the ring has
             // room for a poll per listener.
             if unsafe { ring.submission().push(&poll) }.is_ok() {
@@ -398,9 +421,11 @@ impl Fallback {
     /// answered like the others when nothing has to be said to them
     /// first), then every waiting connection's input is answered.
     fn serve_while_busy(&self, core: &Rc<Core>) {
-        self.accept_all(&mut |socket| {
-            if let Socket::Glommio { slot, .. } = &socket {
-                if Connection::answerable_when_new(core, socket::peer_addr(slot.fd)) {
+        self.accept_all(core, &mut |socket| {
+            if let Socket::Glommio { slot, stream, .. } = &socket {
+                if !stream.is_tls()
+                    && Connection::answerable_when_new(core, socket::peer_addr(slot.fd))
+                {
                     slot.set_idle(Idle::new(Resp::V2, None));
                 }
             }

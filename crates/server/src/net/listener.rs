@@ -10,10 +10,15 @@
 //! Each shard then accepts on its sockets with the backend `io-backend`
 //! names: its own io_uring ring ([`super::uring`]) or glommio's sockets
 //! ([`super::fallback`]).
+//!
+//! The TLS port (`tls-port`) is bound the same way beside the plain one;
+//! `port 0` with a TLS port means TLS only, as in Redis. Its connections
+//! start a TLS session ([`super::tls`]) before anything else.
 
+use crate::config::Config;
 use crate::net::connection::Connection;
 use crate::net::socket::{self, Socket};
-use crate::net::uring;
+use crate::net::{tls, uring};
 use crate::node::Core;
 use socket2::{Domain, Protocol, Type};
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -78,6 +83,47 @@ fn socket_for(addr: SocketAddr) -> std::io::Result<socket2::Socket> {
 
 /// Redis's words when no address can be listened on.
 pub const NOWHERE: &str = "Configured to not listen anywhere, exiting.";
+
+/// A listening socket, and whether it is the TLS port's.
+pub struct Listening {
+    pub fd: OwnedFd,
+    pub tls: bool,
+}
+
+/// Each shard's sockets: the plain port's, then the TLS port's.
+pub type PerShard = Vec<Vec<Listening>>;
+
+fn merge(per_shard: &mut PerShard, fds: Vec<Vec<OwnedFd>>, tls: bool) {
+    for (shard, fds) in per_shard.iter_mut().zip(fds) {
+        shard.extend(fds.into_iter().map(|fd| Listening { fd, tls }));
+    }
+}
+
+/// Start-up: TLS configured when the settings want it (Redis's words when
+/// it cannot be; the reason was logged), then the plain port (unless `port
+/// 0` with a TLS port) and the TLS port, bound for every shard. Returns
+/// the plain port (resolved when 0 was asked for without TLS; 0 when TLS
+/// only) and each shard's sockets.
+pub fn bind_node(config: &Config, shards: usize) -> Result<(u16, PerShard), String> {
+    if tls::configure(config).is_err() {
+        return Err("Failed to configure TLS. Check logs for more info.".into());
+    }
+    let (bind, backlog) = (config.bind(), config.tcp_backlog());
+    let tls_port = config.int("tls-port") as u16;
+    let mut per_shard: PerShard = (0..shards).map(|_| Vec::new()).collect();
+    let mut port = 0;
+    if config.port() != 0 || tls_port == 0 {
+        let (bound, fds) = bind_all(&bind, config.port(), shards, backlog)?;
+        port = bound;
+        merge(&mut per_shard, fds, false);
+    }
+    if tls_port != 0 {
+        let (_, fds) = bind_sockets(&bind, tls_port, shards, backlog, true)
+            .map_err(|e| e.replace("(TCP)", "(tls)"))?;
+        merge(&mut per_shard, fds, true);
+    }
+    Ok((port, per_shard))
+}
 
 /// Binds `shards` listening sockets per address. Returns the port (resolved
 /// when 0 was asked for) and, per shard, its sockets.
@@ -172,14 +218,18 @@ fn bind_per_shard(addr: SocketAddr, backlog: i32, shards: usize) -> std::io::Res
 /// configuration asks for (`auto`: the uring backend when this kernel can
 /// create its ring, else glommio's, with a log line saying why). Returns the
 /// backend's name.
-pub fn start(core: &Rc<Core>, fds: Vec<OwnedFd>) -> Result<&'static str, String> {
+pub fn start(core: &Rc<Core>, fds: Vec<Listening>) -> Result<&'static str, String> {
     let wanted = core.config.borrow().io_backend().to_string();
     if wanted != "glommio" {
         match uring::Driver::new() {
             Ok(driver) => {
-                for fd in fds {
-                    driver.listen(fd);
+                for l in fds {
+                    driver.listen(l.fd, l.tls);
                 }
+                let weak = Rc::downgrade(core);
+                driver.set_tls_accept(Box::new(move || {
+                    tls::accept(weak.upgrade().map_or(tls::AuthClients::Yes, |c| auth_clients(&c)))
+                }));
                 let spin = Duration::from_micros(core.config.borrow().spin_before_park_us());
                 // A busy script's hook serves this core's waiting clients.
                 let (weak, serving) = (Rc::downgrade(core), driver.clone());
@@ -226,7 +276,7 @@ pub enum Accepting {
 
 impl Accepting {
     /// Accepts on `fds` from now on, instead of the sockets it had.
-    pub fn replace(&self, fds: Vec<OwnedFd>) {
+    pub fn replace(&self, fds: Vec<Listening>) {
         match self {
             Accepting::Uring(driver) => driver.replace_listeners(fds),
             Accepting::Glommio(fallback) => {
@@ -238,28 +288,71 @@ impl Accepting {
     }
 }
 
-/// The sockets for a CONFIG SET of `bind` and `port` (Redis's
+/// The sockets for a CONFIG SET of `bind`, `port` or `tls-port` (Redis's
 /// `changeBindAddr` / `changeListenPort`), per shard, made before the old
-/// ones close so that a failure leaves the server as it was: port 0 or
-/// no address means no listener at all, as in Redis. `same_port`: the
-/// port is the one the server listens on now (its own sockets are there:
-/// no probe).
+/// ones close so that a failure leaves the server as it was: port 0 or no
+/// address means no listener at all, as in Redis. A port the server
+/// listens on now has its own sockets there: no probe. An error names the
+/// setting whose port could not be had.
 pub fn rebind(
-    addresses: &[String],
-    port: u16,
-    same_port: bool,
+    next: &Config,
+    current: &Config,
     shards: usize,
-    backlog: i32,
-) -> Result<Vec<Vec<OwnedFd>>, String> {
-    if port == 0 || addresses.is_empty() {
-        return Ok((0..shards).map(|_| Vec::new()).collect());
+) -> Result<PerShard, (&'static str, String)> {
+    let (addresses, backlog) = (next.bind(), next.tcp_backlog());
+    let mut per_shard: PerShard = (0..shards).map(|_| Vec::new()).collect();
+    if addresses.is_empty() {
+        return Ok(per_shard);
     }
-    let probe = !same_port;
-    bind_sockets(addresses, port, shards, backlog, probe).map(|(_, fds)| fds)
+    let ports = [
+        ("port", next.port(), current.port(), false),
+        ("tls-port", next.int("tls-port") as u16, current.int("tls-port") as u16, true),
+    ];
+    for (name, port, was, tls) in ports {
+        if port == 0 {
+            continue;
+        }
+        let (_, fds) =
+            bind_sockets(&addresses, port, shards, backlog, port != was).map_err(|e| (name, e))?;
+        merge(&mut per_shard, fds, tls);
+    }
+    Ok(per_shard)
 }
 
-/// Serves a new connection, or refuses it past `maxclients`.
-pub fn admit(core: &Rc<Core>, socket: Socket) {
+/// `tls-auth-clients` as a new connection of this core reads it (yes,
+/// Redis's default, while the settings are being changed).
+fn auth_clients(core: &Core) -> tls::AuthClients {
+    core.config.try_borrow().map_or(tls::AuthClients::Yes, |c| tls::AuthClients::of(&c))
+}
+
+/// Serves a new connection, or refuses it past `maxclients`. A TLS
+/// connection of the glommio backend completes its handshake first
+/// (within [`tls::HANDSHAKE_TIMEOUT`]), as Redis's accept handler runs once
+/// the handshake is done.
+pub fn admit(core: &Rc<Core>, mut socket: Socket) {
+    if socket.handshaking() {
+        let core = core.clone();
+        glommio::spawn_local(async move {
+            let done = glommio::timer::timeout(tls::HANDSHAKE_TIMEOUT, async {
+                socket.handshake().await.map_err(glommio::GlommioError::IoError)
+            })
+            .await;
+            match done {
+                Ok(()) => admit_now(&core, socket),
+                Err(e) => {
+                    let addr = socket.peer_addr().map(|a| a.to_string()).unwrap_or_default();
+                    debug!("Error accepting a client connection: {e} (addr={addr})");
+                    socket.close().await;
+                }
+            }
+        })
+        .detach();
+        return;
+    }
+    admit_now(core, socket)
+}
+
+fn admit_now(core: &Rc<Core>, socket: Socket) {
     let shared = &core.shared;
     let maxclients = core.config.borrow().maxclients();
     if shared.connected_clients.fetch_add(1, Ordering::Relaxed) >= maxclients {

@@ -7,4 +7,5 @@ pub mod fallback;
 pub mod fd_link;
 pub mod listener;
 pub mod socket;
+pub mod tls;
 pub mod uring;

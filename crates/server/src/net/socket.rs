@@ -6,12 +6,17 @@
 //!   the next turn.
 //! - `glommio`: glommio's `TcpStream` (each read and write awaited), the
 //!   fallback for kernels without the ring flags or buffer rings.
+//!
+//! On the TLS port the connection code sees plaintext all the same: the
+//! uring driver decrypts and encrypts itself, the glommio path through
+//! [`Stream`]. A busy script's hook answers no TLS client on the glommio
+//! path (it reads raw sockets), and a debugging session's link there is
+//! the raw socket: SCRIPT DEBUG needs the uring backend on the TLS port.
 
 use super::fallback::Slot;
+use super::tls::stream::Stream;
 use super::uring::stream::UringStream;
 use bytes::BytesMut;
-use futures_lite::{AsyncReadExt, AsyncWriteExt};
-use glommio::net::TcpStream;
 use ringdb_protocol::Output;
 use std::io;
 use std::net::SocketAddr;
@@ -28,7 +33,7 @@ pub enum Socket {
     /// `slot`: what a busy script's hook answered for this connection
     /// ([`super::fallback`]).
     Glommio {
-        stream: TcpStream,
+        stream: Stream,
         chunk: Vec<u8>,
         slot: Rc<Slot>,
         /// Another process has the socket (a forked debugging session): it
@@ -38,14 +43,28 @@ pub enum Socket {
 }
 
 impl Socket {
-    pub fn glommio(stream: TcpStream, slot: Rc<Slot>) -> Socket {
+    pub fn glommio(stream: Stream, slot: Rc<Slot>) -> Socket {
         Socket::Glommio { stream, chunk: Vec::new(), slot, handed_off: false }
     }
 
     pub fn fd(&self) -> RawFd {
         match self {
             Socket::Uring(s) => s.fd(),
-            Socket::Glommio { stream, .. } => stream.as_raw_fd(),
+            Socket::Glommio { stream, .. } => stream.tcp().as_raw_fd(),
+        }
+    }
+
+    /// A TLS connection of the glommio path whose handshake is still to
+    /// be done ([`Socket::handshake`]); the uring driver does its own.
+    pub fn handshaking(&self) -> bool {
+        matches!(self, Socket::Glommio { stream, .. } if stream.handshaking())
+    }
+
+    /// Completes a TLS handshake ([`Socket::handshaking`]).
+    pub async fn handshake(&mut self) -> io::Result<()> {
+        match self {
+            Socket::Uring(_) => Ok(()),
+            Socket::Glommio { stream, .. } => stream.handshake().await,
         }
     }
 
@@ -82,6 +101,10 @@ impl Socket {
                 } else if size == READ_CHUNK && chunk.len() > READ_CHUNK {
                     chunk.truncate(READ_CHUNK);
                     chunk.shrink_to_fit();
+                }
+                if stream.is_tls() {
+                    // Never served by the hook (see the module header).
+                    return stream.read_into(buf, chunk).await;
                 }
                 loop {
                     // A busy script's hook may have answered this client
@@ -130,7 +153,7 @@ impl Socket {
         match self {
             Socket::Uring(s) => s.debug_link(),
             Socket::Glommio { stream, .. } => {
-                Box::new(super::fd_link::FdLink::new(stream.as_raw_fd()))
+                Box::new(super::fd_link::FdLink::new(stream.tcp().as_raw_fd()))
             }
         }
     }
@@ -166,6 +189,8 @@ impl Socket {
     pub fn set_idle(&self, idle: crate::route::busy::Idle) {
         match self {
             Socket::Uring(s) => s.set_idle(idle),
+            // The hook reads raw sockets: TLS clients wait for the script.
+            Socket::Glommio { stream, .. } if stream.is_tls() => {}
             Socket::Glommio { slot, .. } => slot.set_idle(idle),
         }
     }
@@ -182,7 +207,7 @@ impl Socket {
         match self {
             // Dropping the stream hands the close to the driver.
             Socket::Uring(s) => drop(s),
-            Socket::Glommio { mut stream, slot, handed_off, .. } => {
+            Socket::Glommio { stream, slot, handed_off, .. } => {
                 slot.retire();
                 // Dropping closes the descriptor alone; `close` would also
                 // shut the connection down for the process that has it.
@@ -195,17 +220,13 @@ impl Socket {
 }
 
 /// Writes `out` on a glommio stream (leaving it empty), piece by piece:
-/// spliced values are written from where they are, never copied.
-async fn write_glommio(stream: &mut TcpStream, out: &mut Output) -> io::Result<()> {
-    let mut written = Ok(());
-    for piece in out.segments() {
-        written = stream.write_all(piece).await;
-        if written.is_err() {
-            break;
-        }
+/// spliced values are written from where they are (or encrypted from
+/// there), never copied.
+async fn write_glommio(stream: &mut Stream, out: &mut Output) -> io::Result<()> {
+    if out.is_empty() {
+        return Ok(());
     }
-    out.clear();
-    written
+    stream.write_output(out).await
 }
 
 /// The peer of an open socket's descriptor.

@@ -22,9 +22,9 @@
 use super::received::{Snapshot, Spill};
 use super::Role;
 use crate::net::connection::Connection;
+use crate::net::tls::stream::Stream;
 use crate::node::Core;
 use bytes::{Bytes, BytesMut};
-use futures_lite::{AsyncReadExt, AsyncWriteExt};
 use glommio::net::TcpStream;
 use ringdb_engine::command::args::is;
 use ringdb_engine::command::{CmdError, CmdResult};
@@ -207,7 +207,8 @@ async fn run_link(core: Rc<Core>, epoch: u64) {
 
 /// The handshake's reading and writing, before the stream.
 struct Handshake {
-    stream: TcpStream,
+    /// Through TLS with `tls-replication`.
+    stream: Stream,
     buf: BytesMut,
     /// What each read lands in (kept: a snapshot takes thousands of reads).
     chunk: Vec<u8>,
@@ -268,17 +269,28 @@ struct Dial {
     auth: Option<String>,
     user: Option<String>,
     timeout: Duration,
+    /// `tls-replication`: the primary's port is its TLS port.
+    tls: bool,
 }
 
 impl Dial {
-    /// Connects, within `repl-timeout`.
+    /// Connects (and completes the TLS handshake), within `repl-timeout`.
     async fn connect(&self) -> Result<Handshake, String> {
         let stream = glommio::timer::timeout(self.timeout, async {
-            TcpStream::connect(format!("{}:{}", self.host, self.port)).await
+            let tcp = TcpStream::connect(format!("{}:{}", self.host, self.port)).await?;
+            let _ = tcp.set_nodelay(true);
+            if !self.tls {
+                return Ok(Stream::plain(tcp));
+            }
+            let session = crate::net::tls::connect(&self.host)
+                .map_err(|e| std::io::Error::other(format!("TLS: {e}")))?;
+            let mut stream =
+                Stream::tls(tcp, crate::net::tls::session::AnySession::Client(session));
+            stream.handshake().await?;
+            Ok(stream)
         })
         .await
         .map_err(|e| format!("Unable to connect to MASTER: {e}"))?;
-        let _ = stream.set_nodelay(true);
         Ok(Handshake {
             stream,
             buf: BytesMut::new(),
@@ -316,6 +328,7 @@ async fn session(core: &Rc<Core>, epoch: u64) -> Result<(), String> {
             auth: c.get("masterauth").filter(|s| !s.is_empty()).map(str::to_string),
             user: c.get("masteruser").filter(|s| !s.is_empty()).map(str::to_string),
             timeout: Duration::from_secs(c.int("repl-timeout").max(1) as u64),
+            tls: c.get("tls-replication") == Some("yes"),
         };
         (
             dial,
@@ -341,7 +354,13 @@ async fn session(core: &Rc<Core>, epoch: u64) -> Result<(), String> {
         return Err(format!("Error reply to PING from master: '{pong}'"));
     }
     dial.auth(&mut hs).await?;
-    let listening = if announce_port > 0 { announce_port as u16 } else { core.shared.port };
+    // Redis announces the port its replicas would dial: the TLS one when
+    // replication is over TLS.
+    let own_port = match dial.tls {
+        true => core.config.borrow().int("tls-port") as u16,
+        false => core.shared.port,
+    };
+    let listening = if announce_port > 0 { announce_port as u16 } else { own_port };
     let reply =
         hs.command(&[b"REPLCONF", b"listening-port", listening.to_string().as_bytes()]).await?;
     if reply.starts_with('-') {
@@ -412,7 +431,7 @@ async fn session(core: &Rc<Core>, epoch: u64) -> Result<(), String> {
     });
     info!("MASTER <-> REPLICA sync: Finished with success");
     let Handshake { stream, buf, .. } = hs;
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&stream);
+    let fd = std::os::fd::AsRawFd::as_raw_fd(stream.tcp());
     let slot = Rc::new(crate::net::fallback::Slot::for_fd(fd));
     let socket = crate::net::socket::Socket::glommio(stream, slot);
     let mut conn = Connection::for_master(core.clone(), socket, &buf, db);

@@ -72,6 +72,12 @@ impl BufRing {
         &self.memory[start..start + len.min(self.size)]
     }
 
+    /// [`BufRing::data`], to change in place (TLS decrypts there).
+    pub fn data_mut(&mut self, bid: u16, len: usize) -> &mut [u8] {
+        let start = (bid as usize % self.count as usize) * self.size;
+        &mut self.memory[start..start + len.min(self.size)]
+    }
+
     /// Queues buffer `bid` for the kernel again (visible after `publish`).
     pub fn give_back(&mut self, bid: u16) {
         let bid = bid % self.count;

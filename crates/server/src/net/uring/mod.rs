@@ -22,9 +22,14 @@
 //! glommio read of that eventfd, so an idle shard sleeps in glommio's own
 //! wait. Before parking it may spin a while ([`SpinWindow`]): parking and
 //! waking again cost more than short gaps between requests.
+//!
+//! Connections accepted on the TLS port carry their session in the
+//! driver ([`tls`]): the driver decrypts what it reaps and encrypts what
+//! it sends, so the connections above it see plaintext.
 
 pub mod buffers;
 pub mod stream;
+pub mod tls;
 
 use crate::route::busy::Idle;
 use buffers::BufRing;
@@ -68,6 +73,8 @@ struct Listener {
     /// SET port/bind, so not its place in the list).
     id: u32,
     fd: OwnedFd,
+    /// The TLS port's: its connections start a TLS session.
+    tls: bool,
     armed: bool,
     /// After a failed accept (EMFILE …): not re-armed before this instant.
     retry_at: Option<Instant>,
@@ -112,7 +119,13 @@ pub struct Driver {
     /// Connections accepted while a script blocked the core, admitted by
     /// the driver's next turn of its own.
     held: RefCell<Vec<UringStream>>,
+    /// Makes the session of a connection accepted on the TLS port (set by
+    /// the listener code, which knows the settings).
+    tls_accept: RefCell<Option<TlsAccept>>,
 }
+
+/// See [`Driver::tls_accept`].
+pub type TlsAccept = Box<dyn Fn() -> Result<crate::net::tls::session::ServerSession, String>>;
 
 impl Driver {
     /// Creates the ring with the flags this path needs, registers the
@@ -159,14 +172,21 @@ impl Driver {
             parking_fd: Cell::new(Some(eventfd)),
             scratch: RefCell::new(Vec::new()),
             held: RefCell::new(Vec::new()),
+            tls_accept: RefCell::new(None),
         }))
     }
 
-    /// Accepts on a listening socket (multishot, armed in the next turn).
-    pub fn listen(&self, fd: OwnedFd) {
+    /// Accepts on a listening socket (multishot, armed in the next turn);
+    /// `tls`: the TLS port's.
+    pub fn listen(&self, fd: OwnedFd, tls: bool) {
         let id = self.next_listener.get();
         self.next_listener.set(id.wrapping_add(1));
-        self.listeners.borrow_mut().push(Listener { id, fd, armed: false, retry_at: None });
+        self.listeners.borrow_mut().push(Listener { id, fd, tls, armed: false, retry_at: None });
+    }
+
+    /// How connections accepted on the TLS port get their session.
+    pub fn set_tls_accept(&self, make: TlsAccept) {
+        *self.tls_accept.borrow_mut() = Some(make);
     }
 
     /// Takes over an accepted socket: its receive is armed in the next turn.
@@ -449,7 +469,17 @@ impl Driver {
         if st.closed {
             return;
         }
-        if !st.sending && !st.pending.is_empty() && st.error.is_none() {
+        if st.tls.is_some() {
+            if !st.sending && st.error.is_none() {
+                // Records go into the idle send buffer.
+                tls::seal(shared, st);
+                if !st.in_flight.is_empty() {
+                    st.sent = 0;
+                    st.sending = true;
+                    push(ring, &send_entry(shared, st));
+                }
+            }
+        } else if !st.sending && !st.pending.is_empty() && st.error.is_none() {
             std::mem::swap(&mut st.in_flight, &mut st.pending);
             st.sent = 0;
             st.sending = true;
@@ -487,10 +517,10 @@ impl Driver {
     /// Listens on `fds` instead (CONFIG SET port/bind): the old listeners'
     /// accepts are cancelled in the next turn, and each is closed once the
     /// kernel has given its accept back.
-    pub fn replace_listeners(&self, fds: Vec<OwnedFd>) {
+    pub fn replace_listeners(&self, fds: Vec<crate::net::listener::Listening>) {
         let old = std::mem::take(&mut *self.listeners.borrow_mut());
-        for fd in fds {
-            self.listen(fd);
+        for l in fds {
+            self.listen(l.fd, l.tls);
         }
         if let Ok(mut ring) = self.ring.try_borrow_mut() {
             for l in old {
@@ -546,7 +576,20 @@ impl Driver {
         on_accept: &impl Fn(UringStream),
     ) {
         if res >= 0 {
-            on_accept(self.stream(res));
+            let stream = self.stream(res);
+            if self.is_tls_listener(id) {
+                let made = self.tls_accept.borrow().as_ref().map(|make| make());
+                match made.unwrap_or_else(|| Err("TLS is not configured".into())) {
+                    Ok(session) => {
+                        tls::attach(&stream.shared, session);
+                        on_accept(stream);
+                    }
+                    // Dropping the stream closes it.
+                    Err(e) => warn!("cannot start a TLS session: {e}"),
+                }
+            } else {
+                on_accept(stream);
+            }
         } else if res != -libc::ECANCELED {
             // EMFILE and friends: back off instead of spinning.
             warn!("accept failed: {}", io::Error::from_raw_os_error(-res));
@@ -566,6 +609,12 @@ impl Driver {
         }
     }
 
+    /// Whether listener `id` (current or being replaced) is the TLS port's.
+    fn is_tls_listener(&self, id: u32) -> bool {
+        let of = |list: &Vec<Listener>| list.iter().any(|l| l.id == id && l.tls);
+        of(&self.listeners.borrow()) || of(&self.retired.borrow())
+    }
+
     fn received(&self, ring: &mut IoUring, token: u32, res: i32, flags: u32) {
         let shared = self.conns.borrow().get(&token).cloned();
         let mut bufs = self.bufs.borrow_mut();
@@ -577,8 +626,11 @@ impl Driver {
             return;
         };
         let mut st = shared.st.borrow_mut();
+        let tls = st.tls.is_some();
         if let Some(bid) = bid {
-            if res > 0 {
+            if res > 0 && tls {
+                tls::receive(&shared, &mut st, bufs.data_mut(bid, res as usize));
+            } else if res > 0 {
                 st.input.extend_from_slice(bufs.data(bid, res as usize));
             }
             bufs.give_back(bid);
@@ -604,7 +656,8 @@ impl Driver {
                 .user_data(user_data(token, OP_CANCEL));
             push(ring, &entry);
         }
-        let rearm = !st.recv_armed;
+        // A TLS receive may have records to answer (the handshake's).
+        let rearm = !st.recv_armed || (tls && res > 0);
         let woke = res != -libc::ENOBUFS && res != -libc::ECANCELED;
         drop(st);
         if woke {

@@ -80,6 +80,9 @@ pub struct State {
     /// The socket was handed to another process (a forked debugging
     /// session): nothing more is received here.
     pub detached: bool,
+    /// The TLS session of a connection on the TLS port: `input` and
+    /// `pending` are plaintext, `in_flight` records ([`super::tls`]).
+    pub tls: Option<Box<crate::net::tls::session::ServerSession>>,
 }
 
 impl State {
