@@ -21,9 +21,45 @@ pub const READ_WRITE: u8 = READ | WRITE;
 pub struct KeyPattern {
     pub pattern: Bytes,
     pub perms: u8,
+    shape: Shape,
+}
+
+/// How a pattern is matched, decided once when the rule is applied: most
+/// patterns are a literal or a literal prefix and `*`, compared without
+/// the glob matcher.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    Exact,
+    /// The first `n` bytes, then anything (`app:*`).
+    Prefix(usize),
+    Glob,
+}
+
+impl Shape {
+    fn of(pattern: &[u8]) -> Shape {
+        let special = |c: &u8| matches!(c, b'*' | b'?' | b'[' | b'\\');
+        match pattern.iter().position(special) {
+            None => Shape::Exact,
+            Some(at) if at == pattern.len() - 1 && pattern[at] == b'*' => Shape::Prefix(at),
+            Some(_) => Shape::Glob,
+        }
+    }
 }
 
 impl KeyPattern {
+    pub fn new(pattern: &[u8], perms: u8) -> Self {
+        KeyPattern { pattern: Bytes::copy_from_slice(pattern), perms, shape: Shape::of(pattern) }
+    }
+
+    pub fn matches(&self, key: &[u8]) -> bool {
+        match self.shape {
+            Shape::Exact => key == &self.pattern[..],
+            // As Redis's matcher, `*` never matches an empty key.
+            Shape::Prefix(n) => !key.is_empty() && key.starts_with(&self.pattern[..n]),
+            Shape::Glob => glob_match(&self.pattern, key, false),
+        }
+    }
+
     /// As ACL LIST writes it.
     pub fn describe(&self) -> String {
         let prefix = match self.perms {
@@ -50,6 +86,8 @@ pub struct Selector {
     /// (`+select|0`), by row id.
     first_args: Vec<(usize, Vec<String>)>,
     keys: Vec<KeyPattern>,
+    /// `keys` compiled for the check, rebuilt when they change.
+    key_index: KeyIndex,
     channels: Vec<Bytes>,
 }
 
@@ -66,6 +104,7 @@ impl Selector {
             commands: vec![0; table().id_count().div_ceil(64)],
             first_args: Vec::new(),
             keys: Vec::new(),
+            key_index: KeyIndex::default(),
             channels: Vec::new(),
         }
     }
@@ -138,9 +177,11 @@ impl Selector {
         if is("allkeys") || op == b"~*" {
             self.all_keys = true;
             self.keys.clear();
+            self.key_index = KeyIndex::default();
         } else if is("resetkeys") {
             self.all_keys = false;
             self.keys.clear();
+            self.key_index = KeyIndex::default();
         } else if is("allchannels") || op == b"&*" {
             self.all_channels = true;
             self.channels.clear();
@@ -191,11 +232,15 @@ impl Selector {
                     Some(b'R') if perms & READ == 0 => perms |= READ,
                     Some(b'W') if perms & WRITE == 0 => perms |= WRITE,
                     Some(b'~') => break,
-                    // Redis also ends here when the flags run to the end.
-                    None => break,
+                    // No `~`, or no permission before it (`%~k`): refused,
+                    // as later Redis versions do (7.0 takes them and then
+                    // cannot describe the user).
                     _ => return Err(RuleError::Syntax),
                 }
                 at += 1;
+            }
+            if perms == 0 {
+                return Err(RuleError::Syntax);
             }
             (perms, op.get(at + 1..).unwrap_or_default())
         } else {
@@ -206,8 +251,9 @@ impl Selector {
         }
         match self.keys.iter_mut().find(|k| k.pattern == pattern) {
             Some(existing) => existing.perms |= perms,
-            None => self.keys.push(KeyPattern { pattern: Bytes::copy_from_slice(pattern), perms }),
+            None => self.keys.push(KeyPattern::new(pattern, perms)),
         }
+        self.key_index = KeyIndex::build(&self.keys);
         self.all_keys = false;
         Ok(())
     }
@@ -256,12 +302,14 @@ impl Selector {
         let spec = reg.spec;
         if !self.all_keys && has_keys(spec) {
             let mut denied = None;
-            spec.for_each_key_and_flags(args, |pos, flags| {
+            let complete = spec.for_each_key_and_flags(args, |pos, flags| {
                 if denied.is_none() && !self.key_allowed(&args[pos], access_of(flags)) {
                     denied = Some(pos);
                 }
             });
-            if let Some(pos) = denied {
+            // Arguments that do not hold the keys their specs promise (a
+            // bad numkeys) name no key: the command reports its own error.
+            if let (Some(pos), Some(())) = (denied, complete) {
                 return Verdict::DeniedKey(pos);
             }
         }
@@ -293,11 +341,7 @@ impl Selector {
     /// Whether `key` may be used with `access` (READ, WRITE, both, or 0 for
     /// neither, which any pattern allows).
     pub fn key_allowed(&self, key: &[u8], access: u8) -> bool {
-        self.all_keys
-            || self
-                .keys
-                .iter()
-                .any(|k| k.perms & access == access && glob_match(&k.pattern, key, false))
+        self.all_keys || self.key_index.allows(&self.keys, key, access)
     }
 
     /// Whether every key may be used with `access` (`~*`, `%R~*`, …).
@@ -440,6 +484,89 @@ impl Selector {
         (on, off)
     }
 }
+
+/// Key patterns compiled for the check: literal and literal-prefix
+/// patterns (most are) in a byte trie walked once along the key, so that
+/// a user with many patterns pays for the key's length, not for the
+/// patterns; the rest are globbed one by one.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct KeyIndex {
+    nodes: Vec<TrieNode>,
+    /// Positions in the selector's patterns of those matched by glob.
+    globs: Vec<usize>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct TrieNode {
+    next: Vec<(u8, u32)>,
+    /// Permissions of the prefix patterns ending here (`…*`).
+    prefix: u8,
+    /// Permissions of the literal patterns ending here.
+    exact: u8,
+}
+
+impl KeyIndex {
+    fn build(keys: &[KeyPattern]) -> Self {
+        let mut index = KeyIndex { nodes: vec![TrieNode::default()], globs: Vec::new() };
+        for (i, k) in keys.iter().enumerate() {
+            match k.shape {
+                Shape::Exact => {
+                    let node = index.path(&k.pattern);
+                    index.nodes[node].exact |= k.perms | PRESENT;
+                }
+                Shape::Prefix(n) => {
+                    let node = index.path(&k.pattern[..n]);
+                    index.nodes[node].prefix |= k.perms | PRESENT;
+                }
+                Shape::Glob => index.globs.push(i),
+            }
+        }
+        index
+    }
+
+    /// The node for `bytes`, made as needed.
+    fn path(&mut self, bytes: &[u8]) -> usize {
+        let mut node = 0;
+        for &b in bytes {
+            node = match self.nodes[node].next.iter().find(|(c, _)| *c == b) {
+                Some(&(_, n)) => n as usize,
+                None => {
+                    self.nodes.push(TrieNode::default());
+                    let n = self.nodes.len() - 1;
+                    self.nodes[node].next.push((b, n as u32));
+                    n
+                }
+            };
+        }
+        node
+    }
+
+    fn allows(&self, keys: &[KeyPattern], key: &[u8], access: u8) -> bool {
+        let fits = |perms: u8| perms & PRESENT != 0 && perms & access == access;
+        // No pattern at all (a new selector, or after `resetkeys`).
+        let mut node = (!self.nodes.is_empty()).then_some(0);
+        for b in key {
+            let Some(at) = node else { break };
+            let here = &self.nodes[at];
+            if fits(here.prefix) {
+                return true;
+            }
+            node = here.next.iter().find(|(c, _)| c == b).map(|&(_, n)| n as usize);
+            if node.is_none() {
+                break;
+            }
+        }
+        // As Redis's matcher, `*` never matches an empty key.
+        let at_end = node.map(|n| &self.nodes[n]);
+        if at_end.is_some_and(|end| fits(end.exact) || (!key.is_empty() && fits(end.prefix))) {
+            return true;
+        }
+        self.globs.iter().any(|&i| keys[i].perms & access == access && keys[i].matches(key))
+    }
+}
+
+/// Marks a trie node where a pattern ends.
+const PRESENT: u8 = 0x80;
 
 /// Whether `channel` is allowed by `patterns` (Redis's
 /// `ACLCheckChannelAgainstList`).

@@ -61,6 +61,8 @@ fn rule_errors_are_redis_texts() {
         .contains("Adding a pattern after the * pattern (or the 'allkeys' flag)"));
     assert!(err(&mut u, "<nopw").contains("The password you are trying to remove"));
     assert!(err(&mut u, "#abc").contains("must be exactly 64 characters"));
+    assert!(err(&mut u, "%~k").ends_with("Syntax error"));
+    assert!(err(&mut u, "%R").ends_with("Syntax error"));
     assert!(err(&mut u, "+config|get|x")
         .contains("Allowing first-arg of a subcommand is not supported"));
     assert_eq!(
@@ -169,4 +171,56 @@ fn the_log_groups_like_events() {
 fn split_args_reads_quotes_as_redis_does() {
     assert_eq!(split_args(b" a \"b c\" 'd' \"\\x41\"").unwrap(), [&b"a"[..], b"b c", b"d", b"A"]);
     assert!(split_args(b"\"open").is_none());
+}
+
+#[test]
+fn literal_and_prefix_patterns_match_as_the_glob_does() {
+    let keys: &[&[u8]] = &[b"", b"a", b"app", b"app:", b"app:1", b"apq:1", b"x*", b"x?"];
+    for pattern in ["app:*", "app", "*", "app:1", "a?p*", "x\\*", "[ab]pp*", "app:**"] {
+        let p = KeyPattern::new(pattern.as_bytes(), READ_WRITE);
+        for key in keys {
+            let glob = ringdb_types::glob::glob_match(pattern.as_bytes(), key, false);
+            assert_eq!(p.matches(key), glob, "{pattern} on {:?}", String::from_utf8_lossy(key));
+        }
+    }
+}
+
+#[test]
+fn the_key_index_answers_as_matching_every_pattern_would() {
+    let rules = "%R~app:* %W~app:1 ~log:*:x ~b[ab]* %RW~* %W~c* %R~";
+    let sets: Vec<&str> = vec![rules, "~a* ~ab* %R~abc ~x", "~exact ~exact2 %W~pre*", "resetkeys"];
+    let keys: &[&[u8]] = &[
+        b"", b"a", b"ab", b"abc", b"app:", b"app:1", b"app:2", b"log:1:x", b"tmp", b"baa", b"c",
+        b"exact", b"pre", b"x",
+    ];
+    for rules in sets {
+        let mut s = Selector::new(true, false);
+        for r in rules.split(' ') {
+            s.apply(r.as_bytes()).unwrap();
+        }
+        let patterns: Vec<(String, u8)> = s
+            .describe_keys()
+            .split(' ')
+            .filter(|p| !p.is_empty())
+            .map(|p| match p.as_bytes() {
+                [b'%', b'R', b'~', ..] => (p[3..].to_string(), READ),
+                [b'%', b'W', b'~', ..] => (p[3..].to_string(), WRITE),
+                _ => (p[1..].to_string(), READ_WRITE),
+            })
+            .collect();
+        for key in keys {
+            for access in [0, READ, WRITE, READ_WRITE] {
+                let naive = patterns.iter().any(|(p, perms)| {
+                    perms & access == access
+                        && ringdb_types::glob::glob_match(p.as_bytes(), key, false)
+                });
+                assert_eq!(
+                    s.key_allowed(key, access),
+                    naive,
+                    "{rules} / {:?} / {access}",
+                    String::from_utf8_lossy(key)
+                );
+            }
+        }
+    }
 }

@@ -42,6 +42,9 @@ pub struct ClientInfo {
     /// The ACL user's uid when the user is restricted (`None`: every
     /// command is allowed): a script's `redis.call` checks it.
     pub acl_user: Option<u32>,
+    /// The ACL user may not read every key: SORT refuses BY and GET
+    /// patterns (they read keys the arguments do not name).
+    pub partial_key_read: bool,
 }
 
 /// Everything a handler gets.

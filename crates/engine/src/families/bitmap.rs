@@ -43,6 +43,7 @@ pub static COMMANDS: &[CommandSpec] = &[
     CommandSpec::new("bitfield", -2, WRITE | DENYOOM, Exec::Shard(bitfield))
         .keys(&[KeySpec::one(1, kf::RW | kf::UPDATE | kf::ACCESS | kf::VARIABLE_FLAGS)
             .notes("This command allows both access and modification of the key")])
+        .variable_key_flags(bitfield_key_flags)
         .acl(acl::BITMAP)
         .doc(
             "bitmap",
@@ -578,4 +579,23 @@ mod tests {
         b.client.resp = ringdb_protocol::Resp::V3;
         assert_eq!(b.run("BITFIELD k OVERFLOW FAIL INCRBY u2 0 5 GET u2 0"), "*2\r\n_\r\n:0\r\n");
     }
+}
+
+/// BITFIELD's key flags for given arguments (Redis's `bitfieldGetKeys`):
+/// read-only when every operation is a GET (a syntax error counts as a
+/// write, the safer reading).
+fn bitfield_key_flags(args: &[Bytes]) -> u32 {
+    let mut i = 2;
+    while i < args.len() {
+        let left = args.len() - i - 1;
+        let a = &args[i];
+        if a.eq_ignore_ascii_case(b"get") && left >= 2 {
+            i += 3;
+        } else if a.eq_ignore_ascii_case(b"overflow") && left >= 1 {
+            i += 2;
+        } else {
+            return kf::RW | kf::ACCESS | kf::UPDATE;
+        }
+    }
+    kf::RO | kf::ACCESS
 }

@@ -30,6 +30,10 @@ use ringdb_types::slot::hash_tag;
 use std::cmp::Ordering;
 
 const NOT_DOUBLE: CmdError = CmdError::new("ERR One or more scores can't be converted into double");
+const BY_DENIED: CmdError =
+    CmdError::new("ERR BY option of SORT denied due to insufficient ACL permissions.");
+const GET_DENIED: CmdError =
+    CmdError::new("ERR GET option of SORT denied due to insufficient ACL permissions.");
 const BY_ELSEWHERE: CmdError = CmdError::new(
     "ERR BY option of SORT denied in MULTI and scripts when the keys the pattern forms may live on another shard",
 );
@@ -114,7 +118,9 @@ struct Options<'a> {
     store: Option<&'a [u8]>,
 }
 
-fn parse(args: &[Bytes], read_only: bool) -> Result<Options<'_>, CmdError> {
+/// `partial_read`: the user may not read every key, so BY and GET
+/// patterns are refused (Redis's `user_has_full_key_access`).
+fn parse(args: &[Bytes], read_only: bool, partial_read: bool) -> Result<Options<'_>, CmdError> {
     let mut o = Options {
         desc: false,
         alpha: false,
@@ -144,8 +150,14 @@ fn parse(args: &[Bytes], read_only: bool) -> Result<Options<'_>, CmdError> {
             let pattern: &[u8] = &args[j + 1];
             o.by = Some(pattern);
             o.dont_sort = memchr(b'*', pattern).is_none();
+            if !o.dont_sort && partial_read {
+                return Err(BY_DENIED);
+            }
             j += 1;
         } else if is(a, "GET") && left >= 1 {
+            if partial_read {
+                return Err(GET_DENIED);
+            }
             o.get.push(&args[j + 1]);
             j += 1;
         } else {
@@ -191,14 +203,14 @@ fn sort_ro_forms_elsewhere(args: &[Bytes], here: &dyn Fn(&[u8]) -> bool) -> bool
 /// runs where its key is and reports them.
 fn forms_elsewhere(args: &[Bytes], here: &dyn Fn(&[u8]) -> bool, read_only: bool) -> bool {
     let Some(key) = args.get(1) else { return false };
-    parse(args, read_only).is_ok_and(|o| o.forms_only_at_home(key, here).is_some())
+    parse(args, read_only, false).is_ok_and(|o| o.forms_only_at_home(key, here).is_some())
 }
 
 /// The keys the BY and GET patterns form from the elements of `value`
 /// ([`FormedKeys::from_value`]).
 fn formed_keys(args: &[Bytes], value: Option<&Value>) -> Vec<Bytes> {
     // SORT_RO's options are SORT's without STORE: this parse reads both.
-    let Ok(o) = parse(args, false) else { return Vec::new() };
+    let Ok(o) = parse(args, false, false) else { return Vec::new() };
     let patterns: Vec<&[u8]> = o.reading_patterns().map(|(p, _)| p).collect();
     let mut keys = Vec::new();
     if patterns.is_empty() {
@@ -290,7 +302,7 @@ struct Sorted {
 }
 
 fn sort_generic(ctx: &mut Ctx, args: &[Bytes], read_only: bool) -> CmdResult {
-    let mut o = parse(args, read_only)?;
+    let mut o = parse(args, read_only, ctx.client.partial_key_read)?;
     may_read_patterns(&ctx.ks, &args[1], &o)?;
     let Some(entry) = ctx.ks.read_to_reshape(&args[1]) else {
         return finish(ctx, &o, Vec::new(), 0, -1);

@@ -110,6 +110,16 @@ pub fn check(conn: &Connection, reg: &Registered, args: &[Bytes]) -> Result<(), 
     Err(CmdError::owned(verdict.error(&reg.full_name)))
 }
 
+/// For a command that forms keys from data (SORT BY/GET): whether its
+/// user may read every key, which decides if it may form them.
+pub fn note_key_reads(conn: &mut Connection, reg: &Registered, args: &[Bytes]) {
+    if reg.spec.formed_keys.is_some() {
+        let user = &conn.state.user;
+        conn.state.partial_key_read =
+            !user.unrestricted() && !user.every_key_allowed(reg, args, acl::READ);
+    }
+}
+
 pub async fn setuser(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let name = &args[2];
     if !acl::valid_name(name) {

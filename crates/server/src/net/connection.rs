@@ -53,6 +53,9 @@ pub struct ClientState {
     /// the ACL generation it was read at: a change re-reads it.
     pub user: std::sync::Arc<ringdb_engine::acl::User>,
     pub acl_generation: u64,
+    /// The running command forms keys from data (SORT BY/GET) and the
+    /// user may not read every key.
+    pub partial_key_read: bool,
     /// CLIENT REPLY OFF.
     pub reply_off: bool,
     /// CLIENT REPLY SKIP: the next command's reply is dropped.
@@ -122,6 +125,7 @@ impl ClientState {
             authenticated,
             user,
             acl_generation,
+            partial_key_read: false,
             reply_off: false,
             skip_next: false,
             skip_current: false,
@@ -170,6 +174,7 @@ impl ClientState {
             part: false,
             master: self.master,
             acl_user: (!self.user.unrestricted()).then(|| self.user.uid()),
+            partial_key_read: self.partial_key_read,
         }
     }
 }

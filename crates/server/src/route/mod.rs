@@ -97,6 +97,7 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
                 continue;
             }
         }
+        crate::cmd::acl::note_key_reads(conn, reg, &args);
         if spec.has(flags::PROTECTED) && !protected_allowed(conn) {
             reject(conn, &mut segment, Some(reg), &CmdError::new(DEBUG_NOT_ALLOWED), skip).await;
             continue;

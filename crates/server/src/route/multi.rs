@@ -314,6 +314,7 @@ async fn run_queued(conn: &mut Connection, queued: Vec<Queued>) -> Visited {
                 continue;
             }
         }
+        crate::cmd::acl::note_key_reads(conn, reg, &args);
         let path = super::path(conn, reg, args, false);
         if !matches!(path, Path::One(..)) {
             run_group(conn, group.take()).await;
