@@ -170,3 +170,29 @@ fn subscribers_that_lose_a_channel_are_closed() {
     let _: () = q(&mut admin, &["ACL", "SETUSER", "sub", "resetchannels", "&b"]).unwrap();
     assert!(raw.is_closed());
 }
+
+#[test]
+fn hot_keys_are_shown_only_where_the_user_may_read() {
+    let server = Server::start_with(&["--shards", "2"]);
+    let mut admin = server.client();
+    let mut rule = vec!["HOTKEYS", "RULES", "SET"];
+    rule.extend("all PATTERN * INTERVAL 5 THRESHOLD 3 DURATION 30".split(' '));
+    let _: () = q(&mut admin, &rule).unwrap();
+    for key in ["pub:1", "secret:1"] {
+        for _ in 0..10 {
+            let _: Option<String> = q(&mut admin, &["GET", key]).unwrap();
+        }
+    }
+    let _: () =
+        q(&mut admin, &["ACL", "SETUSER", "viewer", "on", ">v", "+@all", "%R~pub:*"]).unwrap();
+    let mut viewer = login(&server, "viewer", "v");
+    let keys_of = |c: &mut redis::Connection, args: &[&str]| -> String {
+        format!("{:?}", q::<redis::Value>(c, args).unwrap())
+    };
+    let all = keys_of(&mut admin, &["HOTKEYS", "TOP", "10"]);
+    assert!(all.contains("secret:1") && all.contains("pub:1"), "{all}");
+    for args in [&["HOTKEYS", "TOP", "10"][..], &["HOTKEYS", "LIST"]] {
+        let seen = keys_of(&mut viewer, args);
+        assert!(seen.contains("pub:1") && !seen.contains("secret:1"), "{args:?}: {seen}");
+    }
+}

@@ -246,6 +246,11 @@ impl User {
         relevant
     }
 
+    /// Whether the user may read `key` (what it is shown of hot keys).
+    pub fn may_read(&self, key: &[u8]) -> bool {
+        self.unrestricted() || self.key_allowed(key, super::READ)
+    }
+
     /// Whether `key` may be used with `access` by some selector.
     pub fn key_allowed(&self, key: &[u8], access: u8) -> bool {
         self.selectors.iter().any(|s| s.key_allowed(key, access))

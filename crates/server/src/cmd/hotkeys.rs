@@ -97,7 +97,9 @@ async fn hot_now(conn: &Connection) -> Result<Vec<HotEntry>, CmdError> {
             core.shard.borrow_mut().state.hotkeys.list(now)
         })
         .await?;
-    let mut all: Vec<HotEntry> = lists.into_iter().flatten().collect();
+    // A user who may not read every key sees only the keys it may read.
+    let mut all: Vec<HotEntry> =
+        lists.into_iter().flatten().filter(|e| conn.state.user.may_read(&e.key)).collect();
     all.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
     Ok(all)
 }
@@ -140,7 +142,8 @@ pub async fn top(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     };
     let lists =
         conn.core.invoke_on_all(move |core| core.shard.borrow().state.hotkeys.top(n)).await?;
-    let mut all: Vec<_> = lists.into_iter().flatten().collect();
+    let mut all: Vec<_> =
+        lists.into_iter().flatten().filter(|e| conn.state.user.may_read(&e.key)).collect();
     all.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
     all.truncate(n);
     let mut out = conn.reply();
@@ -182,7 +185,8 @@ pub async fn watch(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     conn.ensure_mailbox();
     // Registered here before the shards hear of it, so no event they send
     // afterwards finds this core without the watcher.
-    conn.core.push.borrow_mut().hotkeys.add(client, patterns);
+    let acl_user = conn.state.info().acl_user;
+    conn.core.push.borrow_mut().hotkeys.add(client, patterns, acl_user);
     {
         let watched = conn.state.hotkey_watch.get_or_insert_with(|| patterns.to_vec());
         if !first && !watched.is_empty() {

@@ -13,16 +13,22 @@ use ringdb_engine::hotkeys::HotEvent;
 use std::collections::BTreeMap;
 
 /// This core's hot-key watchers: client id → its patterns (empty = every
-/// key).
+/// key), and the uid of its ACL user when that user may not read every
+/// key: it is told only of keys its user may read.
 #[derive(Default)]
 pub struct HotkeyWatchers {
     by_client: BTreeMap<u64, Vec<Bytes>>,
+    restricted: BTreeMap<u64, u32>,
 }
 
 impl HotkeyWatchers {
     /// Adds a watcher, or patterns to one (none = every key; a watcher of
     /// every key stays one).
-    pub fn add(&mut self, client: u64, patterns: &[Bytes]) {
+    pub fn add(&mut self, client: u64, patterns: &[Bytes], acl_user: Option<u32>) {
+        match acl_user {
+            Some(uid) => self.restricted.insert(client, uid),
+            None => self.restricted.remove(&client),
+        };
         match self.by_client.get_mut(&client) {
             None => {
                 self.by_client.insert(client, patterns.to_vec());
@@ -41,6 +47,7 @@ impl HotkeyWatchers {
 
     pub fn remove(&mut self, client: u64) {
         self.by_client.remove(&client);
+        self.restricted.remove(&client);
     }
 
     pub fn len(&self) -> usize {
@@ -53,10 +60,11 @@ impl HotkeyWatchers {
 
     /// Whether `client`'s patterns let `key` through.
     pub fn wants(&self, client: u64, key: &[u8]) -> bool {
-        self.by_client.get(&client).is_some_and(|patterns| {
+        let matches = self.by_client.get(&client).is_some_and(|patterns| {
             patterns.is_empty()
                 || patterns.iter().any(|p| ringdb_types::glob::glob_match(p, key, false))
-        })
+        });
+        matches && self.restricted.get(&client).is_none_or(|&uid| may_read(uid, key))
     }
 
     /// The pushes `events` make for this core's watchers.
@@ -92,6 +100,13 @@ pub fn encode(event: &HotEvent, out: &mut ringdb_protocol::ReplyWriter) {
     }
 }
 
+/// Whether the ACL user with `uid` (as it is now) may read `key`; a user
+/// deleted meanwhile may read nothing.
+fn may_read(uid: u32, key: &[u8]) -> bool {
+    let acl = ringdb_engine::acl::registry();
+    acl.by_uid(uid).is_some_and(|u| u.may_read(key))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,16 +124,16 @@ mod tests {
     #[test]
     fn events_reach_the_watchers_whose_patterns_match() {
         let mut w = HotkeyWatchers::default();
-        w.add(1, &[]);
-        w.add(1, &[Bytes::from_static(b"user:*")]);
-        w.add(2, &[Bytes::from_static(b"user:*")]);
-        w.add(2, &[Bytes::from_static(b"item:*")]);
+        w.add(1, &[], None);
+        w.add(1, &[Bytes::from_static(b"user:*")], None);
+        w.add(2, &[Bytes::from_static(b"user:*")], None);
+        w.add(2, &[Bytes::from_static(b"item:*")], None);
         let cold = HotEvent::Cold { db: 0, key: Bytes::from_static(b"user:1") };
         let sent: Vec<u64> =
             w.fan_out(&[hot("user:1"), hot("cart:9"), cold]).iter().map(|(c, _)| *c).collect();
         assert_eq!(sent, vec![1, 2, 1, 1, 2]);
         assert!(!w.wants(2, b"cart:9"));
-        w.add(2, &[]);
+        w.add(2, &[], None);
         assert!(w.wants(2, b"cart:9"));
         w.remove(1);
         w.remove(2);
