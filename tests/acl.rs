@@ -196,3 +196,32 @@ fn hot_keys_are_shown_only_where_the_user_may_read() {
         assert!(seen.contains("pub:1") && !seen.contains("secret:1"), "{args:?}: {seen}");
     }
 }
+
+#[test]
+fn a_blocked_command_the_rules_no_longer_allow_is_refused_when_they_change() {
+    let server = Server::start_with(&["--shards", "2"]);
+    let mut admin = server.client();
+    let _: () =
+        q(&mut admin, &["ACL", "SETUSER", "w", "on", ">p", "+blpop", "+auth", "~q*"]).unwrap();
+    // Waiting on one shard's key, then on keys of both shards.
+    let two: Vec<String> = (0..8).map(|i| format!("q{i}")).collect();
+    let map = ringdb_engine::SlotMap::new(2);
+    assert!(two.iter().any(|k| map.shard_of_key(k.as_bytes()) != map.shard_of_key(b"q0")));
+    for keys in [vec!["q0".to_string()], two] {
+        let mut raw = server.raw();
+        assert_eq!(raw.call(&["AUTH", "w", "p"]), "+OK\r\n");
+        let mut blpop: Vec<&[u8]> = vec![b"BLPOP"];
+        blpop.extend(keys.iter().map(|k| k.as_bytes()));
+        blpop.push(b"0");
+        raw.cmd(&blpop);
+        // Blocked: a change that keeps BLPOP allowed does not end the wait.
+        common::wait_for(10, "the client to block", || {
+            common::info_field(&mut admin, "clients", "blocked_clients") == "1"
+        });
+        let _: () = q(&mut admin, &["ACL", "SETUSER", "w", "+get"]).unwrap();
+        let _: () = q(&mut admin, &["ACL", "SETUSER", "w", "-blpop"]).unwrap();
+        let reply = String::from_utf8(raw.read_frame()).unwrap();
+        assert_eq!(reply, "-NOPERM this user has no permissions to run the 'blpop' command\r\n");
+        let _: () = q(&mut admin, &["ACL", "SETUSER", "w", "+blpop"]).unwrap();
+    }
+}

@@ -115,8 +115,10 @@ pub fn logged_args(args: &[Bytes]) -> Vec<Bytes> {
     out
 }
 
-/// The configuration parameters whose values are secrets.
-const SENSITIVE_CONFIGS: &[&str] = &["requirepass", "masterauth"];
+/// The configuration parameters whose values are secrets: Redis 7.0's
+/// sensitive ones, and the TLS key passwords (7.0 logs those as given).
+const SENSITIVE_CONFIGS: &[&str] =
+    &["requirepass", "masterauth", "masteruser", "tls-key-file-pass", "tls-client-key-file-pass"];
 
 /// Arguments Redis redacts before logging a command: AUTH's, HELLO's
 /// `AUTH username password`, the values of CONFIG SET's sensitive

@@ -137,6 +137,7 @@ pub async fn setuser(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
         if !new.keeps_channels_of(&old) {
             close_subscribers_outside(conn, &name, new.all_channel_patterns()).await?;
         }
+        blocked_look_again(conn).await?;
     }
     conn.reply().ok();
     Ok(())
@@ -159,6 +160,13 @@ async fn close_subscribers_outside(
                 .subscribes_outside(client.id, |c, pattern| acl::channel_in(&patterns, c, pattern))
     })
     .await
+}
+
+/// Clients blocked in a command check it again against the changed rules
+/// (one that is no longer allowed gets -NOPERM instead of its reply).
+async fn blocked_look_again(conn: &mut Connection) -> CmdResult {
+    conn.core.invoke_on_all(|core| core.blocked.borrow().acl_changed()).await?;
+    Ok(())
 }
 
 /// Closes every connection authenticated as one of `names` (a deleted or

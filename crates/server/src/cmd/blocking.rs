@@ -39,6 +39,8 @@ pub enum Wake {
     Served(Bytes),
     /// CLIENT UNBLOCK: reply as on timeout, or with an error.
     Unblock { error: bool },
+    /// The ACL changed: is the command still allowed to its user?
+    AclChanged,
 }
 
 /// This core's blocked clients: where to send their wake-ups.
@@ -52,6 +54,13 @@ impl BlockedClients {
     /// client that was served meanwhile is dropped).
     pub fn wake(&self, client: u64, wake: Wake) -> bool {
         self.by_client.get(&client).is_some_and(|tx| tx.try_send(wake).is_ok())
+    }
+
+    /// Tells every blocked client that the ACL changed.
+    pub fn acl_changed(&self) {
+        for tx in self.by_client.values() {
+            let _ = tx.try_send(Wake::AclChanged);
+        }
     }
 
     /// Blocked clients of this core (INFO's blocked_clients).
@@ -90,7 +99,7 @@ pub async fn wait(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let event = loop {
         let poll = Instant::now() + Duration::from_millis(1);
         match next_event(conn, Some(deadline.map_or(poll, |d| d.min(poll))), &rx).await {
-            Event::Wake(Wake::Ready | Wake::Served(_)) => continue,
+            Event::Wake(Wake::Ready | Wake::Served(_) | Wake::AclChanged) => continue,
             Event::TimedOut
                 if acked() < numreplicas && deadline.is_none_or(|d| Instant::now() < d) =>
             {
@@ -183,6 +192,7 @@ pub async fn run(conn: &mut Connection, reg: &'static Registered, args: Vec<Byte
             error_reply(conn, UNBLOCKED);
         }
         Outcome::GroupGone(error) => error_reply(conn, error),
+        Outcome::Denied(e) => error_reply(conn, e.text()),
         Outcome::Disconnected => conn.state.close_after_reply = true,
     }
 }
@@ -193,7 +203,22 @@ enum Outcome {
     GroupGone(&'static str),
     TimedOut,
     Unblocked,
+    /// The ACL changed while it waited and no longer allows it.
+    Denied(CmdError),
     Disconnected,
+}
+
+/// Whether the blocked `command` is still allowed to its user, as the ACL
+/// is now (a refusal is logged like any other).
+fn still_allowed(conn: &mut Connection, command: &ShardCommand) -> Result<(), CmdError> {
+    if conn.core.shared.acl.generation() != conn.state.acl_generation {
+        crate::cmd::acl::refresh_user(conn);
+    }
+    if conn.state.user.unrestricted() {
+        return Ok(());
+    }
+    let reg = ringdb_engine::command::table().resolve(&command.args)?;
+    crate::cmd::acl::check(conn, reg, &command.args)
 }
 
 /// Keys on one shard: registers the command there (serving it at once if
@@ -246,6 +271,10 @@ async fn wait_on_shard(
                 return Outcome::Served;
             }
             Event::Wake(Wake::Ready) => continue,
+            Event::Wake(Wake::AclChanged) => match still_allowed(conn, command) {
+                Ok(()) => continue,
+                Err(e) => break Outcome::Denied(e),
+            },
             Event::Wake(Wake::Unblock { error: true }) => break Outcome::Unblocked,
             Event::Wake(Wake::Unblock { error: false }) | Event::TimedOut => {
                 break Outcome::TimedOut
@@ -377,6 +406,11 @@ async fn wait_retrying(
         }
         match next_event(conn, deadline, rx).await {
             Event::Wake(Wake::Ready | Wake::Served(_)) => {}
+            Event::Wake(Wake::AclChanged) => {
+                if let Err(e) = still_allowed(conn, command) {
+                    return Outcome::Denied(e);
+                }
+            }
             Event::Wake(Wake::Unblock { error: true }) => return Outcome::Unblocked,
             Event::Wake(Wake::Unblock { error: false }) | Event::TimedOut => {
                 return Outcome::TimedOut
