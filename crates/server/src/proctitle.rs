@@ -27,6 +27,7 @@ pub struct Vars<'a> {
     pub title: &'a str,
     pub bind: &'a [String],
     pub port: u16,
+    pub tls_port: u16,
     pub config_file: Option<&'a str>,
     /// `[cluster]` or `[sentinel]`, or empty.
     pub server_mode: &'a str,
@@ -36,14 +37,16 @@ impl Vars<'_> {
     fn get(&self, name: &str) -> Option<String> {
         Some(match name {
             "title" => self.title.to_string(),
+            // As Redis: the TLS port when there is no plain one.
             "listen-addr" => {
-                format!("{}:{}", self.bind.first().map_or("*", String::as_str), self.port)
+                let port = if self.port != 0 { self.port } else { self.tls_port };
+                format!("{}:{}", self.bind.first().map_or("*", String::as_str), port)
             }
             "server-mode" => self.server_mode.to_string(),
             "config-file" => self.config_file.unwrap_or("-").to_string(),
             "port" => self.port.to_string(),
-            // ringdb has neither TLS nor a unix socket yet.
-            "tls-port" => "0".to_string(),
+            "tls-port" => self.tls_port.to_string(),
+            // ringdb has no unix socket yet.
             "unixsocket" => String::new(),
             _ => return None,
         })
@@ -74,7 +77,8 @@ pub fn expand(template: &str, vars: &Vars) -> Option<String> {
 
 /// Whether CONFIG SET may take `template` (Redis's text otherwise).
 pub fn validate(template: &str) -> Result<(), String> {
-    let vars = Vars { title: "", bind: &[], port: 0, config_file: None, server_mode: "" };
+    let vars =
+        Vars { title: "", bind: &[], port: 0, tls_port: 0, config_file: None, server_mode: "" };
     match expand(template, &vars) {
         Some(title) if !title.is_empty() => Ok(()),
         _ => Err("template format is invalid or contains unknown variables".into()),
@@ -114,6 +118,7 @@ pub fn refresh(config: &Config, port: u16) {
         title: ARG0.get().map_or("ringdb", String::as_str),
         bind: &bind,
         port,
+        tls_port: config.int("tls-port").clamp(0, u16::MAX as i64) as u16,
         config_file: config_file.as_deref(),
         server_mode: "",
     };
@@ -157,7 +162,14 @@ mod tests {
 
     fn vars() -> Vars<'static> {
         static BIND: [String; 0] = [];
-        Vars { title: "/bin/ringdb", bind: &BIND, port: 6379, config_file: None, server_mode: "" }
+        Vars {
+            title: "/bin/ringdb",
+            bind: &BIND,
+            port: 6379,
+            tls_port: 0,
+            config_file: None,
+            server_mode: "",
+        }
     }
 
     #[test]
@@ -167,6 +179,8 @@ mod tests {
             expand("T {title} {port} {tls-port} {config-file} {{x}", &vars()).unwrap(),
             "T /bin/ringdb 6379 0 - {x}"
         );
+        let tls_only = Vars { port: 0, tls_port: 6380, ..vars() };
+        assert_eq!(expand("{listen-addr} {tls-port}", &tls_only).unwrap(), "*:6380 6380");
         assert_eq!(expand("{nosuch}", &vars()), None);
         assert_eq!(expand("{title", &vars()), None);
         assert!(validate("{invalid-var}").is_err());

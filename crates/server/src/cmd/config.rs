@@ -151,7 +151,7 @@ fn apply_to_process(core: &Core, pairs: &[(&'static str, String)]) -> CmdResult 
         let (mode, value) = next.oom_score();
         crate::process::apply_oom_score(mode, value).map_err(|e| set_failed(name, &e))?;
     }
-    if changes("proc-title-template").is_some() {
+    if changes("proc-title-template").is_some() || changes("tls-port").is_some() {
         crate::proctitle::refresh(&next, core.shared.port);
     }
     // As Redis's `updateRequirePass`: the default user's password.
