@@ -225,3 +225,24 @@ fn a_blocked_command_the_rules_no_longer_allow_is_refused_when_they_change() {
         let _: () = q(&mut admin, &["ACL", "SETUSER", "w", "+blpop"]).unwrap();
     }
 }
+
+#[test]
+fn a_watch_stops_pushing_what_its_user_may_no_longer_read() {
+    let server = Server::start_with(&["--shards", "2"]);
+    let mut admin = server.client();
+    let _: () = q(&mut admin, &["ACL", "SETUSER", "r", "on", ">p", "+@all", "~pub:*"]).unwrap();
+    let mut raw = server.raw();
+    assert_eq!(raw.call(&["AUTH", "r", "p"]), "+OK\r\n");
+    raw.cmd(&[b"GET.WATCH", b"pub:1"]);
+    let first = String::from_utf8_lossy(&raw.read_frame()).into_owned();
+    assert!(first.starts_with("*3\r\n$3\r\nGET\r\n"), "{first}");
+    let _: () = q(&mut admin, &["SET", "pub:1", "v1"]).unwrap();
+    assert!(String::from_utf8_lossy(&raw.read_frame()).contains("v1"));
+    // Taken away: no result; given back: the next one.
+    let _: () = q(&mut admin, &["ACL", "SETUSER", "r", "resetkeys", "~other:*"]).unwrap();
+    let _: () = q(&mut admin, &["SET", "pub:1", "v2"]).unwrap();
+    let _: () = q(&mut admin, &["ACL", "SETUSER", "r", "~pub:*"]).unwrap();
+    let _: () = q(&mut admin, &["SET", "pub:1", "v3"]).unwrap();
+    let next = String::from_utf8_lossy(&raw.read_frame()).into_owned();
+    assert!(next.contains("v3") && !next.contains("v2"), "{next}");
+}

@@ -43,6 +43,15 @@ pub async fn query_watch(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
         ShardCommand { id: reg.id, spec: reg.spec, args: command_args, client: conn.state.info() };
     let shard = conn.core.shared.slot_map.shard_of_key(&key);
     let (home, client, resp) = (conn.core.id, conn.state.id, conn.state.resp);
+    // A restricted user's results stop if its rules stop allowing this.
+    let permission = match (conn.state.info().acl_user, table().get(&args[0])) {
+        (Some(uid), Some(watch_reg)) => Some(std::sync::Arc::new(crate::push::watch::Permission {
+            uid,
+            reg: watch_reg,
+            args: args.to_vec(),
+        })),
+        _ => None,
+    };
     let again = conn.state.query_watches.contains_key(&fp);
     let label = Bytes::from(name.clone());
     conn.ensure_mailbox();
@@ -73,7 +82,7 @@ pub async fn query_watch(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
             core.queue_job(
                 home,
                 Box::new(move |home| {
-                    home.push.borrow_mut().queries.add(fp, client, resp);
+                    home.push.borrow_mut().queries.add(fp, client, resp, permission);
                     reply.send(result);
                 }),
             );

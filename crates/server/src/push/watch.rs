@@ -14,10 +14,13 @@
 
 use super::Push;
 use bytes::Bytes;
+use ringdb_engine::acl::Verdict;
+use ringdb_engine::command::Registered;
 use ringdb_engine::query_watch::WatchPush;
 use ringdb_engine::ShardId;
 use ringdb_protocol::Resp;
 use std::collections::HashMap;
+use std::sync::Arc;
 
 /// One of a connection's reactive queries (its side of the bookkeeping).
 #[derive(Clone, Debug)]
@@ -30,23 +33,46 @@ pub struct WatchedQuery {
     pub resp: Resp,
 }
 
-/// This core's watchers, by fingerprint.
+/// This core's watchers, by fingerprint: client, protocol, and for a
+/// restricted ACL user what to check each result against.
 #[derive(Default)]
 pub struct QueryWatchers {
-    by_fingerprint: HashMap<u64, Vec<(u64, Resp)>>,
+    by_fingerprint: HashMap<u64, Vec<(u64, Resp, Option<Arc<Permission>>)>>,
+}
+
+/// A restricted user's watch: the user's uid and the `<NAME>.WATCH`
+/// request. A result is pushed only while the user (as it is then) may
+/// still run that request.
+pub struct Permission {
+    pub uid: u32,
+    pub reg: &'static Registered,
+    pub args: Vec<Bytes>,
+}
+
+impl Permission {
+    fn allows(&self) -> bool {
+        let acl = ringdb_engine::acl::registry();
+        acl.by_uid(self.uid).is_some_and(|u| u.check(self.reg, &self.args) == Verdict::Allowed)
+    }
 }
 
 impl QueryWatchers {
-    pub fn add(&mut self, fingerprint: u64, client: u64, resp: Resp) {
+    pub fn add(
+        &mut self,
+        fingerprint: u64,
+        client: u64,
+        resp: Resp,
+        permission: Option<Arc<Permission>>,
+    ) {
         let watchers = self.by_fingerprint.entry(fingerprint).or_default();
-        if !watchers.iter().any(|(c, _)| *c == client) {
-            watchers.push((client, resp));
+        if !watchers.iter().any(|(c, _, _)| *c == client) {
+            watchers.push((client, resp, permission));
         }
     }
 
     pub fn remove(&mut self, fingerprint: u64, client: u64) {
         if let Some(watchers) = self.by_fingerprint.get_mut(&fingerprint) {
-            watchers.retain(|(c, _)| *c != client);
+            watchers.retain(|(c, _, _)| *c != client);
             if watchers.is_empty() {
                 self.by_fingerprint.remove(&fingerprint);
             }
@@ -61,10 +87,13 @@ impl QueryWatchers {
         };
         watchers
             .iter()
-            .filter_map(|&(client, resp)| {
-                let result = push.results[resp_index(resp)].clone()?;
+            .filter_map(|(client, resp, permission)| {
+                if permission.as_ref().is_some_and(|p| !p.allows()) {
+                    return None;
+                }
+                let result = push.results[resp_index(*resp)].clone()?;
                 Some((
-                    client,
+                    *client,
                     Push::Watch { name: push.name.clone(), fingerprint: push.fingerprint, result },
                 ))
             })
@@ -74,7 +103,7 @@ impl QueryWatchers {
     /// Connections of this core watching something.
     pub fn watching_clients(&self) -> usize {
         let mut clients: Vec<u64> =
-            self.by_fingerprint.values().flatten().map(|(c, _)| *c).collect();
+            self.by_fingerprint.values().flatten().map(|(c, _, _)| *c).collect();
         clients.sort_unstable();
         clients.dedup();
         clients.len()
@@ -123,10 +152,10 @@ mod tests {
     #[test]
     fn results_reach_the_watchers_of_their_protocol_only() {
         let mut w = QueryWatchers::default();
-        w.add(7, 1, Resp::V2);
-        w.add(7, 2, Resp::V3);
-        w.add(7, 2, Resp::V3);
-        w.add(8, 3, Resp::V2);
+        w.add(7, 1, Resp::V2, None);
+        w.add(7, 2, Resp::V3, None);
+        w.add(7, 2, Resp::V3, None);
+        w.add(8, 3, Resp::V2, None);
         let sent = w.fan_out(&push(7, Some("$1\r\na\r\n"), None));
         assert_eq!(sent.len(), 1);
         assert_eq!(sent[0].0, 1);
