@@ -33,12 +33,15 @@ pub struct WatchedQuery {
     pub resp: Resp,
 }
 
-/// This core's watchers, by fingerprint: client, protocol, and for a
-/// restricted ACL user what to check each result against.
+/// This core's watchers, by fingerprint.
 #[derive(Default)]
 pub struct QueryWatchers {
-    by_fingerprint: HashMap<u64, Vec<(u64, Resp, Option<Arc<Permission>>)>>,
+    by_fingerprint: HashMap<u64, Vec<Watcher>>,
 }
+
+/// A client, its protocol, and for a restricted ACL user what each result
+/// is checked against.
+type Watcher = (u64, Resp, Option<Arc<Permission>>);
 
 /// A restricted user's watch: the user's uid and the `<NAME>.WATCH`
 /// request. A result is pushed only while the user (as it is then) may
