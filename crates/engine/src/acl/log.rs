@@ -61,6 +61,20 @@ pub struct LogEntry {
     pub client_info: String,
 }
 
+impl LogEntry {
+    /// An event now, counted once.
+    pub fn new(
+        reason: Reason,
+        context: Context,
+        object: String,
+        username: String,
+        client_info: String,
+    ) -> Self {
+        let at_ms = crate::shard::now_ms();
+        LogEntry { count: 1, reason, context, object, username, at_ms, client_info }
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct AclLog {
     entries: VecDeque<LogEntry>,

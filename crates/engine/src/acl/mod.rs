@@ -17,7 +17,7 @@ pub use log::{AclLog, Context, LogEntry, Reason};
 pub use selector::{
     access_of, category_by_name, channel_in, KeyPattern, Selector, READ, READ_WRITE, WRITE,
 };
-pub use user::{hash_password, merge_selector_args, split_args, valid_name, User};
+pub use user::{hash_password, merge_selector_args, valid_name, User};
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
@@ -355,13 +355,20 @@ fn trim(s: &[u8]) -> &[u8] {
     &s[start..end]
 }
 
+/// The ACL's generation, read by every command of every core: on a cache
+/// line of its own, away from the users' lock, which AUTH and new
+/// connections write when they take it.
+#[derive(Debug)]
+#[repr(align(64))]
+struct Generation(AtomicU64);
+
 /// The process's users, their generation, and the ACL log: shared by every
 /// core. Locks are taken by ACL commands, AUTH, and a connection whose
 /// user changed, never by a command's check.
 #[derive(Debug)]
 pub struct Acl {
     users: RwLock<Users>,
-    generation: AtomicU64,
+    generation: Generation,
     pub log: Mutex<AclLog>,
     /// `acllog-max-len`.
     log_max_len: std::sync::atomic::AtomicUsize,
@@ -371,7 +378,7 @@ impl Default for Acl {
     fn default() -> Self {
         Acl {
             users: Default::default(),
-            generation: Default::default(),
+            generation: Generation(AtomicU64::new(0)),
             log: Default::default(),
             log_max_len: std::sync::atomic::AtomicUsize::new(128),
         }
@@ -381,7 +388,7 @@ impl Default for Acl {
 impl Acl {
     /// Bumped on every change; connections compare it to their copy.
     pub fn generation(&self) -> u64 {
-        self.generation.load(Ordering::Acquire)
+        self.generation.0.load(Ordering::Acquire)
     }
 
     /// Reads the users.
@@ -393,7 +400,7 @@ impl Acl {
     pub fn change<R>(&self, f: impl FnOnce(&mut Users) -> R) -> R {
         let mut users = self.users.write().unwrap_or_else(|e| e.into_inner());
         let out = f(&mut users);
-        self.generation.fetch_add(1, Ordering::AcqRel);
+        self.generation.0.fetch_add(1, Ordering::AcqRel);
         out
     }
 

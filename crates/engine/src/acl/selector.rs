@@ -174,6 +174,10 @@ impl Selector {
     /// Applies one rule (Redis's `ACLSetSelector`).
     pub fn apply(&mut self, op: &[u8]) -> Result<(), RuleError> {
         let is = |word: &str| op.eq_ignore_ascii_case(word.as_bytes());
+        // An empty rule inside a selector (`("" +get)`) is no rule.
+        if op.is_empty() {
+            return Err(RuleError::Syntax);
+        }
         if is("allkeys") || op == b"~*" {
             self.all_keys = true;
             self.keys.clear();

@@ -63,6 +63,7 @@ fn rule_errors_are_redis_texts() {
     assert!(err(&mut u, "#abc").contains("must be exactly 64 characters"));
     assert!(err(&mut u, "%~k").ends_with("Syntax error"));
     assert!(err(&mut u, "%R").ends_with("Syntax error"));
+    assert!(err(&mut u, "(\"\" +get)").ends_with("Syntax error"));
     assert!(err(&mut u, "+config|get|x")
         .contains("Allowing first-arg of a subcommand is not supported"));
     assert_eq!(
@@ -165,12 +166,6 @@ fn the_log_groups_like_events() {
     assert_eq!(counts, [("get".into(), 1), ("set".into(), 1), ("get".into(), 2)]);
     log.add(entry("x", 0), 2);
     assert_eq!(log.len(), 2);
-}
-
-#[test]
-fn split_args_reads_quotes_as_redis_does() {
-    assert_eq!(split_args(b" a \"b c\" 'd' \"\\x41\"").unwrap(), [&b"a"[..], b"b c", b"d", b"A"]);
-    assert!(split_args(b"\"open").is_none());
 }
 
 #[test]

@@ -140,7 +140,9 @@ impl User {
             self.passwords.remove(at);
         } else if op[0] == b'(' && op[op.len() - 1] == b')' {
             let mut selector = Selector::new(false, pubsub_all);
-            for rule in split_args(&op[1..op.len() - 1]).ok_or(RuleError::Syntax)? {
+            let rules = ringdb_protocol::parse::split_args(&op[1..op.len() - 1])
+                .ok_or(RuleError::Syntax)?;
+            for rule in rules {
                 selector.apply(&rule)?;
             }
             self.selectors.push(selector);
@@ -341,90 +343,6 @@ pub fn merge_selector_args(args: &[Bytes]) -> Result<Vec<Vec<u8>>, usize> {
         Some((start, _)) => Err(start),
         None => Ok(out),
     }
-}
-
-/// Splits a line into arguments as Redis's `sdssplitargs` does (quotes and
-/// escapes); `None` for unbalanced quotes.
-pub fn split_args(line: &[u8]) -> Option<Vec<Vec<u8>>> {
-    let mut args = Vec::new();
-    let mut i = 0;
-    loop {
-        while i < line.len() && line[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        if i == line.len() {
-            return Some(args);
-        }
-        let mut cur = Vec::new();
-        let (mut inq, mut insq) = (false, false);
-        loop {
-            let c = line.get(i).copied();
-            if inq {
-                match c {
-                    None => return None,
-                    Some(b'\\')
-                        if line.get(i + 1) == Some(&b'x')
-                            && hex2(line.get(i + 2..i + 4)).is_some() =>
-                    {
-                        cur.push(hex2(line.get(i + 2..i + 4)).expect("checked"));
-                        i += 3;
-                    }
-                    Some(b'\\') if i + 1 < line.len() => {
-                        i += 1;
-                        cur.push(match line[i] {
-                            b'n' => b'\n',
-                            b'r' => b'\r',
-                            b't' => b'\t',
-                            b'b' => 8,
-                            b'a' => 7,
-                            other => other,
-                        });
-                    }
-                    Some(b'"') => {
-                        // A closing quote must be followed by a space or the end.
-                        if line.get(i + 1).is_some_and(|c| !c.is_ascii_whitespace()) {
-                            return None;
-                        }
-                        i += 1;
-                        break;
-                    }
-                    Some(c) => cur.push(c),
-                }
-            } else if insq {
-                match c {
-                    None => return None,
-                    Some(b'\\') if line.get(i + 1) == Some(&b'\'') => {
-                        i += 1;
-                        cur.push(b'\'');
-                    }
-                    Some(b'\'') => {
-                        if line.get(i + 1).is_some_and(|c| !c.is_ascii_whitespace()) {
-                            return None;
-                        }
-                        i += 1;
-                        break;
-                    }
-                    Some(c) => cur.push(c),
-                }
-            } else {
-                match c {
-                    None => break,
-                    Some(c) if c.is_ascii_whitespace() => break,
-                    Some(b'"') => inq = true,
-                    Some(b'\'') => insq = true,
-                    Some(c) => cur.push(c),
-                }
-            }
-            i += 1;
-        }
-        args.push(cur);
-    }
-}
-
-fn hex2(pair: Option<&[u8]>) -> Option<u8> {
-    let pair = pair?;
-    let digit = |c: u8| (c as char).to_digit(16);
-    Some((digit(pair[0])? * 16 + digit(pair[1])?) as u8)
 }
 
 /// Whether a user name may be used (no spaces or NULs).

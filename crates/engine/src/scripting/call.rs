@@ -352,20 +352,10 @@ impl CallCtx<'_, '_> {
             Some(i) => String::from_utf8_lossy(&argv[i]).into_owned(),
             None => name.to_string(),
         };
-        let entry = crate::acl::LogEntry {
-            count: 1,
-            reason,
-            context: crate::acl::Context::Lua,
-            object,
-            username: user.name().to_string(),
-            at_ms: crate::shard::now_ms(),
-            client_info: format!(
-                "id={} db={} user={}",
-                self.client.id,
-                self.client.db,
-                user.name()
-            ),
-        };
+        let info = format!("id={} db={} user={}", self.client.id, self.client.db, user.name());
+        let user_name = user.name().to_string();
+        let entry =
+            crate::acl::LogEntry::new(reason, crate::acl::Context::Lua, object, user_name, info);
         crate::acl::registry().log(entry);
     }
 

@@ -68,34 +68,29 @@ pub fn log_denial(
         None => full_name.to_string(),
     };
     let username = conn.state.user.name().to_string();
-    add_entry(&conn.core, reason, context, object, username, conn.handle.describe());
+    let entry = LogEntry::new(reason, context, object, username, conn.handle.describe());
+    conn.core.shared.acl.log(entry);
 }
 
-fn add_entry(
-    core: &Core,
-    reason: Reason,
-    context: Context,
-    object: String,
-    username: String,
-    info: String,
-) {
-    let entry = LogEntry {
-        count: 1,
-        reason,
-        context,
-        object,
-        username,
-        at_ms: ringdb_engine::shard::now_ms(),
-        client_info: info,
-    };
-    core.shared.acl.log(entry);
+/// Where a command the connection runs now comes from, for the log.
+fn context(conn: &Connection) -> Context {
+    if conn.state.multi.is_some() {
+        Context::Multi
+    } else {
+        Context::Toplevel
+    }
 }
 
 /// A failed AUTH or HELLO AUTH, in the log as Redis writes it.
 pub fn log_auth_failure(conn: &Connection, command: &[u8], username: &[u8]) {
-    let context = if conn.state.multi.is_some() { Context::Multi } else { Context::Toplevel };
-    let object = text(command);
-    add_entry(&conn.core, Reason::Auth, context, object, text(username), conn.handle.describe());
+    let entry = LogEntry::new(
+        Reason::Auth,
+        context(conn),
+        text(command),
+        text(username),
+        conn.handle.describe(),
+    );
+    conn.core.shared.acl.log(entry);
 }
 
 /// Checks `reg` with `args` for this connection's user; refusals are
@@ -105,8 +100,7 @@ pub fn check(conn: &Connection, reg: &Registered, args: &[Bytes]) -> Result<(), 
     if verdict == Verdict::Allowed {
         return Ok(());
     }
-    let context = if conn.state.multi.is_some() { Context::Multi } else { Context::Toplevel };
-    log_denial(conn, verdict, &reg.full_name, args, context);
+    log_denial(conn, verdict, &reg.full_name, args, context(conn));
     Err(CmdError::owned(verdict.error(&reg.full_name)))
 }
 
@@ -371,24 +365,14 @@ pub fn genpass(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
         )));
     }
     let chars = (bits as usize).div_ceil(4);
+    // From the kernel's random source, as Redis seeds GENPASS.
     let mut bytes = vec![0u8; chars.div_ceil(2)];
-    getrandom(&mut bytes);
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut bytes))
+        .map_err(|e| CmdError::owned(format!("ERR could not read random bytes: {e}")))?;
     let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
     conn.reply().bulk(&hex.as_bytes()[..chars]);
     Ok(())
-}
-
-/// Fills `buf` from the kernel's random source.
-fn getrandom(buf: &mut [u8]) {
-    let mut filled = 0;
-    while filled < buf.len() {
-        // SAFETY: writes at most the remaining length into `buf`.
-        let n =
-            unsafe { libc::getrandom(buf[filled..].as_mut_ptr().cast(), buf.len() - filled, 0) };
-        if n > 0 {
-            filled += n as usize;
-        }
-    }
 }
 
 pub fn log(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
