@@ -493,10 +493,19 @@ pub fn help(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     Ok(())
 }
 
+/// Re-reads the connection's user when the ACL changed since it last
+/// looked: one atomic read a command. The link to our primary has no
+/// user of the registry to re-read.
+pub fn keep_user_current(conn: &mut Connection) {
+    if conn.core.shared.acl.generation() != conn.state.acl_generation && !conn.state.master {
+        refresh_user(conn);
+    }
+}
+
 /// The user a connection keeps, after ACL changes: the current version of
 /// its user, or the default user, logged out, when its user is gone (its
 /// connection is being closed).
-pub fn refresh_user(conn: &mut Connection) {
+fn refresh_user(conn: &mut Connection) {
     let acl = &conn.core.shared.acl;
     conn.state.acl_generation = acl.generation();
     match acl.user(conn.state.user.name()) {

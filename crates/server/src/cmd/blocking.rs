@@ -211,9 +211,7 @@ enum Outcome {
 /// Whether the blocked `command` is still allowed to its user, as the ACL
 /// is now (a refusal is logged like any other).
 fn still_allowed(conn: &mut Connection, command: &ShardCommand) -> Result<(), CmdError> {
-    if conn.core.shared.acl.generation() != conn.state.acl_generation {
-        crate::cmd::acl::refresh_user(conn);
-    }
+    crate::cmd::acl::keep_user_current(conn);
     if conn.state.user.unrestricted() {
         return Ok(());
     }

@@ -86,11 +86,7 @@ pub async fn execute(conn: &mut Connection, requests: &mut Vec<Request>) {
             reject(conn, &mut segment, Some(reg), &NOAUTH, skip).await;
             continue;
         }
-        // One atomic read a command: the ACL changed since this connection
-        // last looked at its user.
-        if conn.core.shared.acl.generation() != conn.state.acl_generation && !conn.state.master {
-            crate::cmd::acl::refresh_user(conn);
-        }
+        crate::cmd::acl::keep_user_current(conn);
         if !conn.state.user.unrestricted() {
             if let Err(e) = crate::cmd::acl::check(conn, reg, &args) {
                 reject(conn, &mut segment, Some(reg), &e, skip).await;
