@@ -88,6 +88,10 @@ fn a_bgsave_holds_exactly_the_data_of_its_start_while_clients_write() {
         let server = server_on(&dir);
         let mut c = server.client();
         fill(&mut c, "k", N);
+        // The file takes at least a second to write (10 µs a key), so that
+        // the writers below are answered while it is written however fast
+        // this machine saves (on a busy one the save once ended first).
+        let _: () = q(&mut c, &["CONFIG", "SET", "rdb-key-save-delay", "10"]).unwrap();
         // Cross-shard MSETs run before, during and after BGSAVE starts:
         // whichever side of the snapshot point each falls on, the file
         // must hold every pair equal (never half of an MSET).
