@@ -150,16 +150,33 @@ impl Server {
 
     /// As [`Server::start_with`], on `port` (a restart where it was).
     pub fn start_on(port: u16, args: &[&str]) -> Server {
-        let server = Self::launch_at(None, args, Some(port));
+        let server = Self::launch_at(None, args, Some(port), &|_| {});
+        wait_loaded(server.port);
+        server
+    }
+
+    /// As [`Server::start_with`] (on `port` if given), the command changed
+    /// first by `adjust` (limits set in `pre_exec`, as a container's).
+    pub fn start_adjusted(
+        port: Option<u16>,
+        args: &[&str],
+        adjust: &dyn Fn(&mut Command),
+    ) -> Server {
+        let server = Self::launch_at(None, args, port, adjust);
         wait_loaded(server.port);
         server
     }
 
     fn launch(file: Option<&std::path::Path>, args: &[&str]) -> Server {
-        Self::launch_at(file, args, None)
+        Self::launch_at(file, args, None, &|_| {})
     }
 
-    fn launch_at(file: Option<&std::path::Path>, args: &[&str], fixed: Option<u16>) -> Server {
+    fn launch_at(
+        file: Option<&std::path::Path>,
+        args: &[&str],
+        fixed: Option<u16>,
+        adjust: &dyn Fn(&mut Command),
+    ) -> Server {
         let own_dir = (!args.contains(&"--dir")).then(|| temp_dir("server"));
         let mut defaults: Vec<String> = Vec::new();
         if let Some(dir) = &own_dir {
@@ -183,15 +200,16 @@ impl Server {
         }
         for _attempt in 0..20 {
             let port = fixed.unwrap_or_else(free_port);
-            let mut child = Command::new(env!("CARGO_BIN_EXE_ringdb"))
+            let mut command = Command::new(env!("CARGO_BIN_EXE_ringdb"));
+            command
                 .args(file)
                 .args(["--port", &port.to_string(), "--pin-cpus", "no", "--loglevel", "warning"])
                 .args(&defaults)
                 .args(args)
                 .stdout(Stdio::null())
-                .stderr(Stdio::inherit())
-                .spawn()
-                .expect("start ringdb");
+                .stderr(Stdio::inherit());
+            adjust(&mut command);
+            let mut child = command.spawn().expect("start ringdb");
             let deadline = Instant::now() + Duration::from_secs(10);
             while Instant::now() < deadline {
                 if let Ok(Some(_)) = child.try_wait() {
@@ -231,6 +249,11 @@ impl Server {
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     /// Sends the process a signal (`libc::SIGINT` …).

@@ -33,6 +33,7 @@ pub mod config;
 pub mod expiry;
 pub mod loading;
 pub mod logging;
+pub mod memlock;
 pub mod memory;
 pub mod mesh;
 pub mod metrics;

@@ -73,6 +73,8 @@ pub struct Shared {
     pub loading: crate::loading::Loading,
     /// Users, their permissions, and the ACL log.
     pub acl: &'static ringdb_engine::acl::Acl,
+    /// Each shard's io_uring sizes, fitted to the locked-memory limit.
+    pub io_plan: crate::memlock::IoPlan,
 }
 
 impl Shared {
@@ -529,6 +531,51 @@ fn raise_open_files_limit(maxclients: usize) {
     }
 }
 
+/// How long a shard retries its rings while the locked memory they need
+/// is still held: the kernel frees a stopped process's rings a moment after
+/// it exits, and a restart (systemd, Kubernetes) comes at once.
+pub const RING_RETRY: Duration = Duration::from_secs(5);
+
+/// The shard's executor, on this thread. ENOMEM from `io_uring_setup` is
+/// retried for [`RING_RETRY`] (see there); a refused io_uring says why.
+fn make_executor(
+    builder: impl Fn() -> LocalExecutorBuilder,
+) -> Result<glommio::LocalExecutor, String> {
+    let started = Instant::now();
+    loop {
+        let error = match builder().make() {
+            Ok(executor) => return Ok(executor),
+            Err(e) => e,
+        };
+        let errno = match &error {
+            glommio::GlommioError::IoError(e) => e.raw_os_error(),
+            _ => None,
+        };
+        match errno {
+            Some(libc::ENOMEM) if started.elapsed() < RING_RETRY => {
+                std::thread::sleep(Duration::from_millis(50))
+            }
+            Some(libc::ENOMEM) => {
+                return Err(format!(
+                    "its io_uring rings do not fit in the locked memory left to this user \
+                     (ulimit -l; another process of the same user holds some): {error}"
+                ))
+            }
+            Some(libc::EPERM | libc::ENOSYS) => return Err(io_uring_refused(&error.to_string())),
+            _ => return Err(format!("cannot create its executor: {error}")),
+        }
+    }
+}
+
+/// The error for a system that refuses io_uring, naming the usual causes.
+pub fn io_uring_refused(error: &str) -> String {
+    format!(
+        "io_uring is refused on this system ({error}). A seccomp profile blocks io_uring_setup \
+         (Docker 25+ and containerd 2.x leave it out of their defaults: run with \
+         deploy/seccomp-ringdb.json), or sysctl kernel.io_uring_disabled is set; see deploy/README.md"
+    )
+}
+
 /// Starts every shard and serves until SIGINT/SIGTERM or SHUTDOWN.
 pub fn run(config: Config) -> Result<(), String> {
     let bind = config.bind();
@@ -541,7 +588,20 @@ pub fn run(config: Config) -> Result<(), String> {
     ringdb_types::table::init_hash_seed(seed.rotate_left(17));
 
     let cpus = allowed_cpus();
-    let shards = if config.shards() == 0 { cpus.len() } else { config.shards() };
+    let wanted = if config.shards() == 0 { cpus.len() } else { config.shards() };
+    let net = match config.io_backend() {
+        "glommio" => crate::memlock::Net::Off,
+        "uring" => crate::memlock::Net::Required,
+        _ => crate::memlock::Net::Preferred,
+    };
+    let io_plan =
+        crate::memlock::plan(crate::memlock::effective_limit(), wanted, config.io_memory(), net)?;
+    if io_plan.per_shard() < io_plan.full_per_shard {
+        warn!("{io_plan}");
+    } else {
+        info!("{io_plan}");
+    }
+    let shards = io_plan.shards;
     let slot_map = SlotMap::new(shards);
     let (port, listeners) = listener::bind_node(&config, shards)?;
     // SAFETY: isatty only reads the descriptor's state.
@@ -589,6 +649,7 @@ pub fn run(config: Config) -> Result<(), String> {
         persist: crate::persist::Persistence::default(),
         loading: Default::default(),
         acl,
+        io_plan: io_plan.clone(),
     });
     // The snapshot file, read once; every shard loads its own keys from it.
     let rdb_path = config.rdb_path();
@@ -620,25 +681,44 @@ pub fn run(config: Config) -> Result<(), String> {
         // task queues, and a core under constant load runs them until this
         // timer fires (glommio's default is 100 ms: the p99 of requests
         // routed to a saturated shard).
-        let mut builder = LocalExecutorBuilder::new(placement)
-            .name(&format!("ringdb-shard-{i}"))
-            .io_memory(config.io_memory())
-            .preempt_timer(Duration::from_micros(config.task_quota_us()));
         // With the uring backend the network ring's driver spins (adaptively:
         // `uring::SpinWindow`); an executor spinning as well would only burn
         // CPU, as it does not see the ring's completions.
-        if config.io_backend() == "glommio" && config.spin_before_park_us() > 0 {
-            builder = builder.spin_before_park(Duration::from_micros(config.spin_before_park_us()));
-        }
+        let spin = Duration::from_micros(config.spin_before_park_us());
+        let spin = (io_plan.net.is_none() && !spin.is_zero()).then_some(spin);
+        let (plan, quota) = (io_plan.clone(), Duration::from_micros(config.task_quota_us()));
+        let builder = move || {
+            let builder = LocalExecutorBuilder::new(placement.clone())
+                .name(&format!("ringdb-shard-{i}"))
+                .io_memory(plan.io_memory)
+                .ring_depth(plan.ring_depth)
+                // Only direct file I/O on polling devices uses the poll ring.
+                .poll_ring(false)
+                .preempt_timer(quota);
+            match spin {
+                Some(spin) => builder.spin_before_park(spin),
+                None => builder,
+            }
+        };
         let shared = shared.clone();
         let config = config.clone();
         let rdb = rdb.clone();
         let committed = committed.clone();
         let (ready_tx, ready_rx) = flume::bounded(1);
-        let handle = builder
-            .spawn(move || async move {
-                let start = Start { id: ShardId(i as u16), seed, rdb, committed };
-                core_main(start, shared, config, rx, fds, ready_tx).await
+        let handle = std::thread::Builder::new()
+            .name(format!("ringdb-shard-{i}"))
+            .spawn(move || {
+                let executor = match make_executor(builder) {
+                    Ok(executor) => executor,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                executor.run(async move {
+                    let start = Start { id: ShardId(i as u16), seed, rdb, committed };
+                    core_main(start, shared, config, rx, fds, ready_tx).await
+                })
             })
             .map_err(|e| format!("cannot start shard {i}: {e}"))?;
         handles.push(handle);
@@ -653,12 +733,7 @@ pub fn run(config: Config) -> Result<(), String> {
         match rx.recv_timeout(Duration::from_secs(if rdb.is_some() { 24 * 3600 } else { 60 })) {
             Ok(Ok(keys)) => loaded += keys,
             Ok(Err(e)) => return Err(format!("shard {i} could not start: {e}")),
-            Err(_) => {
-                return Err(format!(
-                    "shard {i} could not start its executor (is `ulimit -l` too low for io_uring? \
-                     each shard locks a few MiB; see io-memory)"
-                ))
-            }
+            Err(_) => return Err(format!("shard {i} stopped while it started")),
         }
     }
 
@@ -838,7 +913,7 @@ async fn core_main(
     // The core listens first and loads after: meanwhile its clients get
     // INFO and `-LOADING` (crate::loading), as Redis's do.
     glommio::spawn_local(crate::mesh::serve(core.clone(), mesh_rx)).detach();
-    match listener::start(&core, listeners) {
+    match listener::start(&core, listeners).await {
         Ok(backend) => core.io_backend.set(backend),
         Err(e) => {
             let _ = ready.send(Err(e));

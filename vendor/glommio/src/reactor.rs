@@ -180,10 +180,11 @@ impl Reactor {
         notifier: Arc<SleepNotifier>,
         io_memory: usize,
         ring_depth: usize,
+        poll_ring: bool,
         record_io_latencies: bool,
         blocking_thread: BlockingThreadPool,
     ) -> io::Result<Reactor> {
-        let sys = sys::Reactor::new(notifier, io_memory, ring_depth, blocking_thread)?;
+        let sys = sys::Reactor::new(notifier, io_memory, ring_depth, poll_ring, blocking_thread)?;
         let (preempt_ptr_head, preempt_ptr_tail) = sys.preempt_pointers();
         Ok(Reactor {
             sys,

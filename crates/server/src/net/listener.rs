@@ -216,12 +216,12 @@ fn bind_per_shard(addr: SocketAddr, backlog: i32, shards: usize) -> std::io::Res
 
 /// Starts accepting on this shard's listening sockets, on the backend the
 /// configuration asks for (`auto`: the uring backend when this kernel can
-/// create its ring, else glommio's, with a log line saying why). Returns the
-/// backend's name.
-pub fn start(core: &Rc<Core>, fds: Vec<Listening>) -> Result<&'static str, String> {
+/// create its ring and the locked-memory plan has room for it, else
+/// glommio's, with a log line saying why). Returns the backend's name.
+pub async fn start(core: &Rc<Core>, fds: Vec<Listening>) -> Result<&'static str, String> {
     let wanted = core.config.borrow().io_backend().to_string();
-    if wanted != "glommio" {
-        match uring::Driver::new() {
+    if let Some(size) = core.shared.io_plan.net {
+        match new_driver(size).await {
             Ok(driver) => {
                 for l in fds {
                     driver.listen(l.fd, l.tls);
@@ -265,6 +265,24 @@ pub fn start(core: &Rc<Core>, fds: Vec<Listening>) -> Result<&'static str, Strin
         .map_err(|e| format!("io-backend glommio: cannot set up the listeners' ring: {e}"))?;
     *core.accepting.borrow_mut() = Some(Accepting::Glommio(fallback));
     Ok("glommio")
+}
+
+/// The network ring; ENOMEM is retried for a moment, as the executor's
+/// rings are (`node::make_executor`: a stopped process's rings are freed
+/// a moment after it exits).
+async fn new_driver(size: crate::memlock::NetRing) -> std::io::Result<Rc<uring::Driver>> {
+    let started = std::time::Instant::now();
+    loop {
+        match uring::Driver::new(size) {
+            Err(e)
+                if e.raw_os_error() == Some(libc::ENOMEM)
+                    && started.elapsed() < crate::node::RING_RETRY =>
+            {
+                glommio::timer::sleep(Duration::from_millis(50)).await
+            }
+            result => return result,
+        }
+    }
 }
 
 /// What accepts a core's connections, on its backend: what CONFIG SET

@@ -468,6 +468,10 @@ pub struct LocalExecutorBuilder {
     /// concurrency. A higher ring depth allows a shard to submit a
     /// greater number of IO requests to the kernel at once.
     ring_depth: usize,
+    /// Whether to create the poll ring (ringdb's patch): only `DmaFile`s on
+    /// devices that support polled I/O use it, and every ring counts
+    /// against the locked-memory limit.
+    poll_ring: bool,
     /// How often to yield to other task queues
     preempt_timer_duration: Duration,
     /// Whether to record the latencies of individual IO requests
@@ -495,6 +499,7 @@ impl LocalExecutorBuilder {
             name: String::from(DEFAULT_EXECUTOR_NAME),
             io_memory: DEFAULT_IO_MEMORY,
             ring_depth: DEFAULT_RING_SUBMISSION_DEPTH,
+            poll_ring: true,
             preempt_timer_duration: DEFAULT_PREEMPT_TIMER,
             record_io_latencies: false,
             blocking_thread_pool_placement: PoolPlacement::from(placement),
@@ -539,6 +544,15 @@ impl LocalExecutorBuilder {
     pub fn ring_depth(mut self, ring_depth: usize) -> LocalExecutorBuilder {
         assert!(ring_depth > 0, "ring depth should be strictly positive");
         self.ring_depth = ring_depth;
+        self
+    }
+
+    /// Whether to create the poll ring (ringdb's patch; default true).
+    /// Without it, reads and writes of files on devices that support
+    /// polled I/O go to the main ring.
+    #[must_use = "The builder must be built to be useful"]
+    pub fn poll_ring(mut self, enabled: bool) -> LocalExecutorBuilder {
+        self.poll_ring = enabled;
         self
     }
 
@@ -619,6 +633,7 @@ impl LocalExecutorBuilder {
             LocalExecutorConfig {
                 io_memory: self.io_memory,
                 ring_depth: self.ring_depth,
+                poll_ring: self.poll_ring,
                 preempt_timer: self.preempt_timer_duration,
                 record_io_latencies: self.record_io_latencies,
                 spin_before_park: self.spin_before_park,
@@ -685,6 +700,7 @@ impl LocalExecutorBuilder {
         let mut cpu_set_gen = placement::CpuSetGenerator::one(self.placement)?;
         let io_memory = self.io_memory;
         let ring_depth = self.ring_depth;
+        let poll_ring = self.poll_ring;
         let preempt_timer_duration = self.preempt_timer_duration;
         let spin_before_park = self.spin_before_park;
         let detect_stalls = self.detect_stalls;
@@ -700,6 +716,7 @@ impl LocalExecutorBuilder {
                     LocalExecutorConfig {
                         io_memory,
                         ring_depth,
+                        poll_ring,
                         preempt_timer: preempt_timer_duration,
                         record_io_latencies,
                         spin_before_park,
@@ -983,6 +1000,7 @@ impl LocalExecutorPoolBuilder {
                         LocalExecutorConfig {
                             io_memory,
                             ring_depth,
+                            poll_ring: true,
                             preempt_timer: preempt_timer_duration,
                             record_io_latencies,
                             spin_before_park,
@@ -1078,6 +1096,7 @@ pub(crate) fn maybe_activate(tq: Rc<RefCell<TaskQueue>>) {
 pub struct LocalExecutorConfig {
     pub io_memory: usize,
     pub ring_depth: usize,
+    pub poll_ring: bool,
     pub preempt_timer: Duration,
     pub record_io_latencies: bool,
     pub spin_before_park: Option<Duration>,
@@ -1179,6 +1198,7 @@ impl LocalExecutor {
                 notifier,
                 config.io_memory,
                 config.ring_depth,
+                config.poll_ring,
                 config.record_io_latencies,
                 blocking_thread,
             )?),

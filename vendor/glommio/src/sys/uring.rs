@@ -10,7 +10,6 @@ use nix::{
     poll::PollFlags,
     sys::socket::{SockaddrLike, SockaddrStorage},
 };
-use rlimit::Resource;
 use std::{
     cell::{Cell, Ref, RefCell, RefMut},
     collections::VecDeque,
@@ -41,7 +40,7 @@ use crate::{
         PollableStatus, Source, SourceType, Statx, TimeSpec64,
     },
     uring_sys::{self, IoRingOp},
-    GlommioError, IoRequirements, IoStats, ReactorErrorKind, RingIoStats, TaskQueueHandle,
+    IoRequirements, IoStats, RingIoStats, TaskQueueHandle,
 };
 use ahash::AHashMap;
 use buddy_alloc::buddy_alloc::{BuddyAlloc, BuddyAllocParam};
@@ -108,8 +107,21 @@ impl UringBufferAllocator {
     fn new(size: usize) -> Self {
         let layout = Layout::from_size_align(size, 4096).unwrap();
         let (data, allocator) = unsafe {
-            let data = alloc::alloc::alloc(layout);
-            let data = std::ptr::NonNull::new(data).unwrap();
+            // ringdb's patch: a mapping of its own, without transparent huge
+            // pages. io_uring charges a registered buffer's huge page whole
+            // against RLIMIT_MEMLOCK (2 MiB for any part of it, per ring),
+            // which the global allocator's memory may sit in.
+            let data = libc::mmap(
+                ptr::null_mut(),
+                size,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            );
+            assert!(data != libc::MAP_FAILED, "cannot map {size} bytes of I/O memory");
+            libc::madvise(data, size, libc::MADV_NOHUGEPAGE);
+            let data = std::ptr::NonNull::new(data.cast::<u8>()).unwrap();
             let allocator = BuddyAlloc::new(BuddyAllocParam::new(
                 data.as_ptr(),
                 layout.size(),
@@ -159,7 +171,7 @@ impl UringBufferAllocator {
 impl Drop for UringBufferAllocator {
     fn drop(&mut self) {
         unsafe {
-            alloc::alloc::dealloc(self.data.as_ptr(), self.layout);
+            libc::munmap(self.data.as_ptr().cast(), self.layout.size());
         }
     }
 }
@@ -204,10 +216,9 @@ fn check_supported_operations(ops: &[uring_sys::IoRingOp]) -> bool {
     unsafe {
         let probe = uring_sys::io_uring_get_probe();
         if probe.is_null() {
-            panic!(
-                "Failed to register a probe. The most likely reason is that your kernel witnessed \
-                 Romulus killing Remus (too old!! kernel should be at least 5.8)"
-            );
+            // ringdb's patch: no panic (the caller creates its ring first,
+            // which reports why io_uring is refused).
+            return false;
         }
 
         let mut ret = true;
@@ -896,15 +907,27 @@ struct SleepableRing {
 }
 
 impl SleepableRing {
+    pub(crate) fn alloc_dma_buffer(&mut self, size: usize) -> DmaBuffer {
+        self.allocator.new_buffer(size).unwrap()
+    }
+
     fn new(
         size: usize,
         name: &'static str,
         allocator: Rc<UringBufferAllocator>,
         source_map: Rc<RefCell<SourceMap>>,
     ) -> io::Result<Self> {
-        assert!(*IO_URING_RECENT_ENOUGH);
+        // ringdb's patch: the ring first, so that a refused io_uring
+        // (seccomp, io_uring_disabled) is an error with its errno.
+        let ring = iou::IoUring::new(size as _)?;
+        if !*IO_URING_RECENT_ENOUGH {
+            return Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "this kernel lacks io_uring operations glommio needs (5.8 or newer)",
+            ));
+        }
         Ok(SleepableRing {
-            ring: iou::IoUring::new(size as _)?,
+            ring,
             size,
             submission_queue: UringQueueState::with_capacity(size * 4),
             name,
@@ -1219,7 +1242,7 @@ pub(crate) struct Reactor {
     // FIXME: it is starting to feel we should clean this up to a Inner pattern
     main_ring: RefCell<SleepableRing>,
     latency_ring: RefCell<SleepableRing>,
-    poll_ring: RefCell<PollRing>,
+    poll_ring: RefCell<Option<PollRing>>,
 
     latency_preemption_timeout_src: Cell<Option<Source>>,
     throughput_preemption_timeout_src: Cell<Option<Source>>,
@@ -1247,6 +1270,32 @@ pub(crate) fn common_flags() -> PollFlags {
 /// Epoll flags for all possible readability events.
 pub(crate) fn read_flags() -> PollFlags {
     PollFlags::POLLIN | PollFlags::POLLPRI
+}
+
+/// The optional poll ring (ringdb's patch) as one more ring for the macros
+/// below: absent, it has nothing to consume or flush and may always sleep.
+trait OptionalRing {
+    fn consume_completion_queue(&mut self, woke: &mut usize) -> usize;
+    fn flush_cancellations(&mut self, woke: &mut usize);
+    fn consume_submission_queue(&mut self) -> io::Result<usize>;
+    fn can_sleep(&self) -> bool;
+}
+
+impl OptionalRing for Option<PollRing> {
+    fn consume_completion_queue(&mut self, woke: &mut usize) -> usize {
+        self.as_mut().map_or(0, |r| r.consume_completion_queue(woke))
+    }
+    fn flush_cancellations(&mut self, woke: &mut usize) {
+        if let Some(r) = self.as_mut() {
+            r.flush_cancellations(woke);
+        }
+    }
+    fn consume_submission_queue(&mut self) -> io::Result<usize> {
+        self.as_mut().map_or(Ok(0), |r| r.consume_submission_queue())
+    }
+    fn can_sleep(&self) -> bool {
+        self.as_ref().map_or(true, |r| r.can_sleep())
+    }
 }
 
 macro_rules! consume_rings {
@@ -1286,52 +1335,54 @@ fn align_up(v: usize, align: usize) -> usize {
 impl Reactor {
     pub(crate) fn new(
         notifier: Arc<sys::SleepNotifier>,
-        mut io_memory: usize,
+        io_memory: usize,
         ring_depth: usize,
+        with_poll_ring: bool,
         blocking_thread: BlockingThreadPool,
     ) -> crate::Result<Reactor, ()> {
-        const MIN_MEMLOCK_LIMIT: u64 = 512 * 1024;
-        let (memlock_limit, _) = Resource::MEMLOCK.get()?;
-        if memlock_limit < MIN_MEMLOCK_LIMIT {
-            return Err(GlommioError::ReactorError(ReactorErrorKind::MemLockLimit(
-                memlock_limit,
-                MIN_MEMLOCK_LIMIT,
-            )));
-        }
-
+        // ringdb's patch: no minimum locked-memory limit is demanded here.
+        // The rings and registered buffers count against RLIMIT_MEMLOCK;
+        // the caller sizes them to it, and `io_uring_setup` reports ENOMEM
+        // when they do not fit. `io_memory` 0: no registered buffers.
         let source_map = Rc::new(RefCell::new(SourceMap::default()));
+        let register = io_memory > 0;
         // always have at least some small amount of memory for the slab
-        io_memory = std::cmp::max(align_up(io_memory, 4096), 65536);
+        let io_memory = std::cmp::max(align_up(io_memory, 4096), 65536);
 
         let allocator = Rc::new(UringBufferAllocator::new(io_memory));
         let registry = vec![allocator.as_bytes()];
 
         let main_ring =
             SleepableRing::new(ring_depth, "main", allocator.clone(), source_map.clone())?;
-        let poll_ring = PollRing::new(ring_depth, allocator.clone(), source_map.clone())?;
+        let poll_ring = if with_poll_ring {
+            Some(PollRing::new(ring_depth, allocator.clone(), source_map.clone())?)
+        } else {
+            None
+        };
         let mut latency_ring =
             SleepableRing::new(ring_depth, "latency", allocator.clone(), source_map.clone())?;
 
-        match main_ring.registrar().register_buffers_by_ref(&registry) {
-            Err(x) => warn!("Error: registering buffers in the main ring. Skipping{x:#?}"),
-            Ok(_) => match poll_ring.registrar().register_buffers_by_ref(&registry) {
-                Err(x) => {
-                    warn!("Error: registering buffers in the poll ring. Skipping{x:#?}");
-                    main_ring.registrar().unregister_buffers().unwrap();
+        if register {
+            // All rings or none: undo the registrations made when one fails.
+            let mut registrars = vec![main_ring.registrar(), latency_ring.registrar()];
+            if let Some(ring) = &poll_ring {
+                registrars.push(ring.registrar());
+            }
+            let mut done = 0;
+            for registrar in &registrars {
+                if let Err(x) = registrar.register_buffers_by_ref(&registry) {
+                    warn!("Error: registering I/O buffers. Skipping: {x}");
+                    break;
                 }
-                Ok(_) => {
-                    match latency_ring.registrar().register_buffers_by_ref(&registry) {
-                        Err(x) => {
-                            warn!("Error: registering buffers in the poll ring. Skipping{x:#?}");
-                            poll_ring.registrar().unregister_buffers().unwrap();
-                            main_ring.registrar().unregister_buffers().unwrap();
-                        }
-                        Ok(_) => {
-                            allocator.activate_registered_buffers(0);
-                        }
-                    };
+                done += 1;
+            }
+            if done == registrars.len() {
+                allocator.activate_registered_buffers(0);
+            } else {
+                for registrar in &registrars[..done] {
+                    registrar.unregister_buffers().unwrap();
                 }
-            },
+            }
         }
 
         let link_fd = latency_ring.ring_fd();
@@ -1384,8 +1435,7 @@ impl Reactor {
     }
 
     pub(crate) fn alloc_dma_buffer(&self, size: usize) -> DmaBuffer {
-        let mut poll_ring = self.poll_ring.borrow_mut();
-        poll_ring.alloc_dma_buffer(size)
+        self.main_ring.borrow_mut().alloc_dma_buffer(size)
     }
 
     pub(crate) fn write_dma(&self, source: &Source, pos: u64) {
@@ -1737,7 +1787,9 @@ impl Reactor {
     }
 
     pub(crate) fn poll_io(&self, woke: &mut usize) -> io::Result<()> {
-        self.poll_ring.borrow_mut().poll(woke)?;
+        if let Some(ring) = self.poll_ring.borrow_mut().as_mut() {
+            ring.poll(woke)?;
+        }
         self.main_ring.borrow_mut().poll(woke)?;
         self.latency_ring.borrow_mut().poll(woke)?;
         *woke += self.flush_syscall_thread();
@@ -1937,7 +1989,10 @@ impl Reactor {
 
         match &*source.source_type() {
             SourceType::Read(p, _) | SourceType::Write(p, _) => match p {
-                PollableStatus::Pollable => self.poll_ring.borrow_mut(),
+                PollableStatus::Pollable if self.poll_ring.borrow().is_some() => {
+                    RefMut::map(self.poll_ring.borrow_mut(), |r| r.as_mut().unwrap())
+                }
+                PollableStatus::Pollable => self.main_ring.borrow_mut(),
                 PollableStatus::NonPollable(_) => self.main_ring.borrow_mut(),
             },
             SourceType::SockRecv(_)
@@ -1955,7 +2010,7 @@ impl Reactor {
         IoStats::new(
             std::mem::take(&mut self.main_ring.borrow_mut().stats),
             std::mem::take(&mut self.latency_ring.borrow_mut().stats),
-            std::mem::take(&mut self.poll_ring.borrow_mut().stats),
+            self.poll_ring.borrow_mut().as_mut().map(|r| std::mem::take(&mut r.stats)).unwrap_or_default(),
         )
     }
 
@@ -1975,9 +2030,8 @@ impl Reactor {
         let poll = self
             .poll_ring
             .borrow_mut()
-            .task_queue_stats
-            .get_mut(h)
-            .map(std::mem::take);
+            .as_mut()
+            .and_then(|r| r.task_queue_stats.get_mut(h).map(std::mem::take));
 
         if let (None, None, None) = (&main, &lat, &poll) {
             None
@@ -2039,7 +2093,7 @@ mod tests {
     fn timeout_smoke_test() {
         let notifier = sys::new_sleep_notifier().unwrap();
         let pool = BlockingThreadPool::new(PoolPlacement::Unbound(1), notifier.clone()).unwrap();
-        let reactor = Reactor::new(notifier, 0, 128, pool).unwrap();
+        let reactor = Reactor::new(notifier, 0, 128, true, pool).unwrap();
 
         fn timeout_source(millis: u64) -> (Source, UringOpDescriptor) {
             let source = Source::new(

@@ -49,11 +49,9 @@ use stream::{Shared, State, UringStream, RECV_PAUSE_BYTES, SEND_HIGH_WATER};
 use tracing::warn;
 
 /// Receive buffers per shard and their size (4 MiB in all).
-const BUFFERS: u16 = 256;
+pub const BUFFERS: u16 = 256;
 const BUFFER_SIZE: usize = 16 * 1024;
 const BUFFER_GROUP: u16 = 0;
-const SQ_ENTRIES: u32 = 1024;
-const CQ_ENTRIES: u32 = 16 * 1024;
 /// A send buffer bigger than this is freed once sent rather than kept.
 const KEEP_SEND_BUFFER: usize = 1024 * 1024;
 
@@ -128,10 +126,11 @@ pub struct Driver {
 pub type TlsAccept = Box<dyn Fn() -> Result<crate::net::tls::session::ServerSession, String>>;
 
 impl Driver {
-    /// Creates the ring with the flags this path needs, registers the
+    /// Creates the ring with the flags this path needs, at the size the
+    /// locked-memory plan gives it (`crate::memlock`), registers the
     /// buffer ring and the eventfd. An error means this kernel cannot run
     /// the uring backend (the caller falls back to glommio's sockets).
-    pub fn new() -> io::Result<Rc<Driver>> {
+    pub fn new(size: crate::memlock::NetRing) -> io::Result<Rc<Driver>> {
         let ring = IoUring::builder()
             .setup_coop_taskrun()
             .setup_single_issuer()
@@ -139,8 +138,8 @@ impl Driver {
             // so that a turn with nothing to submit and nothing waiting
             // costs no system call.
             .setup_taskrun_flag()
-            .setup_cqsize(CQ_ENTRIES)
-            .build(SQ_ENTRIES)?;
+            .setup_cqsize(size.cq)
+            .build(size.sq)?;
         let bufs = BufRing::new(BUFFERS, BUFFER_SIZE)?;
         let (addr, entries) = bufs.registration();
         // SAFETY: the buffer ring lives in the driver, as long as the ring.
@@ -826,7 +825,7 @@ mod tests {
 
     #[test]
     fn a_turn_takes_replies_before_pushes() {
-        let Ok(driver) = Driver::new() else {
+        let Ok(driver) = Driver::new(crate::memlock::NetRing::FULL) else {
             eprintln!("no io_uring with the flags this path needs here: skipped");
             return;
         };
