@@ -187,3 +187,84 @@ fn io_uring_refused_by_seccomp_is_a_clear_start_up_error() {
     );
     assert!(!text.contains("Ready to accept connections"), "{text}");
 }
+
+/// The datagrams ringdb sends to `NOTIFY_SOCKET` until `until` is among
+/// them (or `within` passes).
+fn notifications(
+    socket: &std::os::unix::net::UnixDatagram,
+    until: &str,
+    within: Duration,
+) -> String {
+    let deadline = Instant::now() + within;
+    let mut all = String::new();
+    let mut buf = [0u8; 4096];
+    while Instant::now() < deadline && !all.contains(until) {
+        socket.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        if let Ok(n) = socket.recv(&mut buf) {
+            all.push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    }
+    all
+}
+
+#[test]
+fn tells_systemd_ready_watchdog_and_stopping() {
+    let dir = temp_dir("notify");
+    let path = dir.join("notify.sock");
+    let socket = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+    let notify = path.display().to_string();
+    let mut server =
+        Server::start_adjusted(None, &["--shards", "2", "--supervised", "systemd"], &|c| {
+            c.env("NOTIFY_SOCKET", &notify)
+                .env("WATCHDOG_USEC", "400000")
+                .env_remove("WATCHDOG_PID");
+        });
+    let said = notifications(&socket, "READY=1", Duration::from_secs(10));
+    assert!(
+        said.contains("READY=1") && said.contains(&format!("MAINPID={}", server.pid())),
+        "{said}"
+    );
+    // Ready means every shard serves.
+    let (a, b) = keys_on_two_shards();
+    let _: () = q(&mut server.client(), &["MSET", &a, "1", &b, "2"]).unwrap();
+    let said = notifications(&socket, "WATCHDOG=1", Duration::from_secs(5));
+    assert!(said.contains("WATCHDOG=1"), "every shard answered the watchdog: {said}");
+    server.signal(libc::SIGTERM);
+    let said = notifications(&socket, "STOPPING=1", Duration::from_secs(10));
+    assert!(said.contains("STOPPING=1"), "{said}");
+    assert_eq!(server.exit_code(Duration::from_secs(10)), Some(0));
+}
+
+/// `systemd-analyze verify` on the shipped unit (its ExecStart pointed at
+/// this build). Under CI=true a missing systemd-analyze is a failure.
+#[test]
+fn the_systemd_unit_verifies() {
+    if which("systemd-analyze").is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "systemd-analyze is missing (apt install systemd)"
+        );
+        eprintln!("skipped: no systemd-analyze");
+        return;
+    }
+    let unit =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/ringdb.service"))
+            .unwrap();
+    assert!(unit.contains("Type=notify") && unit.contains("--supervised systemd"), "{unit}");
+    let dir = temp_dir("unit");
+    let path = dir.join("ringdb.service");
+    std::fs::write(&path, unit.replace("/usr/local/bin/ringdb", env!("CARGO_BIN_EXE_ringdb")))
+        .unwrap();
+    let out = Command::new("systemd-analyze").arg("verify").arg(&path).output().unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success() && text.trim().is_empty(), "systemd-analyze verify: {text}");
+}
+
+fn which(program: &str) -> Option<std::path::PathBuf> {
+    std::env::var_os("PATH")?
+        .to_str()?
+        .split(':')
+        .map(|d| std::path::Path::new(d).join(program))
+        .find(|p| p.exists())
+}

@@ -45,3 +45,4 @@ pub mod proctitle;
 pub mod push;
 pub mod repl;
 pub mod route;
+pub mod supervise;

@@ -583,6 +583,7 @@ pub fn run(config: Config) -> Result<(), String> {
         return Err(listener::NOWHERE.into());
     }
     raise_open_files_limit(config.maxclients());
+    crate::supervise::init(config.get("supervised").unwrap_or("no"));
     let seed = random_seed();
     ringdb_engine::keyspace::set_hash_seed(seed);
     ringdb_types::table::init_hash_seed(seed.rotate_left(17));
@@ -765,6 +766,7 @@ pub fn run(config: Config) -> Result<(), String> {
         pinning = %placement.join(" "),
         "Ready to accept connections"
     );
+    crate::supervise::ready(&shared);
 
     wait_for_signal(&shared);
     Ok(())
@@ -800,6 +802,7 @@ fn wait_for_signal(shared: &Shared) {
         }
         let name = if sig == SIGINT { "SIGINT" } else { "SIGTERM" };
         warn!("Received {name} scheduling shutdown...");
+        crate::supervise::stopping();
         let job: Job = Box::new(move |core| {
             let core = core.clone();
             glommio::spawn_local(async move {
@@ -843,6 +846,7 @@ fn wait_for_signal(shared: &Shared) {
 /// signals); append-only logs are written after every unit of shard work,
 /// so what the kernel holds of them survives the exit.
 pub fn shutdown(code: i32) -> ! {
+    crate::supervise::stopping();
     crate::route::debug::kill_sessions();
     info!("ringdb is now ready to exit, bye bye...");
     std::process::exit(code)

@@ -140,6 +140,7 @@ pub async fn shutdown(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
             return Err(CmdError::new(busy));
         }
     }
+    crate::supervise::stopping();
     // As Redis kills its saving child: the final save (if any) starts
     // afresh, and no temporary file is left behind.
     persist::stop_background_save(&conn.core).await;

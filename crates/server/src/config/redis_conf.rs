@@ -270,7 +270,6 @@ pub const BEHAVES_AS: &[(&str, &str)] = &[
     ("lazyfree-lazy-expire", "no"),
     ("lazyfree-lazy-server-del", "no"),
     ("no-appendfsync-on-rewrite", "no"),
-    ("supervised", "no"),
 ];
 
 /// Every directive of Redis 7.0.15's configuration table that ringdb's own
@@ -336,7 +335,6 @@ pub const REDIS_ONLY: &[&str] = &[
     "slave-lazy-flush",
     "socket-mark-id",
     "stop-writes-on-bgsave-error",
-    "supervised",
     "syslog-enabled",
     "syslog-facility",
     "syslog-ident",

@@ -264,6 +264,8 @@ pub static SETTINGS: &[Setting] = &[
       "Reactive queries (GET.WATCH …): re-run a changed query at most once per this many milliseconds, so a burst of writes sends its watchers the latest result rather than every one (0 = push every change).")),
     s("daemonize", "no", Kind::Bool, false,
       "Run in the background: fork at start-up, detach from the terminal, and write pidfile (/var/run/redis_<port>.pid when pidfile is empty)."),
+    s("supervised", "no", Kind::Enum(&["no", "upstart", "systemd", "auto"]), false,
+      "Tell a supervisor when the server is ready and when it stops: systemd (Type=notify: READY=1 once every shard serves, STOPPING=1, WATCHDOG=1 while every shard answers when WatchdogSec= is set), upstart (SIGSTOP when ready), auto (whichever the environment names), no."),
     s("set-proc-title", "yes", Kind::Bool, false,
       "Show proc-title-template as the process's command line (ps, top)."),
     s("proc-title-template", crate::proctitle::DEFAULT_TEMPLATE, Kind::TitleTemplate, true,
