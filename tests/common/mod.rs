@@ -185,6 +185,11 @@ impl Server {
         if !args.contains(&"--save") {
             defaults.extend(["--save".to_string(), String::new()]);
         }
+        // maxmemory as given, not adapted to the machine's cgroup (where a
+        // memory limit would give it a default of its own).
+        if file.is_none() && !args.contains(&"--maxmemory") {
+            defaults.extend(["--maxmemory".to_string(), "0".to_string()]);
+        }
         // The tests use DEBUG and CONFIG SET dir, which Redis (and ringdb)
         // refuse by default, as Redis's own test suite turns them on.
         for action in ["--enable-debug-command", "--enable-protected-configs"] {

@@ -27,6 +27,7 @@
 //! touches glommio.
 
 pub mod aof;
+pub mod cgroup;
 pub mod check_aof;
 pub mod cmd;
 pub mod config;

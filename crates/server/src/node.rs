@@ -577,7 +577,7 @@ pub fn io_uring_refused(error: &str) -> String {
 }
 
 /// Starts every shard and serves until SIGINT/SIGTERM or SHUTDOWN.
-pub fn run(config: Config) -> Result<(), String> {
+pub fn run(mut config: Config) -> Result<(), String> {
     let bind = config.bind();
     if bind.is_empty() {
         return Err(listener::NOWHERE.into());
@@ -589,7 +589,28 @@ pub fn run(config: Config) -> Result<(), String> {
     ringdb_types::table::init_hash_seed(seed.rotate_left(17));
 
     let cpus = allowed_cpus();
-    let wanted = if config.shards() == 0 { cpus.len() } else { config.shards() };
+    let cgroup = crate::cgroup::limits();
+    let wanted = match config.shards() {
+        0 => crate::cgroup::default_shards(cpus.len(), &cgroup),
+        n => n,
+    };
+    if let (0, Some(quota)) = (config.shards(), cgroup.cpus) {
+        info!(
+            "cgroup CPU quota {quota:.2} CPUs: {wanted} shards (the affinity mask has {} CPUs)",
+            cpus.len()
+        );
+    }
+    let maxmemory_given = config.was_given("maxmemory");
+    if let (false, Some(limit)) = (maxmemory_given, crate::cgroup::default_maxmemory(&cgroup)) {
+        config.set_by_server("maxmemory", &limit.to_string())?;
+        warn!(
+            "cgroup memory limit {} MiB: maxmemory set to {} MiB ({}% of it; the rest is for \
+             buffers and the allocator). Set maxmemory (0: no limit) to choose.",
+            cgroup.memory.unwrap_or(0) >> 20,
+            limit >> 20,
+            (crate::cgroup::MAXMEMORY_SHARE * 100.0) as u32
+        );
+    }
     let net = match config.io_backend() {
         "glommio" => crate::memlock::Net::Off,
         "uring" => crate::memlock::Net::Required,

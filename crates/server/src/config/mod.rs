@@ -52,6 +52,9 @@ pub struct Config {
     pub users: Vec<Vec<String>>,
     /// Directives Redis has and ringdb ignores, to be logged at start-up.
     pub warnings: Vec<String>,
+    /// Settings the file or the command line gave (the others have their
+    /// defaults, which start-up may adapt: `maxmemory` in a cgroup).
+    given: Vec<&'static str>,
     /// What every connection reads on every request, parsed once per change.
     pub conn: ConnSettings,
 }
@@ -90,6 +93,7 @@ impl Default for Config {
             renames: Vec::new(),
             users: Vec::new(),
             warnings: Vec::new(),
+            given: Vec::new(),
             conn: ConnSettings::default(),
         };
         config.refresh_conn();
@@ -181,6 +185,7 @@ impl Config {
                 };
                 return self.set_any("save", &value);
             }
+            self.given.push(setting.name);
             return self.set_any(setting.name, &value);
         }
         let name = d.name.as_str();
@@ -228,8 +233,14 @@ impl Config {
                 other => return Err(format!("'{name}': unsupported value {other}")),
             };
             self.set_any(&name, &text).map_err(|m| format!("'{name}': {m}"))?;
+            self.given.extend(find(&name).map(|s| s.name));
         }
         Ok(())
+    }
+
+    /// Whether the file or the command line set `name`.
+    pub fn was_given(&self, name: &str) -> bool {
+        self.given.iter().any(|g| g.eq_ignore_ascii_case(name))
     }
 
     fn index(name: &str) -> Option<usize> {
