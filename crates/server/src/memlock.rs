@@ -94,7 +94,13 @@ impl fmt::Display for IoPlan {
                 human(self.per_shard())
             );
         };
-        write!(f, "locked memory limit (ulimit -l) {} for {} shards: ", human(limit), self.shards)?;
+        let plural = if self.shards == 1 { "" } else { "s" };
+        write!(
+            f,
+            "locked memory limit (ulimit -l) {} for {} shard{plural}: ",
+            human(limit),
+            self.shards
+        )?;
         if self.wanted_shards != self.shards {
             write!(
                 f,

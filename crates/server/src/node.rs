@@ -576,28 +576,20 @@ pub fn io_uring_refused(error: &str) -> String {
     )
 }
 
-/// Starts every shard and serves until SIGINT/SIGTERM or SHUTDOWN.
-pub fn run(mut config: Config) -> Result<(), String> {
-    let bind = config.bind();
-    if bind.is_empty() {
-        return Err(listener::NOWHERE.into());
-    }
-    raise_open_files_limit(config.maxclients());
-    crate::supervise::init(config.get("supervised").unwrap_or("no"));
-    let seed = random_seed();
-    ringdb_engine::keyspace::set_hash_seed(seed);
-    ringdb_types::table::init_hash_seed(seed.rotate_left(17));
-
-    let cpus = allowed_cpus();
+/// How many shards run and each one's io_uring sizes: the configured
+/// count, or one per CPU within the cgroup's CPU quota, fitted to the
+/// locked-memory limit (`crate::memlock`); and `maxmemory` from the
+/// cgroup's memory limit when none was given. Each choice is logged.
+fn fit_to_limits(config: &mut Config, cpus: usize) -> Result<crate::memlock::IoPlan, String> {
     let cgroup = crate::cgroup::limits();
     let wanted = match config.shards() {
-        0 => crate::cgroup::default_shards(cpus.len(), &cgroup),
+        0 => crate::cgroup::default_shards(cpus, &cgroup),
         n => n,
     };
     if let (0, Some(quota)) = (config.shards(), cgroup.cpus) {
         info!(
             "cgroup CPU quota {quota:.2} CPUs: {wanted} shards (the affinity mask has {} CPUs)",
-            cpus.len()
+            cpus
         );
     }
     let maxmemory_given = config.was_given("maxmemory");
@@ -623,6 +615,23 @@ pub fn run(mut config: Config) -> Result<(), String> {
     } else {
         info!("{io_plan}");
     }
+    Ok(io_plan)
+}
+
+/// Starts every shard and serves until SIGINT/SIGTERM or SHUTDOWN.
+pub fn run(mut config: Config) -> Result<(), String> {
+    let bind = config.bind();
+    if bind.is_empty() {
+        return Err(listener::NOWHERE.into());
+    }
+    raise_open_files_limit(config.maxclients());
+    crate::supervise::init(config.get("supervised").unwrap_or("no"));
+    let seed = random_seed();
+    ringdb_engine::keyspace::set_hash_seed(seed);
+    ringdb_types::table::init_hash_seed(seed.rotate_left(17));
+
+    let cpus = allowed_cpus();
+    let io_plan = fit_to_limits(&mut config, cpus.len())?;
     let shards = io_plan.shards;
     let slot_map = SlotMap::new(shards);
     let (port, listeners) = listener::bind_node(&config, shards)?;
