@@ -268,3 +268,15 @@ fn which(program: &str) -> Option<std::path::PathBuf> {
         .map(|d| std::path::Path::new(d).join(program))
         .find(|p| p.exists())
 }
+
+/// The shipped configuration loads and serves (its `dir` replaced by the
+/// test's own, as the command line comes after the file).
+#[test]
+fn the_shipped_configuration_starts() {
+    let file = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/ringdb.toml"));
+    let server = Server::start_from(file, &["--shards", "2"]);
+    let mut c = server.client();
+    assert_eq!(q::<String>(&mut c, &["PING"]).unwrap(), "PONG");
+    let got: Vec<String> = q(&mut c, &["CONFIG", "GET", "io-memory"]).unwrap();
+    assert_eq!(got[1], "1048576", "the file was read");
+}

@@ -557,8 +557,10 @@ fn make_executor(
             }
             Some(libc::ENOMEM) => {
                 return Err(format!(
-                    "its io_uring rings do not fit in the locked memory left to this user \
-                     (ulimit -l; another process of the same user holds some): {error}"
+                    "its io_uring rings do not fit in the locked memory left to this user: the \
+                     limit (ulimit -l) counts every process of the uid, other servers and \
+                     containers running as it included. Run each server as a user of its own \
+                     (docker --user) or raise the limit ({error})"
                 ))
             }
             Some(libc::EPERM | libc::ENOSYS) => return Err(io_uring_refused(&error.to_string())),

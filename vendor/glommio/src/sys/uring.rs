@@ -212,32 +212,25 @@ impl Drop for UringBuffer {
     }
 }
 
-fn check_supported_operations(ops: &[uring_sys::IoRingOp]) -> bool {
+/// Whether `ring`'s kernel has every operation in `ops`. ringdb's patch:
+/// asked of a ring already made (upstream made a probe ring of its own,
+/// which under a tight locked-memory limit failed and read as "kernel too
+/// old", then panicked or exited).
+fn check_supported_operations(ring: &mut iou::IoUring, ops: &[uring_sys::IoRingOp]) -> bool {
     unsafe {
-        let probe = uring_sys::io_uring_get_probe();
+        let probe = uring_sys::io_uring_get_probe_ring(ring.raw_mut());
         if probe.is_null() {
-            // ringdb's patch: no panic (the caller creates its ring first,
-            // which reports why io_uring is refused).
             return false;
         }
-
         let mut ret = true;
         for op in ops {
             let opint = *{ op as *const uring_sys::IoRingOp as *const libc::c_int };
-            let sup = uring_sys::io_uring_opcode_supported(probe, opint) > 0;
-            ret &= sup;
-            if !sup {
-                println!(
-                    "Yo kernel is so old it was with Hannibal when he crossed the Alps! Missing \
-                     {op:?}"
-                );
+            if uring_sys::io_uring_opcode_supported(probe, opint) <= 0 {
+                warn!("this kernel's io_uring lacks {op:?}");
+                ret = false;
             }
         }
         uring_sys::io_uring_free_probe(probe);
-        if !ret {
-            eprintln!("Your kernel is older than Caesar. Bye");
-            std::process::exit(1);
-        }
         ret
     }
 }
@@ -268,9 +261,6 @@ static GLOMMIO_URING_OPS: &[IoRingOp] = &[
     IoRingOp::IORING_OP_RECV,
 ];
 
-lazy_static! {
-    static ref IO_URING_RECENT_ENOUGH: bool = check_supported_operations(GLOMMIO_URING_OPS);
-}
 
 fn fill_sqe<F>(
     sqe: &mut iou::SQE<'_>,
@@ -919,8 +909,8 @@ impl SleepableRing {
     ) -> io::Result<Self> {
         // ringdb's patch: the ring first, so that a refused io_uring
         // (seccomp, io_uring_disabled) is an error with its errno.
-        let ring = iou::IoUring::new(size as _)?;
-        if !*IO_URING_RECENT_ENOUGH {
+        let mut ring = iou::IoUring::new(size as _)?;
+        if !check_supported_operations(&mut ring, GLOMMIO_URING_OPS) {
             return Err(io::Error::new(
                 io::ErrorKind::Unsupported,
                 "this kernel lacks io_uring operations glommio needs (5.8 or newer)",
