@@ -254,6 +254,32 @@ pub fn purge_this_thread() {
     unsafe { mi_collect(true) };
 }
 
+/// Gives this core's free memory back to the OS once the core has been
+/// quiet for [`QUIET`] after some activity (commands, connections opened or
+/// closed). mimalloc purges a heap's free pages only while that heap is
+/// used, and takes frees made by other cores into it only then: a core that
+/// went quiet after a burst (10,000 connections closed, a FLUSHALL) kept
+/// them all in its RSS.
+pub async fn give_back_when_quiet(core: std::rc::Rc<crate::node::Core>) {
+    let activity = |core: &crate::node::Core| {
+        let stats = &core.shard.borrow().state.stats;
+        (stats.commands_processed, stats.connections_received, core.clients.borrow().len())
+    };
+    let (mut last, mut purged) = (activity(&core), activity(&core));
+    loop {
+        glommio::timer::sleep(QUIET).await;
+        let now = activity(&core);
+        if now == last && now != purged {
+            purge_this_thread();
+            purged = now;
+        }
+        last = now;
+    }
+}
+
+/// See [`give_back_when_quiet`].
+const QUIET: std::time::Duration = std::time::Duration::from_secs(1);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -977,6 +977,7 @@ async fn core_main(
     }
     glommio::spawn_local(crate::expiry::run(core.clone())).detach();
     glommio::spawn_local(crate::metrics::run(core.clone())).detach();
+    glommio::spawn_local(crate::memory::give_back_when_quiet(core.clone())).detach();
     let _ = ready.send(Ok(keys));
     // A core lives until the process exits.
     futures_lite::future::pending::<()>().await;

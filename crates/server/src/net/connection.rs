@@ -29,8 +29,6 @@ const PROTECTED_MODE_DENIED: &str = "DENIED Redis is running in protected mode b
     authentication password for the default user. NOTE: You only need to do one of the above things in \
     order for the server to start accepting connections from the outside.";
 
-/// Initial size of the input and output buffers.
-const BUFFER_SIZE: usize = 16 * 1024;
 /// An output buffer grown past this is given back once written.
 const KEEP_OUTPUT: usize = 4 * 1024 * 1024;
 
@@ -249,8 +247,10 @@ impl Connection {
             socket,
             handle,
             parser: RequestParser::new(),
-            inbuf: BytesMut::with_capacity(BUFFER_SIZE),
-            out: Output::with_capacity(BUFFER_SIZE),
+            // No buffers until there is something to hold: an idle client
+            // costs its socket and its state alone.
+            inbuf: BytesMut::new(),
+            out: Output::default(),
             mailbox: None,
             pushes_in: Vec::new(),
             input_while_blocked: false,
@@ -265,10 +265,12 @@ impl Connection {
         // and a client gone is gone for tracking redirects at once (Redis
         // frees it before anything else runs).
         core.clients.borrow_mut().remove(id);
+        // Boxed, as the router is in `run`: only a closing connection needs
+        // their state.
         if !conn.state.watched.is_empty() {
-            crate::route::multi::unwatch_all(&mut conn).await;
+            Box::pin(crate::route::multi::unwatch_all(&mut conn)).await;
         }
-        conn.leave_push_hub().await;
+        Box::pin(conn.leave_push_hub()).await;
         let Connection { socket, .. } = conn;
         socket.close().await;
         core.shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
@@ -290,15 +292,14 @@ impl Connection {
         state.master = true;
         state.reply_off = true;
         state.db = db;
-        let mut inbuf = BytesMut::with_capacity(BUFFER_SIZE.max(input.len()));
-        inbuf.extend_from_slice(input);
+        let inbuf = BytesMut::from(input);
         Connection {
             core,
             socket,
             handle,
             parser: RequestParser::new(),
             inbuf,
-            out: Output::with_capacity(BUFFER_SIZE),
+            out: Output::default(),
             mailbox: None,
             pushes_in: Vec::new(),
             input_while_blocked: false,
@@ -438,7 +439,10 @@ impl Connection {
                 return Err("query buffer limit".into());
             }
             if !requests.is_empty() {
-                crate::route::execute(self, &mut requests).await;
+                // Boxed: the router's state is kilobytes and lives only
+                // while commands run; inline it would stay in every idle
+                // connection's task.
+                Box::pin(crate::route::execute(self, &mut requests)).await;
             }
             if let Err(e) = parsed {
                 self.reply().error(&e.to_string());
@@ -494,6 +498,11 @@ impl Connection {
         if self.answerable_while_busy() {
             let multi = self.state.multi.take();
             self.socket.set_idle(crate::route::busy::Idle::new(self.state.resp, multi));
+        }
+        if self.inbuf.is_empty() {
+            // Nothing half-read: give the buffer back while waiting (the
+            // uring backend hands over its own on the next read).
+            self.inbuf = BytesMut::new();
         }
         let read = self.socket.read_into(&mut self.inbuf, wanted);
         let read = async { read.await.map(Some).map_err(|e| e.to_string()) };
@@ -608,7 +617,7 @@ impl Connection {
             stats.writes_processed += 1;
         }
         if self.out.capacity() > KEEP_OUTPUT {
-            self.out = Output::with_capacity(BUFFER_SIZE);
+            self.out = Output::default();
         }
         Ok(())
     }

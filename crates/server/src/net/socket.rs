@@ -94,37 +94,11 @@ impl Socket {
     pub async fn read_into(&mut self, buf: &mut BytesMut, wanted: usize) -> io::Result<usize> {
         match self {
             Socket::Uring(s) => s.read_into(buf).await,
+            // Boxed, here and in `write_as`: the glommio path's state would
+            // otherwise be inline in every connection's task, on either
+            // backend, while it waits.
             Socket::Glommio { stream, chunk, slot, .. } => {
-                let size = wanted.clamp(READ_CHUNK, MAX_READ_CHUNK);
-                if chunk.len() < size {
-                    chunk.resize(size, 0);
-                } else if size == READ_CHUNK && chunk.len() > READ_CHUNK {
-                    chunk.truncate(READ_CHUNK);
-                    chunk.shrink_to_fit();
-                }
-                if stream.is_tls() {
-                    // Never served by the hook (see the module header).
-                    return stream.read_into(buf, chunk).await;
-                }
-                loop {
-                    // A busy script's hook may have answered this client
-                    // while it waited: its unsent replies go out now, and
-                    // what it read comes before what the socket has.
-                    write_glommio(stream, &mut slot.take_output()).await?;
-                    if let Some(read) = slot.take_input(buf) {
-                        return read;
-                    }
-                    let read = async { Some(stream.read(chunk).await) };
-                    let hook = async {
-                        slot.changed().await;
-                        None
-                    };
-                    if let Some(n) = futures_lite::future::or(hook, read).await {
-                        let n = n?;
-                        buf.extend_from_slice(&chunk[..n]);
-                        return Ok(n);
-                    }
-                }
+                Box::pin(read_glommio(stream, chunk, slot, buf, wanted)).await
             }
         }
     }
@@ -162,13 +136,16 @@ impl Socket {
         match self {
             Socket::Uring(s) => s.write(out, pushes).await,
             Socket::Glommio { stream, slot, .. } => {
-                // Replies a busy script's hook could not send go first.
-                let earlier = write_glommio(stream, &mut slot.take_output()).await;
-                if earlier.is_err() {
-                    out.clear();
-                    return earlier;
-                }
-                write_glommio(stream, out).await
+                Box::pin(async {
+                    // Replies a busy script's hook could not send go first.
+                    let earlier = write_glommio(stream, &mut slot.take_output()).await;
+                    if earlier.is_err() {
+                        out.clear();
+                        return earlier;
+                    }
+                    write_glommio(stream, out).await
+                })
+                .await
             }
         }
     }
@@ -215,6 +192,46 @@ impl Socket {
                     let _ = stream.close().await;
                 }
             }
+        }
+    }
+}
+
+/// [`Socket::read_into`] on the glommio path.
+async fn read_glommio(
+    stream: &mut Stream,
+    chunk: &mut Vec<u8>,
+    slot: &Slot,
+    buf: &mut BytesMut,
+    wanted: usize,
+) -> io::Result<usize> {
+    let size = wanted.clamp(READ_CHUNK, MAX_READ_CHUNK);
+    if chunk.len() < size {
+        chunk.resize(size, 0);
+    } else if size == READ_CHUNK && chunk.len() > READ_CHUNK {
+        chunk.truncate(READ_CHUNK);
+        chunk.shrink_to_fit();
+    }
+    if stream.is_tls() {
+        // Never served by the hook (see the module header).
+        return stream.read_into(buf, chunk).await;
+    }
+    loop {
+        // A busy script's hook may have answered this client while it
+        // waited: its unsent replies go out now, and what it read comes
+        // before what the socket has.
+        write_glommio(stream, &mut slot.take_output()).await?;
+        if let Some(read) = slot.take_input(buf) {
+            return read;
+        }
+        let read = async { Some(stream.read(chunk).await) };
+        let hook = async {
+            slot.changed().await;
+            None
+        };
+        if let Some(n) = futures_lite::future::or(hook, read).await {
+            let n = n?;
+            buf.extend_from_slice(&chunk[..n]);
+            return Ok(n);
         }
     }
 }

@@ -687,7 +687,8 @@ impl Driver {
         st.sending = false;
         st.sent = 0;
         st.in_flight.clear();
-        if st.in_flight.capacity() > KEEP_SEND_BUFFER {
+        if st.pending.is_empty() || st.in_flight.capacity() > KEEP_SEND_BUFFER {
+            // Nothing more to send: an idle connection keeps no buffer.
             st.in_flight = Output::default();
         }
         let drained = st.unsent() <= SEND_HIGH_WATER;
