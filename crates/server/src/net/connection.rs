@@ -228,7 +228,7 @@ impl Connection {
     /// Serves one client until it leaves, is killed or idles past `timeout`.
     pub async fn serve(core: Rc<Core>, socket: Socket) {
         if Self::denied_by_protected_mode(&core, socket.peer_addr()) {
-            Self::refuse(socket, PROTECTED_MODE_DENIED).await;
+            Box::pin(Self::refuse(socket, PROTECTED_MODE_DENIED)).await;
             core.shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
             return;
         }
@@ -272,7 +272,7 @@ impl Connection {
         }
         Box::pin(conn.leave_push_hub()).await;
         let Connection { socket, .. } = conn;
-        socket.close().await;
+        Box::pin(socket.close()).await;
         core.shared.connected_clients.fetch_sub(1, Ordering::Relaxed);
     }
 
