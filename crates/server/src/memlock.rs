@@ -161,17 +161,14 @@ pub fn plan(
         Net::Preferred => rings.chain([None]).collect(),
         Net::Required => rings.collect(),
     };
-    let nets = &nets;
     // Cheapest first in what they give up: buffers, then the network ring's
     // size, then glommio's depth, then the network ring, then shards.
-    let choices: Vec<(usize, Option<NetRing>)> = [true, false]
-        .into_iter()
-        .flat_map(|with_net| {
-            DEPTHS.into_iter().flat_map(move |d| {
-                nets.iter().filter(move |n| n.is_some() == with_net).map(move |&n| (d, n))
-            })
-        })
-        .collect();
+    let mut choices: Vec<(usize, Option<NetRing>)> = Vec::new();
+    for with_ring in [true, false] {
+        for depth in DEPTHS {
+            choices.extend(nets.iter().filter(|n| n.is_some() == with_ring).map(|&n| (depth, n)));
+        }
+    }
     for count in (1..=shards).rev() {
         let budget = limit / count as u64;
         for &(depth, n) in &choices {
@@ -179,10 +176,10 @@ pub fn plan(
             if rings > budget {
                 continue;
             }
-            // What is left goes to registered buffers, up to io-memory.
-            let spare = (budget - rings) / 2 / MIN_REGISTERED * MIN_REGISTERED;
-            let registered = if spare >= MIN_REGISTERED { spare.min(io_memory as u64) } else { 0 };
-            let registered = if registered < MIN_REGISTERED { 0 } else { registered / PAGE * PAGE };
+            // What is left goes to registered buffers (counted once for
+            // each of glommio's two rings), up to io-memory.
+            let registered = ((budget - rings) / 2).min(io_memory as u64) / PAGE * PAGE;
+            let registered = if registered >= MIN_REGISTERED { registered } else { 0 };
             return Ok(IoPlan {
                 shards: count,
                 ring_depth: depth,
