@@ -94,3 +94,48 @@ fn memory_of_a_flushed_dataset_goes_back_to_the_os() {
     let after = settles_to(pid, bound, 10);
     assert!(after <= bound, "RSS {before} -> {loaded} -> {after} KiB after FLUSHALL");
 }
+
+/// A subscriber that never reads: the server's memory stays within its
+/// pubsub output limit (+10 %) until it is cut off, and comes back after.
+/// Before, messages left the mailbox (where the limit counts them) faster
+/// than the client took them, and each kept its publisher's whole input
+/// buffer: the peak was 1.6 times the limit.
+#[test]
+fn a_subscriber_that_never_reads_stays_within_its_limit() {
+    use std::io::Write;
+    const LIMIT: u64 = 8 << 20;
+    let server = Server::start(2);
+    let mut c = server.client();
+    let _: () =
+        q(&mut c, &["CONFIG", "SET", "client-output-buffer-limit", "pubsub 8mb 0 0"]).unwrap();
+    let mut sub = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    sub.write_all(b"SUBSCRIBE news\r\n").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let used = |c: &mut redis::Connection| -> u64 {
+        let info: String = q(c, &["INFO", "memory"]).unwrap();
+        let line = info.lines().find(|l| l.starts_with("used_memory:")).unwrap();
+        line["used_memory:".len()..].trim().parse().unwrap()
+    };
+    let base = used(&mut c);
+    let message = "m".repeat(1024);
+    let (mut peak, deadline) = (base, Instant::now() + Duration::from_secs(60));
+    loop {
+        let mut pipe = redis::pipe();
+        for _ in 0..100 {
+            pipe.cmd("PUBLISH").arg("news").arg(&message);
+        }
+        let receivers: Vec<i64> = pipe.query(&mut c).unwrap();
+        peak = peak.max(used(&mut c));
+        if receivers.last() == Some(&0) {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the subscriber was never cut off");
+    }
+    let over = peak - base;
+    assert!(over <= LIMIT + LIMIT / 10, "peak {over} bytes over the start, limit {LIMIT}");
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while used(&mut c) > base + (1 << 20) {
+        assert!(Instant::now() < deadline, "memory came back: {} over", used(&mut c) - base);
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}

@@ -29,6 +29,11 @@ const PROTECTED_MODE_DENIED: &str = "DENIED Redis is running in protected mode b
     authentication password for the default user. NOTE: You only need to do one of the above things in \
     order for the server to start accepting connections from the outside.";
 
+/// Most push bytes a connection hands to its socket while earlier ones are
+/// still unsent (see `Woken::Push` in [`Connection::run`]).
+const PUSHES_UNSENT: usize = 64 * 1024;
+/// Most push bytes taken from the mailbox at once.
+const PUSH_BATCH: usize = 64 * 1024;
 /// An output buffer grown past this is given back once written.
 const KEEP_OUTPUT: usize = 4 * 1024 * 1024;
 
@@ -368,7 +373,12 @@ impl Connection {
     pub(crate) fn write_pushes(&mut self) {
         let Some(mailbox) = &self.mailbox else { return };
         let mut pushes = std::mem::take(&mut self.pushes_in);
-        pushes.extend(mailbox.try_iter());
+        let mut batch: usize = pushes.iter().map(|p| p.size()).sum();
+        while batch < PUSH_BATCH {
+            let Ok(push) = mailbox.try_recv() else { break };
+            batch += push.size();
+            pushes.push(push);
+        }
         let mut out = self.out.writer(self.state.resp);
         for push in &pushes {
             crate::push::encode(push, &mut out);
@@ -420,6 +430,11 @@ impl Connection {
                 Woken::Input(0) => return Ok(()),
                 Woken::Input(_) => {}
                 Woken::Push => {
+                    // Pushes leave the mailbox, where the pubsub output
+                    // limit counts them, only as fast as the client takes
+                    // them: otherwise a slow subscriber held its limit's
+                    // worth in the mailbox and as much again unsent.
+                    self.socket.drained_to(PUSHES_UNSENT).await.map_err(|e| e.to_string())?;
                     self.write_pushes();
                     self.flush_as(true).await?;
                     if self.handle.is_killed() {

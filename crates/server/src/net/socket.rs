@@ -150,6 +150,15 @@ impl Socket {
         }
     }
 
+    /// Waits until at most `mark` bytes handed to [`Socket::write`] are
+    /// unsent (the glommio path's writes wait until taken: at once).
+    pub async fn drained_to(&self, mark: usize) -> io::Result<()> {
+        match self {
+            Socket::Uring(s) => s.drained_to(mark).await,
+            Socket::Glommio { .. } => Ok(()),
+        }
+    }
+
     /// Bytes handed to [`Socket::write`] and not yet taken by the kernel
     /// (always 0 on the glommio path, whose writes wait until taken).
     pub fn unsent(&self) -> usize {

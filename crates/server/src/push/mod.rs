@@ -56,9 +56,11 @@ impl Push {
     /// Bytes it costs while waiting (for the output buffer limit).
     pub fn size(&self) -> usize {
         match self {
-            Push::Message { channel, payload, .. } => channel.len() + payload.len() + 32,
+            // What a queued message holds beyond its bytes: the push, its
+            // slot in the mailbox, and the copies' allocations.
+            Push::Message { channel, payload, .. } => channel.len() + payload.len() + 96,
             Push::PMessage { pattern, channel, payload } => {
-                pattern.len() + channel.len() + payload.len() + 48
+                pattern.len() + channel.len() + payload.len() + 112
             }
             Push::Invalidate { keys, .. } => {
                 keys.iter().flatten().map(|k| k.len() + 16).sum::<usize>() + 48
@@ -225,27 +227,31 @@ impl PushHub {
         payload: &Bytes,
         limit: BufferLimit,
     ) -> i64 {
+        // Copied once, for every subscriber here: the arguments are slices
+        // of the publisher's input buffer, which a queued message would
+        // otherwise keep whole (up to twice what the output limit counts).
+        let mut copies: Option<(Bytes, Bytes)> = None;
+        let mut owned = || {
+            copies
+                .get_or_insert_with(|| {
+                    (Bytes::copy_from_slice(channel), Bytes::copy_from_slice(payload))
+                })
+                .clone()
+        };
         let mut sends: Vec<(u64, Push)> = Vec::new();
         if let Some(subscribers) = self.local.get(&(kind, channel.clone())) {
             for &id in subscribers {
-                sends.push((
-                    id,
-                    Push::Message { kind, channel: channel.clone(), payload: payload.clone() },
-                ));
+                let (channel, payload) = owned();
+                sends.push((id, Push::Message { kind, channel, payload }));
             }
         }
         if kind == Kind::Channel {
             for ((k, pattern), subscribers) in &self.local {
                 if *k == Kind::Pattern && ringdb_types::glob::glob_match(pattern, channel, false) {
                     for &id in subscribers {
-                        sends.push((
-                            id,
-                            Push::PMessage {
-                                pattern: pattern.clone(),
-                                channel: channel.clone(),
-                                payload: payload.clone(),
-                            },
-                        ));
+                        let (channel, payload) = owned();
+                        let pattern = pattern.clone();
+                        sends.push((id, Push::PMessage { pattern, channel, payload }));
                     }
                 }
             }

@@ -45,7 +45,7 @@ use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd, RawFd};
 use std::rc::Rc;
 use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
-use stream::{Shared, State, UringStream, RECV_PAUSE_BYTES, SEND_HIGH_WATER};
+use stream::{Shared, State, UringStream, RECV_PAUSE_BYTES};
 use tracing::warn;
 
 /// Receive buffers per shard and their size (4 MiB in all).
@@ -691,11 +691,9 @@ impl Driver {
             // Nothing more to send: an idle connection keeps no buffer.
             st.in_flight = Output::default();
         }
-        let drained = st.unsent() <= SEND_HIGH_WATER;
         drop(st);
-        if drained || res < 0 {
-            wake(&shared.writer);
-        }
+        // A writer waits for its own mark (`UringStream::drained_to`).
+        wake(&shared.writer);
         if res < 0 {
             wake(&shared.reader);
         }

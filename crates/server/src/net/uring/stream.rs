@@ -218,12 +218,17 @@ impl UringStream {
         } else {
             self.driver.schedule(&self.shared);
         }
+        self.drained_to(SEND_HIGH_WATER).await
+    }
+
+    /// Waits until at most `mark` bytes handed over are unsent.
+    pub async fn drained_to(&self, mark: usize) -> io::Result<()> {
         poll_fn(|cx| {
             let st = self.shared.st.borrow();
             if let Some(errno) = st.error {
                 return Poll::Ready(Err(io::Error::from_raw_os_error(errno)));
             }
-            if st.unsent() <= SEND_HIGH_WATER {
+            if st.unsent() <= mark {
                 return Poll::Ready(Ok(()));
             }
             self.shared.writer.set(Some(cx.waker().clone()));
