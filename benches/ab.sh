@@ -56,9 +56,6 @@ start "$OLD" 7811 "$DIR/old" "${OLD_ARGS:-}"; OLD_PID=$!
 start "$NEW" 7812 "$DIR/new" "${NEW_ARGS:-}"; NEW_PID=$!
 sleep 1
 
-ticks() { # user and system CPU ticks of every thread of a process
-    awk '{u += $14; s += $15} END {print u, s}' /proc/"$1"/task/*/stat
-}
 if [[ $TEST == loadgen:* ]]; then
     build_loadgen
 fi
@@ -72,10 +69,10 @@ run() { # port pid -> "rps req/cpu-s user-us/req sys-us/req"
         return
     fi
     local u0 s0 t0 t1 u1 s1
-    read -r u0 s0 < <(ticks "$2"); t0=$(date +%s.%N)
+    read -r u0 s0 < <(cpu_ticks "$2"); t0=$(date +%s.%N)
     taskset -c 1 nice -n "$NICE" redis-benchmark -p "$1" -t "$TEST" -n "$REQUESTS" -r 100000 \
         -c 50 -P "$PIPELINE" -q >/dev/null 2>&1
-    t1=$(date +%s.%N); read -r u1 s1 < <(ticks "$2")
+    t1=$(date +%s.%N); read -r u1 s1 < <(cpu_ticks "$2")
     python3 -c "n = $REQUESTS; u = ($u1 - $u0) / 100; s = ($s1 - $s0) / 100
 print(f'{n / ($t1 - $t0):.0f} {n / (u + s):.0f} {u / n * 1e6:.2f} {s / n * 1e6:.2f}')"
 }

@@ -35,15 +35,14 @@ for i in $(seq 0 48); do patterns+=("~app$i:*"); done
 redis-cli -p $PORT ACL SETUSER many on '>pw' +@all "${patterns[@]}" '~key:*' >/dev/null
 redis-cli -p $PORT SET key:__rand_int__ x >/dev/null
 
-ticks() { awk '{u += $14; s += $15} END {print u + s}' /proc/"$1"/task/*/stat; }
 # pipeline user-args... -> "rps req/cpu-s"
 run() {
     local p=$1 t0 t1 csv
     shift
-    t0=$(ticks $RINGDB_PID)
+    t0=$(cpu_ticks_total $RINGDB_PID)
     csv=$(taskset -c 1 nice -n "$NICE" redis-benchmark -p $PORT "$@" -t get -n "$N" -r 100000 \
         -c 50 -P "$p" --csv 2>/dev/null | tail -1)
-    t1=$(ticks $RINGDB_PID)
+    t1=$(cpu_ticks_total $RINGDB_PID)
     python3 -c "
 import csv, io
 row = next(csv.reader(io.StringIO('''$csv''')))

@@ -6,6 +6,11 @@
 log() { printf '[%s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
+# User and system CPU ticks (10 ms) of every thread of process $1, and
+# their sum: a server's CPU time for requests per server-CPU-second.
+cpu_ticks() { awk '{u += $14; s += $15} END {print u, s}' /proc/"$1"/task/*/stat; }
+cpu_ticks_total() { awk '{t += $14 + $15} END {print t}' /proc/"$1"/task/*/stat; }
+
 ensure_redis() {
     if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null \
         && command -v redis-cli >/dev/null; then

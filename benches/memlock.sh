@@ -79,14 +79,13 @@ print(f'shards=$shards memlock=${limit}KiB: median {st.median(t):.1f} ms, max {m
 done
 grep -h "locked memory" "$DIR"/start.log | tail -1 | cut -c40- || true
 
-ticks() { awk '{u += $14; s += $15} END {print u + s}' /proc/"$1"/task/*/stat; }
 # test pipeline clients -> "rps req/cpu-s"
 run() {
     local t0 t1 csv
-    t0=$(ticks "$PID")
+    t0=$(cpu_ticks_total "$PID")
     csv=$(taskset -c 1 nice -n "$NICE" redis-benchmark -p $PORT -t "$1" -n "$N" -r 100000 \
         -c "$3" -P "$2" -d 16 --csv 2>/dev/null | tail -1)
-    t1=$(ticks "$PID")
+    t1=$(cpu_ticks_total "$PID")
     python3 -c "
 import csv, io
 row = next(csv.reader(io.StringIO('''$csv''')))

@@ -59,17 +59,14 @@ taskset -c 0 nice -n "$NICE" "$RINGDB" --port 7823 --tls-port 7822 --bind 127.0.
 RINGDB_PID=$!
 sleep 1
 
-ticks() { # user and system CPU ticks of every thread of a process
-    awk '{u += $14; s += $15} END {print u, s}' /proc/"$1"/task/*/stat
-}
 # port pid test pipeline requests tls(1|0) -> "rps p50 p99 req/cpu-s"
 run() {
     local u0 s0 u1 s1 csv tls=()
     [ "$6" = 1 ] && tls=(--tls --cacert "$DIR/ca.crt")
-    read -r u0 s0 < <(ticks "$2")
+    read -r u0 s0 < <(cpu_ticks "$2")
     csv=$(taskset -c 1 nice -n "$NICE" redis-benchmark -p "$1" "${tls[@]}" -t "$3" -n "$5" \
         -r 100000 -c 50 -P "$4" --csv 2>/dev/null | tail -1)
-    read -r u1 s1 < <(ticks "$2")
+    read -r u1 s1 < <(cpu_ticks "$2")
     # "test","rps","avg","min","p50","p95","p99","max"
     python3 -c "
 import csv, io
