@@ -12,6 +12,19 @@ use ringdb::memory::CountingAlloc;
 #[global_allocator]
 static GLOBAL: CountingAlloc<MiMalloc> = CountingAlloc::new(MiMalloc);
 
+/// Turns transparent huge pages off before the heap's first page is
+/// touched (a constructor runs before `main` and its allocations): a page
+/// faulted in as a huge one stays so. `disable-thp no`, read later, turns
+/// them back on.
+#[used]
+#[link_section = ".init_array"]
+static THP_OFF_FIRST: extern "C" fn() = {
+    extern "C" fn thp_off() {
+        let _ = ringdb::memory::set_thp_disabled(true);
+    }
+    thp_off
+};
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("check-aof") {
@@ -84,6 +97,9 @@ fn main() {
     }
     for warning in &config.warnings {
         tracing::warn!("{warning}");
+    }
+    if !config.disable_thp() {
+        let _ = ringdb::memory::set_thp_disabled(false);
     }
     let (mode, value) = config.oom_score();
     if let Err(e) = ringdb::process::apply_oom_score(mode, value) {

@@ -327,6 +327,10 @@ impl Config {
         self.flag("daemonize")
     }
 
+    pub fn disable_thp(&self) -> bool {
+        self.flag("disable-thp")
+    }
+
     /// The pid file to write: `pidfile`, or Redis's default path when
     /// daemonized without one.
     pub fn pidfile(&self) -> Option<String> {

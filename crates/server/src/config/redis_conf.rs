@@ -310,7 +310,6 @@ pub const REDIS_ONLY: &[&str] = &[
     "cluster-slave-validity-factor",
     "crash-log-enabled",
     "crash-memcheck-enabled",
-    "disable-thp",
     "dynamic-hz",
     "enable-module-command",
     "ignore-warnings",

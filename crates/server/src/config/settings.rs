@@ -266,6 +266,8 @@ pub static SETTINGS: &[Setting] = &[
       "Run in the background: fork at start-up, detach from the terminal, and write pidfile (/var/run/redis_<port>.pid when pidfile is empty)."),
     s("supervised", "no", Kind::Enum(&["no", "upstart", "systemd", "auto"]), false,
       "Tell a supervisor when the server is ready and when it stops: systemd (Type=notify: READY=1 once every shard serves, STOPPING=1, WATCHDOG=1 while every shard answers when WatchdogSec= is set), upstart (SIGSTOP when ready), auto (whichever the environment names), no."),
+    s("disable-thp", "yes", Kind::Bool, false,
+      "Turn transparent huge pages off for the process (prctl PR_SET_THP_DISABLE), as Redis does: with them on, every partly used 2 MB region of the heap is resident whole."),
     s("set-proc-title", "yes", Kind::Bool, false,
       "Show proc-title-template as the process's command line (ps, top)."),
     s("proc-title-template", crate::proctitle::DEFAULT_TEMPLATE, Kind::TitleTemplate, true,
