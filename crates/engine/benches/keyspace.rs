@@ -11,8 +11,8 @@ fn key(i: u64) -> Vec<u8> {
     format!("key:{i:08}").into_bytes()
 }
 
-fn entry(i: u64) -> Box<Entry> {
-    Box::new(Entry::new(&key(i), Value::Str(StrValue::from_bytes(b"value-0123456789"))))
+fn entry(i: u64) -> Entry {
+    Entry::new(&key(i), Value::Str(StrValue::from_bytes(b"value-0123456789")))
 }
 
 fn keyspace(c: &mut Criterion) {

@@ -92,7 +92,7 @@ pub fn merge_replies(
 }
 
 /// Copies of keys with the database each came from.
-pub type Copies = Vec<(usize, Box<Entry>)>;
+pub type Copies = Vec<(usize, Entry)>;
 
 /// Copies of `keys` in `databases`, skipping those expired at `now`.
 pub fn copy_keys(
@@ -105,7 +105,7 @@ pub fn copy_keys(
     for key in keys {
         for db in databases.clone() {
             if let Some(e) = keyspace.db(db).get(key).filter(|e| !e.is_expired(now)) {
-                copies.push((db, Box::new(e.clone())));
+                copies.push((db, e.clone()));
             }
         }
     }
@@ -116,7 +116,7 @@ pub fn copy_keys(
 pub struct Change {
     pub db: usize,
     pub key: Bytes,
-    pub entry: Option<Box<Entry>>,
+    pub entry: Option<Entry>,
     pub events: Vec<(NotifyClass, &'static str)>,
 }
 

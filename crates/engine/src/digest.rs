@@ -178,14 +178,14 @@ mod tests {
         let mut one = Keyspace::scratch(2);
         let mut other = Keyspace::scratch(2);
         for (k, v) in [("a", "1"), ("b", "hello"), ("c", "3")] {
-            one.db_mut(0).insert(Box::new(entry(k, v)));
+            one.db_mut(0).insert(entry(k, v));
         }
         for (k, v) in [("c", "3"), ("a", "1")] {
-            other.db_mut(0).insert(Box::new(entry(k, v)));
+            other.db_mut(0).insert(entry(k, v));
         }
         // "b" on another "shard".
         let mut split = Keyspace::scratch(2);
-        split.db_mut(0).insert(Box::new(entry("b", "hello")));
+        split.db_mut(0).insert(entry("b", "hello"));
         let mut left = (other.db(0).len(), db_digest(other.db(0)));
         combine(&mut left, &(split.db(0).len(), db_digest(split.db(0))));
         let whole = dataset_digest(&[(one.db(0).len(), db_digest(one.db(0)))]);

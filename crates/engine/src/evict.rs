@@ -435,7 +435,7 @@ mod tests {
             if ttl_every > 0 && i % ttl_every == 0 {
                 e = e.with_expire(Some(u64::MAX / 2 + i as u64));
             }
-            shard.keyspace.db_mut(0).insert(Box::new(e));
+            shard.keyspace.db_mut(0).insert(e);
         }
         shard
     }

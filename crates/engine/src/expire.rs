@@ -132,7 +132,7 @@ mod tests {
             };
             let e = Entry::new(key.as_bytes(), Value::Str(StrValue::from_bytes(b"v")))
                 .with_expire(expire);
-            shard.keyspace.db_mut(0).insert(Box::new(e));
+            shard.keyspace.db_mut(0).insert(e);
         }
         let mut total = 0;
         for _ in 0..100 {

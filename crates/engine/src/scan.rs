@@ -274,7 +274,7 @@ mod tests {
     use std::collections::{HashMap, HashSet};
 
     fn put(db: &mut Db, key: &str) {
-        db.insert(Box::new(Entry::new(key.as_bytes(), Value::Str(StrValue::from_bytes(b"v")))));
+        db.insert(Entry::new(key.as_bytes(), Value::Str(StrValue::from_bytes(b"v"))));
     }
 
     /// Runs a full iteration over `db`, calling `between` after every call.
@@ -440,7 +440,7 @@ mod tests {
             let e =
                 Entry::new(format!("old:{i}").as_bytes(), Value::Str(StrValue::from_bytes(b"v")))
                     .with_expire(Some(5));
-            db.insert(Box::new(e));
+            db.insert(e);
         }
         let users = ScanFilter::new(Some(Bytes::from_static(b"user:*")), None);
         let seen = iterate(db, 10, &users, |_, _| {});
@@ -470,7 +470,7 @@ mod tests {
             let expire = (i % 10 == 0).then_some(1);
             let e = Entry::new(key.as_bytes(), Value::Str(StrValue::from_bytes(b"v")))
                 .with_expire(expire);
-            shard.keyspace.db_mut(0).insert(Box::new(e));
+            shard.keyspace.db_mut(0).insert(e);
             if expire.is_none() {
                 all.insert(Bytes::from(key));
             }

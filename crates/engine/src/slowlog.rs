@@ -109,7 +109,10 @@ pub fn logged_args(args: &[Bytes]) -> Vec<Bytes> {
             );
             out.push(Bytes::from(cut));
         } else {
-            out.push(arg.clone());
+            // A copy: the argument is a slice of the client's input buffer,
+            // which a clone would keep alive whole (megabytes under a
+            // pipeline) for as long as the entry stays in the log.
+            out.push(Bytes::copy_from_slice(arg));
         }
     }
     out

@@ -284,7 +284,7 @@ fn fixture() -> Keyspace {
     x.create_group(b"g", StreamId::MIN, 0);
     x.read_group(b"g", b"c", GroupFrom::New, 1, false, 0);
     entries.push(Entry::new(b"x", Value::Stream(Box::new(x))));
-    Keyspace::scratch(16).filled(entries.into_iter().map(|e| (0, Box::new(e))))
+    Keyspace::scratch(16).filled(entries.into_iter().map(|e| (0, e)))
 }
 
 /// What every key of `ks` is: (database, key) → its DUMP payload (the

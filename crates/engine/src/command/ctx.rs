@@ -342,7 +342,7 @@ impl<'a> KeyspaceView<'a> {
         let live = match self.keyspace.db_mut(self.db).remove(key) {
             Some(e) => {
                 let live = !e.is_expired(now);
-                crate::lazyfree::free_value(e.value);
+                crate::lazyfree::free_value(e.into_value());
                 live
             }
             None => false,
@@ -372,10 +372,7 @@ impl<'a> KeyspaceView<'a> {
     pub fn rename(&mut self, src: &[u8], dst: &[u8]) -> bool {
         let db = self.keyspace.db_mut(self.db);
         let Some(entry) = db.remove(src) else { return false };
-        let (expire, access) = (entry.expire_at(), entry.access);
-        let mut renamed = Entry::new(dst, entry.value).with_expire(expire);
-        renamed.access = access;
-        db.put(Box::new(renamed));
+        db.put(entry.into_renamed(dst));
         self.changed(src, NotifyClass::Generic, "rename_from");
         self.changed(dst, NotifyClass::Generic, "rename_to");
         true

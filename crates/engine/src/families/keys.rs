@@ -977,7 +977,7 @@ mod tests {
         for (k, expire) in keys {
             let e = Entry::new(k.as_bytes(), Value::Str(StrValue::from_bytes(b"v")))
                 .with_expire(*expire);
-            shard.keyspace.db_mut(0).insert(Box::new(e));
+            shard.keyspace.db_mut(0).insert(e);
         }
         shard
     }
@@ -1012,7 +1012,7 @@ mod tests {
         shard
             .keyspace
             .db_mut(0)
-            .insert(Box::new(Entry::new(b"live", Value::Str(StrValue::from_bytes(b"v")))));
+            .insert(Entry::new(b"live", Value::Str(StrValue::from_bytes(b"v"))));
         assert_eq!(op_random_key(&mut shard, 0, 10), Some(Bytes::from_static(b"live")));
         assert_eq!(shard.keyspace.db(0).len(), 1);
     }

@@ -7,21 +7,22 @@
 //! valid whatever the tables do in between. Cluster commands that work per
 //! slot (COUNTKEYSINSLOT, GETKEYSINSLOT, migration) come for free later.
 //!
-//! Entries are boxed: a table bucket is then 8 bytes, and the 64-byte entry
-//! lives in one allocation of exactly that size. With hashbrown's load factor
-//! that is far less memory than storing entries in the buckets.
+//! A table bucket is a pointer (8 bytes) to the entry's one block, which
+//! holds the value, the key and the expiry ([`entry`]). With hashbrown's load
+//! factor that is far less memory than storing entries in the buckets.
 //!
 //! Nothing here knows about expiry policy, notifications or commands: this is
 //! the storage, and [`crate::command::KeyspaceView`] is how commands reach it.
 
+mod entry;
 mod value;
 
+pub use entry::{Entry, EntryHead};
 pub use value::{typed, StrValue, Typed, Value, BLOOM_TYPE_NAME, EMBSTR_MAX, SHARED_MIN};
 
 use crate::persist::live::DbSnapshot;
 use hashbrown::HashTable;
 use ringdb_types::slot::key_slot;
-use ringdb_types::SmallBytes;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Seed for the keyspace hash, set once at start-up from the OS's randomness
@@ -57,61 +58,10 @@ pub fn key_hash(key: &[u8]) -> u64 {
     xxhash_rust::xxh3::xxh3_64_with_seed(key, HASH_SEED.load(Ordering::Relaxed))
 }
 
-/// A key and everything stored with it.
-#[derive(Clone, Debug)]
-pub struct Entry {
-    key: SmallBytes,
-    pub value: Value,
-    /// Absolute expiry in Unix milliseconds; 0 = no expiry. Private so that
-    /// the per-slot count of keys with a TTL can never go stale.
-    expire_at: u64,
-    /// LRU clock (seconds) or LFU counter, as `maxmemory-policy` asks.
-    pub access: u32,
-}
-
-impl Entry {
-    pub fn new(key: &[u8], value: Value) -> Self {
-        Entry { key: SmallBytes::new(key), value, expire_at: 0, access: 0 }
-    }
-
-    pub fn key(&self) -> &[u8] {
-        &self.key
-    }
-
-    pub fn expire_at(&self) -> Option<u64> {
-        (self.expire_at != 0).then_some(self.expire_at)
-    }
-
-    pub fn is_expired(&self, now_ms: u64) -> bool {
-        self.expire_at != 0 && self.expire_at <= now_ms
-    }
-
-    /// A copy of this entry under another name (RENAME, COPY, MOVE).
-    pub fn renamed(&self, key: &[u8]) -> Entry {
-        Entry {
-            key: SmallBytes::new(key),
-            value: self.value.clone(),
-            expire_at: self.expire_at,
-            access: self.access,
-        }
-    }
-
-    /// The same entry with expiry `at` (for entries built before insertion).
-    pub fn with_expire(mut self, at: Option<u64>) -> Self {
-        self.expire_at = at.unwrap_or(0);
-        self
-    }
-
-    /// Approximate bytes this entry costs (MEMORY USAGE, INFO memory).
-    pub fn memory(&self) -> usize {
-        std::mem::size_of::<Entry>() + 8 + self.key.heap_size() + self.value.heap_size()
-    }
-}
-
 /// The keys of one hash slot.
 #[derive(Default)]
 pub struct SlotTable {
-    table: HashTable<Box<Entry>>,
+    table: HashTable<Entry>,
     /// How many of these keys have a TTL (the active expiry cycle skips
     /// slots with none).
     volatile: u32,
@@ -131,23 +81,22 @@ impl SlotTable {
     }
 
     pub fn iter(&self) -> impl Iterator<Item = &Entry> {
-        self.table.iter().map(|b| &**b)
+        self.table.iter()
     }
 
     fn find(&self, hash: u64, key: &[u8]) -> Option<&Entry> {
-        self.table.find(hash, |e| e.key() == key).map(|b| &**b)
+        self.table.find(hash, |e| e.key() == key)
     }
 
     fn find_mut(&mut self, hash: u64, key: &[u8]) -> Option<&mut Entry> {
-        self.table.find_mut(hash, |e| e.key() == key).map(|b| &mut **b)
+        self.table.find_mut(hash, |e| e.key() == key)
     }
 
     /// Removes every entry `drop_if` selects, returning them (still boxed, as
     /// the table held them: no copy).
-    #[allow(clippy::vec_box)]
-    fn drain_where(&mut self, mut drop_if: impl FnMut(&Entry) -> bool) -> Vec<Box<Entry>> {
-        let out: Vec<Box<Entry>> = self.table.extract_if(|e| drop_if(e)).collect();
-        self.volatile -= out.iter().filter(|e| e.expire_at != 0).count() as u32;
+    fn drain_where(&mut self, mut drop_if: impl FnMut(&Entry) -> bool) -> Vec<Entry> {
+        let out: Vec<Entry> = self.table.extract_if(|e| drop_if(e)).collect();
+        self.volatile -= out.iter().filter(|e| e.expire_at().is_some()).count() as u32;
         if !out.is_empty() {
             self.shrink_after_removal();
         }
@@ -261,12 +210,9 @@ impl Db {
     /// per-slot tables that stand in for Redis's slot-to-keys map. TTLs
     /// live in the entries, so there is no expires table.
     pub fn overhead(&self) -> (usize, usize) {
-        let slot = std::mem::size_of::<Box<Entry>>() + 1;
-        let main = self
-            .tables
-            .iter()
-            .map(|t| t.table.capacity() * slot + t.len() * std::mem::size_of::<Entry>())
-            .sum();
+        let slot = std::mem::size_of::<Entry>() + 1;
+        let main =
+            self.tables.iter().map(|t| t.table.capacity() * slot + t.len() * entry::HEAD).sum();
         let slot_to_keys = self.tables.capacity() * std::mem::size_of::<SlotTable>();
         (main, slot_to_keys)
     }
@@ -351,7 +297,7 @@ impl Db {
             }
             // From a random place of the first table, wrapping around it.
             let skip = if i == 0 { (rng() % here as u64) as usize } else { 0 };
-            let entries = t.table.iter().map(|e| &**e).filter(|e| !volatile || e.expire_at != 0);
+            let entries = t.table.iter().filter(|e| !volatile || e.expire_at().is_some());
             for e in entries.clone().skip(skip).chain(entries.take(skip)).take(left) {
                 visit(e);
                 left -= 1;
@@ -416,13 +362,13 @@ impl Db {
     }
 
     /// Inserts `entry`, replacing (and returning) any entry under its key.
-    pub(crate) fn insert(&mut self, entry: Box<Entry>) -> Option<Box<Entry>> {
+    pub(crate) fn insert(&mut self, entry: Entry) -> Option<Entry> {
         self.insert_inner(entry).0
     }
 
     /// Inserts `entry`, dropping any entry under its key, and returns the
     /// stored entry.
-    pub(crate) fn put(&mut self, entry: Box<Entry>) -> &mut Entry {
+    pub(crate) fn put(&mut self, entry: Entry) -> &mut Entry {
         self.insert_inner(entry).1
     }
 
@@ -442,25 +388,22 @@ impl Db {
         let table = &mut self.tables[i];
         match table.table.entry(pos.hash, |e| e.key() == key, |e| key_hash(e.key())) {
             hashbrown::hash_table::Entry::Occupied(occupied) => {
-                let e = &mut **occupied.into_mut();
+                let e = occupied.into_mut();
                 let at = expire(Some(e)).unwrap_or(0);
-                let (was, now) = (e.expire_at != 0, at != 0);
+                let (was, now) = (e.expire_at().is_some(), at != 0);
                 table.volatile = table.volatile + now as u32 - was as u32;
                 self.volatile = self.volatile + now as usize - was as usize;
                 e.value = value;
-                e.expire_at = at;
+                e.set_expire_at(at);
                 e.access = access;
                 e
             }
             hashbrown::hash_table::Entry::Vacant(vacant) => {
                 let at = expire(None).unwrap_or(0);
-                let mut entry = Entry::new(key, value);
-                entry.expire_at = at;
-                entry.access = access;
                 table.volatile += (at != 0) as u32;
                 self.volatile += (at != 0) as usize;
                 self.len += 1;
-                vacant.insert(Box::new(entry)).into_mut()
+                vacant.insert(Entry::make(key, value, at, access)).into_mut()
             }
         }
     }
@@ -478,19 +421,17 @@ impl Db {
         self.preserve(i);
         let table = &mut self.tables[i];
         match table.table.entry(pos.hash, |e| e.key() == key, |e| key_hash(e.key())) {
-            hashbrown::hash_table::Entry::Occupied(occupied) => (&mut **occupied.into_mut(), false),
+            hashbrown::hash_table::Entry::Occupied(occupied) => (occupied.into_mut(), false),
             hashbrown::hash_table::Entry::Vacant(vacant) => {
-                let mut entry = Entry::new(key, new());
-                entry.access = access;
                 self.len += 1;
-                (&mut **vacant.insert(Box::new(entry)).into_mut(), true)
+                (vacant.insert(Entry::make(key, new(), 0, access)).into_mut(), true)
             }
         }
     }
 
-    fn insert_inner(&mut self, entry: Box<Entry>) -> (Option<Box<Entry>>, &mut Entry) {
+    fn insert_inner(&mut self, entry: Entry) -> (Option<Entry>, &mut Entry) {
         let pos = KeyPos::of(entry.key());
-        let volatile = (entry.expire_at != 0) as u32;
+        let volatile = entry.expire_at().is_some() as u32;
         let i = self.table_for_insert(pos.slot);
         self.preserve(i);
         let table = &mut self.tables[i];
@@ -506,22 +447,22 @@ impl Db {
                     (None, vacant.insert(entry).into_mut())
                 }
             };
-        let old_volatile = old.as_ref().map_or(0, |o| (o.expire_at != 0) as u32);
+        let old_volatile = old.as_ref().map_or(0, |o| o.expire_at().is_some() as u32);
         table.volatile = table.volatile + volatile - old_volatile;
         self.volatile = self.volatile + volatile as usize - old_volatile as usize;
         if old.is_none() {
             self.len += 1;
         }
-        (old, &mut **stored)
+        (old, stored)
     }
 
-    pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Box<Entry>> {
+    pub(crate) fn remove(&mut self, key: &[u8]) -> Option<Entry> {
         let pos = KeyPos::of(key);
         let i = self.table_index(pos.slot)?;
         self.preserve(i);
         let table = &mut self.tables[i];
         let removed = table.table.find_entry(pos.hash, |e| e.key() == key).ok()?.remove().0;
-        let volatile = (removed.expire_at != 0) as u32;
+        let volatile = removed.expire_at().is_some() as u32;
         table.volatile -= volatile;
         self.volatile -= volatile as usize;
         self.len -= 1;
@@ -537,9 +478,9 @@ impl Db {
         self.preserve(i);
         let table = &mut self.tables[i];
         let Some(entry) = table.find_mut(pos.hash, key) else { return false };
-        let was = entry.expire_at != 0;
-        entry.expire_at = at.unwrap_or(0);
-        let now = entry.expire_at != 0;
+        let was = entry.expire_at().is_some();
+        entry.set_expire_at(at.unwrap_or(0));
+        let now = at.is_some_and(|at| at != 0);
         match (was, now) {
             (false, true) => {
                 table.volatile += 1;
@@ -556,8 +497,7 @@ impl Db {
 
     /// Removes every key whose expiry is at or before `now_ms` in `slot`
     /// (the entries as the table holds them: moved out, not copied).
-    #[allow(clippy::vec_box)]
-    pub(crate) fn drain_expired(&mut self, slot: u16, now_ms: u64) -> Vec<Box<Entry>> {
+    pub(crate) fn drain_expired(&mut self, slot: u16, now_ms: u64) -> Vec<Entry> {
         let Some(i) = self.table_index(slot) else { return Vec::new() };
         if self.tables[i].volatile == 0 {
             return Vec::new();
@@ -649,7 +589,7 @@ impl Keyspace {
     /// pairs: nothing can watch it, so nothing needs to hear of the keys.
     /// A served keyspace changes only through the funnel
     /// ([`crate::command::KeyspaceView`]); its mutators are not public.
-    pub fn filled(mut self, entries: impl IntoIterator<Item = (usize, Box<Entry>)>) -> Self {
+    pub fn filled(mut self, entries: impl IntoIterator<Item = (usize, Entry)>) -> Self {
         for (db, entry) in entries {
             self.dbs[db].insert(entry);
         }
@@ -699,13 +639,8 @@ impl Keyspace {
 mod tests {
     use super::*;
 
-    fn entry(k: &str, v: &str) -> Box<Entry> {
-        Box::new(Entry::new(k.as_bytes(), Value::Str(StrValue::from_bytes(v.as_bytes()))))
-    }
-
-    #[test]
-    fn entry_is_64_bytes() {
-        assert_eq!(std::mem::size_of::<Entry>(), 64);
+    fn entry(k: &str, v: &str) -> Entry {
+        Entry::new(k.as_bytes(), Value::Str(StrValue::from_bytes(v.as_bytes())))
     }
 
     #[test]

@@ -805,7 +805,7 @@ fn apply(
             if at == 0 || at > now_ms {
                 let mut entry = Entry::new(key, value).with_expire((at != 0).then_some(at));
                 entry.access = state.new_access(now_ms);
-                keyspace.db_mut(*db).insert(Box::new(entry));
+                keyspace.db_mut(*db).insert(entry);
             }
         }
         _ => return Err(format!("unknown record '{}'", String::from_utf8_lossy(args[0]))),
@@ -822,7 +822,7 @@ mod tests {
     fn put(ks: &mut Keyspace, db: usize, key: &str, value: &str, expire: Option<u64>) {
         let e = Entry::new(key.as_bytes(), Value::Str(StrValue::from_bytes(value.as_bytes())));
         ks.db_mut(db).remove(key.as_bytes());
-        ks.db_mut(db).insert(Box::new(e.with_expire(expire)));
+        ks.db_mut(db).insert(e.with_expire(expire));
     }
 
     fn get(ks: &Keyspace, db: usize, key: &str) -> Option<String> {

@@ -275,8 +275,8 @@ mod tests {
         }
     }
 
-    fn entry(key: &str, value: &str) -> Box<Entry> {
-        Box::new(Entry::new(key.as_bytes(), Value::Str(StrValue::from_bytes(value.as_bytes()))))
+    fn entry(key: &str, value: &str) -> Entry {
+        Entry::new(key.as_bytes(), Value::Str(StrValue::from_bytes(value.as_bytes())))
     }
 
     fn filled(dbs: usize, keys: usize) -> Keyspace {

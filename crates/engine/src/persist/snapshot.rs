@@ -236,7 +236,7 @@ impl<'a> Loader<'a> {
             entry.access = state
                 .restored_access(now_ms, key.idle, key.freq)
                 .unwrap_or_else(|| state.new_access(now_ms));
-            if keyspace.db_mut(key.db).insert(Box::new(entry)).is_some() && !merge {
+            if keyspace.db_mut(key.db).insert(entry).is_some() && !merge {
                 return Err(RdbError {
                     offset: key.value_offset,
                     reason: format!(
@@ -262,7 +262,7 @@ mod tests {
     fn put(ks: &mut Keyspace, db: usize, key: &str, value: &str, expire: Option<u64>) {
         if ks.owns_key(key.as_bytes()) {
             let e = Entry::new(key.as_bytes(), Value::Str(StrValue::from_bytes(value.as_bytes())));
-            ks.db_mut(db).insert(Box::new(e.with_expire(expire)));
+            ks.db_mut(db).insert(e.with_expire(expire));
         }
     }
 

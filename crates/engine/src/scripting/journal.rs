@@ -33,7 +33,7 @@ use bytes::Bytes;
 struct Saved {
     db: usize,
     key: Bytes,
-    entry: Option<Box<Entry>>,
+    entry: Option<Entry>,
     /// Its WATCH version, if a client watches it (the change bumped it).
     version: Option<u64>,
 }
@@ -120,7 +120,7 @@ impl Journal {
             });
         }
         let version = state.funnel.watches.version(db, key);
-        let entry = entry.map(|e| Box::new(e.clone()));
+        let entry = entry.cloned();
         self.saved.push(Saved { db, key: key.clone(), entry, version });
     }
 

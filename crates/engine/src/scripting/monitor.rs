@@ -226,7 +226,9 @@ impl ScriptMonitor {
     pub fn remember(&self, sha: &str, body: &Bytes) {
         if let Ok(mut bodies) = self.bodies.lock() {
             if !bodies.contains_key(sha) {
-                bodies.insert(sha.to_string(), body.clone());
+                // A copy: `body` may be a slice of a client's input buffer,
+                // which a clone would keep whole for as long as the cache.
+                bodies.insert(sha.to_string(), Bytes::copy_from_slice(body));
             }
         }
     }

@@ -35,6 +35,10 @@ pub async fn query_watch(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     let [key_at] = keys[..] else {
         return Err(CmdError::owned(format!("ERR {name}.WATCH watches exactly one key")));
     };
+    // Copies: a watch lives long, and the arguments are slices of the
+    // client's input buffer, which they would keep alive whole.
+    let args: Vec<Bytes> = args.iter().map(|a| Bytes::copy_from_slice(a)).collect();
+    let args = &args[..];
     let key = args[key_at].clone();
     let fp = fingerprint(&name, &args[1..], conn.state.db);
     let mut command_args = args.to_vec();

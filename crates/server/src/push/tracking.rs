@@ -125,7 +125,9 @@ pub fn parse(args: &[Bytes]) -> Request {
             options.noloop = true;
         } else if is(arg, "prefix") && more {
             j += 1;
-            options.prefixes.push(args[j].clone());
+            // A copy: kept as long as tracking is on (an argument would
+            // keep the client's whole input buffer alive).
+            options.prefixes.push(Bytes::copy_from_slice(&args[j]));
         } else {
             failure = Some(SYNTAX);
             break;

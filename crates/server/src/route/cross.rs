@@ -327,7 +327,7 @@ async fn gather_keys(
             (*shard, locks.clone(), copy)
         })
         .collect();
-    let gathered: Vec<(usize, Box<Entry>)> =
+    let gathered: Vec<(usize, Entry)> =
         acquire_in_order(conn, steps).await?.into_iter().flatten().collect();
 
     // Run the ordinary handler on the copies.

@@ -306,7 +306,7 @@ fn algebra_with_weights_aggregates_and_plain_sets() {
     let mut db = Db::new();
     db.run("ZADD a 1 x 2 y 3 z");
     db.run("ZADD b 10 y 20 z 30 w");
-    db.ks.db_mut(0).insert(Box::new(crate::keyspace::Entry::new(
+    db.ks.db_mut(0).insert(crate::keyspace::Entry::new(
         b"s",
         Value::Set({
             let mut s = ringdb_types::set::Set::new_intset();
@@ -315,7 +315,7 @@ fn algebra_with_weights_aggregates_and_plain_sets() {
             s.add(b"w", &limits);
             s
         }),
-    )));
+    ));
     assert_eq!(
         db.run("ZUNION 2 a b WITHSCORES"),
         bulks(&["x", "1", "y", "12", "z", "23", "w", "30"])
@@ -379,7 +379,7 @@ fn plain_set(db: &mut Db, key: &str, members: &[&str]) {
     for m in members {
         set.add(m.as_bytes(), &limits);
     }
-    db.ks.db_mut(0).insert(Box::new(crate::keyspace::Entry::new(key.as_bytes(), Value::Set(set))));
+    db.ks.db_mut(0).insert(crate::keyspace::Entry::new(key.as_bytes(), Value::Set(set)));
 }
 
 /// Redis's own tests of plain sets as inputs (zset.tcl), with the sets in
