@@ -22,6 +22,9 @@
 # may be the same binary), e.g. comparing a setting:
 #   NEW_ARGS="--spin-before-park 20" benches/ab.sh B B get 1 300000 9
 #
+# BENCH_ARGS adds redis-benchmark options, e.g. BENCH_ARGS="-d 65536" for
+# 64 KB values.
+#
 # A TEST of the form `loadgen:ARGS` runs the loadgen bench instead
 # (`cargo bench --bench loadgen -- ARGS --seconds 3`, PIPELINE and REQUESTS
 # ignored) and compares its operations per server-CPU-second, e.g.
@@ -71,7 +74,7 @@ run() { # port pid -> "rps req/cpu-s user-us/req sys-us/req"
     local u0 s0 t0 t1 u1 s1
     read -r u0 s0 < <(cpu_ticks "$2"); t0=$(date +%s.%N)
     taskset -c 1 nice -n "$NICE" redis-benchmark -p "$1" -t "$TEST" -n "$REQUESTS" -r 100000 \
-        -c 50 -P "$PIPELINE" -q >/dev/null 2>&1
+        -c 50 -P "$PIPELINE" ${BENCH_ARGS:-} -q >/dev/null 2>&1
     t1=$(date +%s.%N); read -r u1 s1 < <(cpu_ticks "$2")
     python3 -c "n = $REQUESTS; u = ($u1 - $u0) / 100; s = ($s1 - $s0) / 100
 print(f'{n / ($t1 - $t0):.0f} {n / (u + s):.0f} {u / n * 1e6:.2f} {s / n * 1e6:.2f}')"

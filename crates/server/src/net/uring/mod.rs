@@ -48,9 +48,9 @@ use std::time::{Duration, Instant};
 use stream::{Shared, State, UringStream, RECV_PAUSE_BYTES};
 use tracing::warn;
 
-/// Receive buffers per shard and their size (4 MiB in all).
+/// Receive buffers per shard and their size (1 MiB in all).
 pub const BUFFERS: u16 = 256;
-const BUFFER_SIZE: usize = 16 * 1024;
+const BUFFER_SIZE: usize = 4 * 1024;
 const BUFFER_GROUP: u16 = 0;
 /// A send buffer bigger than this is freed once sent rather than kept.
 const KEEP_SEND_BUFFER: usize = 1024 * 1024;
