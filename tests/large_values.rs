@@ -247,6 +247,8 @@ fn a_reader_of_large_values_that_stops_reading_is_disconnected() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(q::<usize>(&mut c, &["STRLEN", &k2]).unwrap(), 512 * 1024);
+    let stats: String = q(&mut c, &["INFO", "stats"]).unwrap();
+    assert!(stats.contains("client_output_buffer_limit_disconnections:1\r\n"), "{stats}");
 }
 
 #[test]

@@ -133,6 +133,11 @@ fn a_subscriber_that_never_reads_stays_within_its_limit() {
     }
     let over = peak - base;
     assert!(over <= LIMIT + LIMIT / 10, "peak {over} bytes over the start, limit {LIMIT}");
+    let stats: String = q(&mut c, &["INFO", "stats"]).unwrap();
+    assert!(stats.contains("client_output_buffer_limit_disconnections:1\r\n"), "{stats}");
+    let _: () = q(&mut c, &["CONFIG", "RESETSTAT"]).unwrap();
+    let stats: String = q(&mut c, &["INFO", "stats"]).unwrap();
+    assert!(stats.contains("client_output_buffer_limit_disconnections:0\r\n"), "{stats}");
     let deadline = Instant::now() + Duration::from_secs(10);
     while used(&mut c) > base + (1 << 20) {
         assert!(Instant::now() < deadline, "memory came back: {} over", used(&mut c) - base);

@@ -113,6 +113,8 @@ fn query_buffer_limit_disconnects() {
     assert!(closed || raw.is_closed(), "the server must drop a client over the query buffer limit");
     let mut c = server.client();
     assert_eq!(q::<String>(&mut c, &["PING"]).unwrap(), "PONG");
+    let stats: String = q(&mut c, &["INFO", "stats"]).unwrap();
+    assert!(stats.contains("client_query_buffer_limit_disconnections:1\r\n"), "{stats}");
 }
 
 #[test]

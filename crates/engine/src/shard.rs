@@ -161,6 +161,8 @@ pub struct ShardStats {
     pub connections_received: u64,
     /// Connections refused for `maxclients` (`rejected_connections`).
     pub rejected_connections: u64,
+    /// Clients closed for passing `client-query-buffer-limit`.
+    pub query_limit_disconnections: u64,
     /// Bytes read from and written to this core's clients.
     pub net_input_bytes: u64,
     pub net_output_bytes: u64,
@@ -257,6 +259,7 @@ impl ShardStats {
         self.busy_usec += other.busy_usec;
         self.connections_received += other.connections_received;
         self.rejected_connections += other.rejected_connections;
+        self.query_limit_disconnections += other.query_limit_disconnections;
         self.net_input_bytes += other.net_input_bytes;
         self.net_output_bytes += other.net_output_bytes;
         self.reads_processed += other.reads_processed;

@@ -200,16 +200,6 @@ pub const ALLOCATOR: &str = "mimalloc";
 // crate (the global allocator); these are part of its C API, which the
 // crate's default features do not bind.
 extern "C" {
-    fn mi_process_info(
-        elapsed_msecs: *mut usize,
-        user_msecs: *mut usize,
-        system_msecs: *mut usize,
-        current_rss: *mut usize,
-        peak_rss: *mut usize,
-        current_commit: *mut usize,
-        peak_commit: *mut usize,
-        page_faults: *mut usize,
-    );
     fn mi_stats_print_out(
         out: Option<unsafe extern "C" fn(*const libc::c_char, *mut libc::c_void)>,
         arg: *mut libc::c_void,
@@ -217,15 +207,18 @@ extern "C" {
     fn mi_collect(force: bool);
 }
 
-/// Bytes mimalloc has committed from the OS (its `current_commit`): what
-/// it holds, used or not, as jemalloc's `active`/`resident`.
-pub fn allocator_committed() -> u64 {
-    let mut v = [0usize; 8];
-    let [a, b, c, d, e, f, g, h] = &mut v;
-    // SAFETY: every pointer is to a live usize of ours; mimalloc only
-    // writes through them.
-    unsafe { mi_process_info(a, b, c, d, e, f, g, h) };
-    v[5] as u64
+/// Anonymous resident bytes (`RssAnon` of `/proc/self/status`): the heap
+/// as the kernel holds it, with the threads' stacks; the RSS less the
+/// program's and libraries' pages. It stands for jemalloc's `active` and
+/// `resident` in INFO: mimalloc's own count of committed memory includes
+/// the arena it commits up front but never touches (1 GiB with mimalloc 2).
+pub fn allocator_resident() -> u64 {
+    let Ok(status) = std::fs::read_to_string("/proc/self/status") else { return 0 };
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("RssAnon:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+        .map_or(0, |kb| kb * 1024)
 }
 
 /// mimalloc's statistics report (MEMORY MALLOC-STATS), as it prints it.

@@ -266,6 +266,7 @@ pub async fn resetstat(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
             shard.state.stats.reset();
             shard.state.latency.reset_commands();
             shard.state.hotkeys.reset_stats();
+            core.push.borrow_mut().limit_disconnections = 0;
         })
         .await?;
     crate::memory::reset_peak();

@@ -111,6 +111,8 @@ struct CoreReport {
     replicas: (usize, u64),
     /// MIGRATE connections this core caches.
     migrate_sockets: usize,
+    /// Clients this core closed at their output buffer limit.
+    output_limit_disconnections: u64,
     /// The shard's latency histograms, when INFO latencystats is asked for.
     latency: Option<ringdb_engine::latency::CommandLatency>,
     /// The core's memory (MEMORY STATS's share), when INFO memory is.
@@ -151,6 +153,7 @@ impl CoreReport {
             },
             replicas: (shard.state.funnel.replicas.len(), core.replica_reads.get()),
             migrate_sockets: core.migrate.borrow().len(),
+            output_limit_disconnections: core.push.borrow().limit_disconnections,
             latency,
             memory: with_memory.then(|| crate::cmd::memory::CoreMemory::collect(core)),
         }
@@ -423,6 +426,7 @@ impl Report<'_> {
              tracking_total_keys:{}\r\ntracking_total_items:{}\r\ntracking_total_prefixes:{}\r\n\
              unexpected_error_replies:0\r\n\
              total_error_replies:{}\r\ntotal_reads_processed:{}\r\ntotal_writes_processed:{}\r\n\
+             client_query_buffer_limit_disconnections:{}\r\nclient_output_buffer_limit_disconnections:{}\r\n\
              script_runs_held:{}\r\nscript_runs_restarted:{}\r\nscript_runs_on_node:{}\r\n",
             t.connections_received,
             t.commands_processed,
@@ -450,6 +454,8 @@ impl Report<'_> {
             t.error_replies,
             t.reads_processed,
             t.writes_processed,
+            t.query_limit_disconnections,
+            self.reports.iter().map(|r| r.output_limit_disconnections).sum::<u64>(),
             t.script_runs.held,
             t.script_runs.restarted,
             t.script_runs.node,

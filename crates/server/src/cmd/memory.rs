@@ -4,8 +4,8 @@
 //!
 //! Every number is measured: the allocator wrapper's count and peak, the
 //! start-up baseline, each shard's tables, script caches and log buffer,
-//! each connection's buffers (as CLIENT LIST's `tot-mem`), mimalloc's
-//! committed bytes and the process's RSS. What ringdb does not have
+//! each connection's buffers (as CLIENT LIST's `tot-mem`), the heap's
+//! resident bytes and the process's RSS. What ringdb does not have
 //! (replication backlog, replicas, cluster links) is reported as the 0 it is.
 
 use crate::memory;
@@ -40,7 +40,8 @@ pub struct Overhead {
     /// (db, keys, main, slot-to-keys) for databases with keys.
     dbs: Vec<(usize, u64, u64, u64)>,
     max_scripts: usize,
-    committed: u64,
+    /// [`memory::allocator_resident`].
+    resident: u64,
     rss: u64,
 }
 
@@ -105,7 +106,7 @@ impl Overhead {
             functions: sum(&|c| c.functions),
             dbs,
             max_scripts: cores.iter().map(|c| c.scripts).max().unwrap_or(0),
-            committed: memory::allocator_committed(),
+            resident: memory::allocator_resident(),
             rss: memory::rss_bytes(),
         }
     }
@@ -145,18 +146,19 @@ impl Overhead {
         (Self::ratio(self.rss, self.used), self.rss as i64 - self.used as i64)
     }
 
-    /// mimalloc tells committed bytes only: they stand for both jemalloc's
-    /// `active` and `resident`.
+    /// The heap's resident bytes stand for both jemalloc's `active` and
+    /// `resident`: the allocator's fragmentation is all of the heap's
+    /// excess, and the RSS overhead is the program's own pages.
     fn allocator_frag(&self) -> (f64, i64) {
-        (Self::ratio(self.committed, self.used), self.committed as i64 - self.used as i64)
+        (Self::ratio(self.resident, self.used), self.resident as i64 - self.used as i64)
     }
 
     fn allocator_rss(&self) -> (f64, i64) {
-        (Self::ratio(self.committed, self.committed), 0)
+        (Self::ratio(self.resident, self.resident), 0)
     }
 
     fn rss_extra(&self) -> (f64, i64) {
-        (Self::ratio(self.rss, self.committed), self.rss as i64 - self.committed as i64)
+        (Self::ratio(self.rss, self.resident), self.rss as i64 - self.resident as i64)
     }
 }
 
@@ -185,8 +187,8 @@ impl Overhead {
             self.total(),
             self.startup,
             self.used,
-            self.committed,
-            self.committed,
+            self.resident,
+            self.resident,
             self.lua,
             self.functions,
             memory::human(scripts),
@@ -235,8 +237,8 @@ pub async fn stats(conn: &mut Connection, _args: &[Bytes]) -> CmdResult {
     out.bulk(b"peak.percentage");
     out.double((m.used as f32 * 100.0 / m.peak.max(1) as f32) as f64);
     field(&mut out, "allocator.allocated", m.used as i64);
-    field(&mut out, "allocator.active", m.committed as i64);
-    field(&mut out, "allocator.resident", m.committed as i64);
+    field(&mut out, "allocator.active", m.resident as i64);
+    field(&mut out, "allocator.resident", m.resident as i64);
     let pair = |out: &mut ringdb_protocol::ReplyWriter, name: &str, (ratio, bytes): (f64, i64)| {
         out.bulk(format!("{name}.ratio").as_bytes());
         out.double(ratio);
@@ -353,7 +355,7 @@ mod tests {
             functions: 0,
             dbs: vec![(0, 10, 1000, 100)],
             max_scripts: 0,
-            committed: used,
+            resident: used,
             rss,
         }
     }

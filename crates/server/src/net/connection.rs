@@ -451,6 +451,7 @@ impl Connection {
                     client = self.state.id,
                     "closing client that reached max query buffer length"
                 );
+                self.core.shard.borrow_mut().state.stats.query_limit_disconnections += 1;
                 return Err("query buffer limit".into());
             }
             if !requests.is_empty() {
