@@ -3,14 +3,13 @@
 //! `ringdb check-aof [--fix] [--yes] <file|dir>` checks append-only logs
 //! (see `ringdb::check_aof`).
 
-use mimalloc::MiMalloc;
 use ringdb::config::cli::{Action, Cli, USAGE};
 use ringdb::config::redis_conf::FatalError;
 use ringdb::config::{Config, ConfigError, Format};
-use ringdb::memory::CountingAlloc;
+use ringdb::memory::{CountingAlloc, Mimalloc};
 
 #[global_allocator]
-static GLOBAL: CountingAlloc<MiMalloc> = CountingAlloc::new(MiMalloc);
+static GLOBAL: CountingAlloc<Mimalloc> = CountingAlloc::new(Mimalloc);
 
 /// Turns transparent huge pages off before the heap's first page is
 /// touched (a constructor runs before `main` and its allocations): a page

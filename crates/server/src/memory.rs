@@ -120,8 +120,91 @@ pub fn total_system_memory() -> u64 {
     (pages.max(0) as u64) * (page.max(0) as u64)
 }
 
+/// mimalloc, asked through the entry points that fit each layout.
+///
+/// The `mimalloc` crate's own allocator calls `mi_malloc_aligned` for every
+/// layout. mimalloc 3 serves that from the exact size class only while the
+/// class's current page has a free block; when it is full, the aligned
+/// path over-allocates (size + alignment - 1) from the next class, and
+/// every later block of that size follows it there. So a keyspace entry of
+/// 48 bytes took 56, one of 56 took 64: 14 MB more RSS for 1M small
+/// strings. Plain `mi_malloc` already gives every block 8-byte alignment,
+/// and 16-byte alignment to sizes that are multiples of 16 (all of
+/// mimalloc's classes for those sizes are); other layouts keep the aligned
+/// entry points.
+pub struct Mimalloc;
+
+// Links the library: its C API is called directly below.
+extern crate mimalloc;
+
+#[inline]
+fn plain(size: usize, align: usize) -> bool {
+    align <= 8 || (align <= 16 && size.is_multiple_of(16))
+}
+
+extern "C" {
+    fn mi_malloc(size: usize) -> *mut libc::c_void;
+    fn mi_zalloc(size: usize) -> *mut libc::c_void;
+    fn mi_realloc(p: *mut libc::c_void, size: usize) -> *mut libc::c_void;
+    fn mi_malloc_aligned(size: usize, align: usize) -> *mut libc::c_void;
+    fn mi_zalloc_aligned(size: usize, align: usize) -> *mut libc::c_void;
+    fn mi_realloc_aligned(p: *mut libc::c_void, size: usize, align: usize) -> *mut libc::c_void;
+    fn mi_free(p: *mut libc::c_void);
+}
+
+// SAFETY: every call goes to mimalloc's C API (linked through the
+// `mimalloc` crate) with the layout's size, and its alignment wherever
+// plain allocation would not guarantee it (see `plain`).
+unsafe impl GlobalAlloc for Mimalloc {
+    #[inline]
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let (size, align) = (layout.size(), layout.align());
+        // SAFETY: as the impl's comment says.
+        unsafe {
+            if plain(size, align) {
+                mi_malloc(size).cast()
+            } else {
+                mi_malloc_aligned(size, align).cast()
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let (size, align) = (layout.size(), layout.align());
+        // SAFETY: as the impl's comment says.
+        unsafe {
+            if plain(size, align) {
+                mi_zalloc(size).cast()
+            } else {
+                mi_zalloc_aligned(size, align).cast()
+            }
+        }
+    }
+
+    #[inline]
+    unsafe fn dealloc(&self, ptr: *mut u8, _layout: Layout) {
+        // SAFETY: `ptr` came from one of the calls above.
+        unsafe { mi_free(ptr.cast()) }
+    }
+
+    #[inline]
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let align = layout.align();
+        // SAFETY: `ptr` came from one of the calls above; the new block
+        // keeps the alignment the layout asks for.
+        unsafe {
+            if plain(new_size, align) {
+                mi_realloc(ptr.cast(), new_size).cast()
+            } else {
+                mi_realloc_aligned(ptr.cast(), new_size, align).cast()
+            }
+        }
+    }
+}
+
 /// Wraps the process's allocator to count what it hands out
-/// (`#[global_allocator] static A: CountingAlloc<MiMalloc> = CountingAlloc::new(MiMalloc);`).
+/// (`#[global_allocator] static A: CountingAlloc<Mimalloc> = CountingAlloc::new(Mimalloc);`).
 pub struct CountingAlloc<A> {
     inner: A,
 }
@@ -208,8 +291,9 @@ extern "C" {
 }
 
 /// Anonymous resident bytes (`RssAnon` of `/proc/self/status`): the heap
-/// as the kernel holds it, with the threads' stacks; the RSS less the
-/// program's and libraries' pages. It stands for jemalloc's `active` and
+/// as the kernel holds it, with the threads' stacks and the rings' pinned
+/// I/O memory (about 1 MiB per shard); the RSS less the program's and
+/// libraries' pages. It stands for jemalloc's `active` and
 /// `resident` in INFO: mimalloc's own count of committed memory includes
 /// the arena it commits up front but never touches (1 GiB with mimalloc 2).
 pub fn allocator_resident() -> u64 {
@@ -292,6 +376,28 @@ const QUIET: std::time::Duration = std::time::Duration::from_secs(1);
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn plain_allocations_keep_the_alignment_asked_for() {
+        let mut held = Vec::new();
+        for size in (8..=4096).step_by(8) {
+            for align in [8, 16, 32] {
+                let layout = Layout::from_size_align(size, align).unwrap();
+                // Enough blocks to fill a page or two of the size class.
+                for _ in 0..64 {
+                    // SAFETY: a non-empty layout; freed below with it.
+                    let p = unsafe { Mimalloc.alloc(layout) };
+                    assert!(!p.is_null());
+                    assert_eq!(p as usize % align, 0, "{size} bytes aligned {align}");
+                    held.push((p, layout));
+                }
+            }
+        }
+        for (p, layout) in held {
+            // SAFETY: allocated above with this layout.
+            unsafe { Mimalloc.dealloc(p, layout) };
+        }
+    }
 
     #[test]
     fn human_sizes_as_redis() {
