@@ -92,8 +92,8 @@ impl SlotTable {
         self.table.find_mut(hash, |e| e.key() == key)
     }
 
-    /// Removes every entry `drop_if` selects, returning them (still boxed, as
-    /// the table held them: no copy).
+    /// Removes every entry `drop_if` selects, returning them (the handles
+    /// the table held: no copy).
     fn drain_where(&mut self, mut drop_if: impl FnMut(&Entry) -> bool) -> Vec<Entry> {
         let out: Vec<Entry> = self.table.extract_if(|e| drop_if(e)).collect();
         self.volatile -= out.iter().filter(|e| e.expire_at().is_some()).count() as u32;
