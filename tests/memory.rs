@@ -137,7 +137,11 @@ fn a_subscriber_that_never_reads_stays_within_its_limit() {
         q(&mut c, &["CONFIG", "SET", "client-output-buffer-limit", "pubsub 8mb 0 0"]).unwrap();
     let mut sub = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
     sub.write_all(b"SUBSCRIBE news\r\n").unwrap();
-    std::thread::sleep(Duration::from_millis(200));
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while q::<(String, i64)>(&mut c, &["PUBSUB", "NUMSUB", "news"]).unwrap().1 != 1 {
+        assert!(Instant::now() < deadline, "the subscriber never subscribed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let used = |c: &mut redis::Connection| -> u64 {
         let info: String = q(c, &["INFO", "memory"]).unwrap();
         let line = info.lines().find(|l| l.starts_with("used_memory:")).unwrap();
