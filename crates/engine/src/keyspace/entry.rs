@@ -174,9 +174,14 @@ impl Entry {
         value
     }
 
+    /// The layout this entry's block was allocated with.
+    fn layout(&self) -> Layout {
+        block_layout(self.has_expire(), self.long_key(), self.key().len())
+    }
+
     /// Bytes of the entry's block.
     pub fn block_size(&self) -> usize {
-        block_layout(self.has_expire(), self.long_key(), self.key().len()).size()
+        self.layout().size()
     }
 
     /// Approximate bytes this entry costs (MEMORY USAGE, INFO memory): its
@@ -187,7 +192,7 @@ impl Entry {
 
     /// Frees the block without dropping the value (moved out already).
     fn free_block(self) {
-        let layout = block_layout(self.has_expire(), self.long_key(), self.key().len());
+        let layout = self.layout();
         let block = self.0.as_ptr().cast::<u8>();
         std::mem::forget(self);
         // SAFETY: allocated by `make` with this very layout.
@@ -197,7 +202,7 @@ impl Entry {
 
 impl Drop for Entry {
     fn drop(&mut self) {
-        let layout = block_layout(self.has_expire(), self.long_key(), self.key().len());
+        let layout = self.layout();
         // SAFETY: the block is ours alone; the value is dropped once, then
         // the block freed with the layout `make` allocated it with.
         unsafe {
