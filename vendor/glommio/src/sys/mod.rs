@@ -306,6 +306,10 @@ impl SleepNotifier {
     }
 
     pub(crate) fn notify(&self, force: bool) {
+        // ringdb: pairs with the fence a reactor makes between announcing
+        // its sleep and its last look at the queues (`uring.rs`): what the
+        // caller published before is seen there, or the sleep is seen here.
+        std::sync::atomic::fence(Ordering::SeqCst);
         if self
             .should_notify
             .compare_exchange(true, false, Ordering::Relaxed, Ordering::Relaxed)

@@ -36,7 +36,7 @@ use crate::{
         self,
         blocking::{BlockingThreadOp, BlockingThreadPool},
         dma_buffer::{BufferStorage, DmaBuffer},
-        membarrier, DirectIo, EnqueuedSource, EnqueuedStatus, InnerSource, IoBuffer,
+        DirectIo, EnqueuedSource, EnqueuedStatus, InnerSource, IoBuffer,
         PollableStatus, Source, SourceType, Statx, TimeSpec64,
     },
     uring_sys::{self, IoRingOp},
@@ -1856,6 +1856,21 @@ impl Reactor {
         // consume all events from the rings
         consume_rings!(into &mut woke; lat_ring, poll_ring, main_ring);
 
+        // ringdb: a poll between task runs (a preempt timer is asked for,
+        // so this call never sleeps) keeps both preemption timers while
+        // they are armed and have not fired. Upstream cancelled and re-armed
+        // them on every call: an `io_uring_enter` each time the executor
+        // went round its loop, about one per request served across shards.
+        // The latency timer now fires a task quota after it was armed rather
+        // than after the last poll: a task queue yields at most that much
+        // sooner, never later.
+        if preempt_timer().is_some() && self.preemption_timers_armed() {
+            flush_cancellations!(into &mut woke; lat_ring, poll_ring, main_ring);
+            flush_rings!(lat_ring, poll_ring, main_ring)?;
+            consume_rings!(into &mut woke; lat_ring, poll_ring, main_ring);
+            return Ok(false);
+        }
+
         // Cancel the old timer regardless of whether we can sleep:
         // if we won't sleep, we will register the new timer with its new
         // value.
@@ -1902,10 +1917,13 @@ impl Reactor {
             // last time until now it could be that something happened in a remote executor
             // that opened up room. If it did we bail on sleep and go process it.
             self.notifier.prepare_to_sleep();
-            // See https://www.scylladb.com/2018/02/15/memory-barriers-seastar-linux/ for
-            // details. This translates to `sys_membarrier()` /
-            // `MEMBARRIER_CMD_PRIVATE_EXPEDITED`
-            membarrier::heavy();
+            // ringdb: a full fence here and one in `SleepNotifier::notify`,
+            // between a producer's publishing and its read of
+            // `should_notify` (Dekker): one of the two sides sees the
+            // other. The upstream `membarrier::heavy()` here made every
+            // sleep an IPI to each core running another thread of the
+            // process: ~2 us a request with two busy shards.
+            std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
             let events = process_remote_channels() + self.flush_syscall_thread();
             if events == 0 {
                 if self.eventfd_src.is_installed().unwrap() {
@@ -1935,6 +1953,18 @@ impl Reactor {
         // need_preempt() should be false at this point. As soon as the next event
         // in the preempt ring completes, though, then it will be true.
         Ok(should_sleep)
+    }
+
+    /// Both preemption timers are in the kernel and have not fired.
+    fn preemption_timers_armed(&self) -> bool {
+        let pending = |cell: &Cell<Option<Source>>| {
+            let src = cell.take();
+            let armed = src.as_ref().is_some_and(|s| s.result().is_none());
+            cell.set(src);
+            armed
+        };
+        pending(&self.latency_preemption_timeout_src)
+            && pending(&self.throughput_preemption_timeout_src)
     }
 
     pub(crate) fn flush_syscall_thread(&self) -> usize {
