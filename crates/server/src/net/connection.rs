@@ -104,7 +104,8 @@ pub struct ClientState {
     /// SCRIPT DEBUG YES|SYNC: the next EVAL runs in a debugging session.
     pub debugger: Option<crate::route::debug::Mode>,
     /// What a replica said with REPLCONF before PSYNC.
-    pub replica_hello: crate::repl::primary::Hello,
+    /// (Boxed, made by the first REPLCONF: most clients never send one.)
+    pub replica_hello: Option<Box<crate::repl::primary::Hello>>,
     /// This is the link to our primary: its writes pass a read-only
     /// replica, and nothing is answered.
     pub master: bool,
@@ -148,7 +149,7 @@ impl ClientState {
             hotkey_watch: None,
             monitor: false,
             debugger: None,
-            replica_hello: Default::default(),
+            replica_hello: None,
             master: false,
         }
     }
@@ -559,7 +560,9 @@ impl Connection {
             // What a busy script's hook did to the transaction meanwhile.
             self.state.multi = idle.multi;
             if idle.discarded {
-                crate::route::multi::unwatch_all(self).await;
+                // Boxed: rare, and inline its state would be in every idle
+                // connection's task.
+                Box::pin(crate::route::multi::unwatch_all(self)).await;
             }
         }
         let Some(n) = n? else { return Ok(Woken::Push) };

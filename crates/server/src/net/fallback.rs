@@ -422,11 +422,11 @@ impl Fallback {
     /// first), then every waiting connection's input is answered.
     fn serve_while_busy(&self, core: &Rc<Core>) {
         self.accept_all(core, &mut |socket| {
-            if let Socket::Glommio { slot, stream, .. } = &socket {
-                if !stream.is_tls()
-                    && Connection::answerable_when_new(core, socket::peer_addr(slot.fd))
+            if let Socket::Glommio(g) = &socket {
+                if !g.stream.is_tls()
+                    && Connection::answerable_when_new(core, socket::peer_addr(g.slot.fd))
                 {
-                    slot.set_idle(Idle::new(Resp::V2, None));
+                    g.slot.set_idle(Idle::new(Resp::V2, None));
                 }
             }
             self.held.borrow_mut().push(socket);

@@ -30,41 +30,51 @@ const MAX_READ_CHUNK: usize = 1024 * 1024;
 
 pub enum Socket {
     Uring(UringStream),
-    /// `slot`: what a busy script's hook answered for this connection
+    /// Boxed: inline, its 150-odd bytes would be in every connection's
+    /// task on either backend.
+    Glommio(Box<GlommioSocket>),
+}
+
+/// A connection of the glommio backend.
+pub struct GlommioSocket {
+    pub(super) stream: Stream,
+    chunk: Vec<u8>,
+    /// What a busy script's hook answered for this connection
     /// ([`super::fallback`]).
-    Glommio {
-        stream: Stream,
-        chunk: Vec<u8>,
-        slot: Rc<Slot>,
-        /// Another process has the socket (a forked debugging session): it
-        /// is closed here without shutting it down.
-        handed_off: bool,
-    },
+    pub(super) slot: Rc<Slot>,
+    /// Another process has the socket (a forked debugging session): it is
+    /// closed here without shutting it down.
+    handed_off: bool,
 }
 
 impl Socket {
     pub fn glommio(stream: Stream, slot: Rc<Slot>) -> Socket {
-        Socket::Glommio { stream, chunk: Vec::new(), slot, handed_off: false }
+        Socket::Glommio(Box::new(GlommioSocket {
+            stream,
+            chunk: Vec::new(),
+            slot,
+            handed_off: false,
+        }))
     }
 
     pub fn fd(&self) -> RawFd {
         match self {
             Socket::Uring(s) => s.fd(),
-            Socket::Glommio { stream, .. } => stream.tcp().as_raw_fd(),
+            Socket::Glommio(g) => g.stream.tcp().as_raw_fd(),
         }
     }
 
     /// A TLS connection of the glommio path whose handshake is still to
     /// be done ([`Socket::handshake`]); the uring driver does its own.
     pub fn handshaking(&self) -> bool {
-        matches!(self, Socket::Glommio { stream, .. } if stream.handshaking())
+        matches!(self, Socket::Glommio(g) if g.stream.handshaking())
     }
 
     /// Completes a TLS handshake ([`Socket::handshaking`]).
     pub async fn handshake(&mut self) -> io::Result<()> {
         match self {
             Socket::Uring(_) => Ok(()),
-            Socket::Glommio { stream, .. } => stream.handshake().await,
+            Socket::Glommio(g) => g.stream.handshake().await,
         }
     }
 
@@ -97,7 +107,8 @@ impl Socket {
             // Boxed, here and in `write_as`: the glommio path's state would
             // otherwise be inline in every connection's task, on either
             // backend, while it waits.
-            Socket::Glommio { stream, chunk, slot, .. } => {
+            Socket::Glommio(g) => {
+                let GlommioSocket { stream, chunk, slot, .. } = &mut **g;
                 Box::pin(read_glommio(stream, chunk, slot, buf, wanted)).await
             }
         }
@@ -117,7 +128,7 @@ impl Socket {
     pub async fn stop_reading(&mut self) {
         match self {
             Socket::Uring(s) => s.stop_reading().await,
-            Socket::Glommio { handed_off, .. } => *handed_off = true,
+            Socket::Glommio(g) => g.handed_off = true,
         }
     }
 
@@ -126,16 +137,15 @@ impl Socket {
     pub fn debug_link(&self) -> Box<dyn ringdb_engine::scripting::debugger::Link> {
         match self {
             Socket::Uring(s) => s.debug_link(),
-            Socket::Glommio { stream, .. } => {
-                Box::new(super::fd_link::FdLink::new(stream.tcp().as_raw_fd()))
-            }
+            Socket::Glommio(g) => Box::new(super::fd_link::FdLink::new(g.stream.tcp().as_raw_fd())),
         }
     }
 
     pub async fn write_as(&mut self, out: &mut Output, pushes: bool) -> io::Result<()> {
         match self {
             Socket::Uring(s) => s.write(out, pushes).await,
-            Socket::Glommio { stream, slot, .. } => {
+            Socket::Glommio(g) => {
+                let GlommioSocket { stream, slot, .. } = &mut **g;
                 Box::pin(async {
                     // Replies a busy script's hook could not send go first.
                     let earlier = write_glommio(stream, &mut slot.take_output()).await;
@@ -155,7 +165,7 @@ impl Socket {
     pub async fn drained_to(&self, mark: usize) -> io::Result<()> {
         match self {
             Socket::Uring(s) => s.drained_to(mark).await,
-            Socket::Glommio { .. } => Ok(()),
+            Socket::Glommio(_) => Ok(()),
         }
     }
 
@@ -164,7 +174,7 @@ impl Socket {
     pub fn unsent(&self) -> usize {
         match self {
             Socket::Uring(s) => s.unsent(),
-            Socket::Glommio { .. } => 0,
+            Socket::Glommio(_) => 0,
         }
     }
 
@@ -176,15 +186,15 @@ impl Socket {
         match self {
             Socket::Uring(s) => s.set_idle(idle),
             // The hook reads raw sockets: TLS clients wait for the script.
-            Socket::Glommio { stream, .. } if stream.is_tls() => {}
-            Socket::Glommio { slot, .. } => slot.set_idle(idle),
+            Socket::Glommio(g) if g.stream.is_tls() => {}
+            Socket::Glommio(g) => g.slot.set_idle(idle),
         }
     }
 
     pub fn take_idle(&self) -> Option<crate::route::busy::Idle> {
         match self {
             Socket::Uring(s) => s.take_idle(),
-            Socket::Glommio { slot, .. } => slot.take_idle(),
+            Socket::Glommio(g) => g.slot.take_idle(),
         }
     }
 
@@ -193,7 +203,8 @@ impl Socket {
         match self {
             // Dropping the stream hands the close to the driver.
             Socket::Uring(s) => drop(s),
-            Socket::Glommio { stream, slot, handed_off, .. } => {
+            Socket::Glommio(g) => {
+                let GlommioSocket { stream, slot, handed_off, .. } = *g;
                 slot.retire();
                 // Dropping closes the descriptor alone; `close` would also
                 // shut the connection down for the process that has it.

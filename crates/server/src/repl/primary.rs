@@ -80,11 +80,12 @@ pub async fn replconf(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
     if args.len().is_multiple_of(2) {
         return Err(CmdError::new("ERR syntax error"));
     }
+    let hello = conn.state.replica_hello.get_or_insert_with(Box::default);
     for pair in args[1..].chunks(2) {
         let (option, value) = (&pair[0], &pair[1]);
         if is(option, "listening-port") {
             let port = ringdb_engine::command::args::int(value)?;
-            conn.state.replica_hello.port = port.clamp(0, 65535) as u16;
+            hello.port = port.clamp(0, 65535) as u16;
         } else if is(option, "ip-address") {
             let ip = String::from_utf8_lossy(value).into_owned();
             if ip.len() > 46 {
@@ -93,12 +94,12 @@ pub async fn replconf(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
                     ip.len()
                 )));
             }
-            conn.state.replica_hello.ip = Some(ip);
+            hello.ip = Some(ip);
         } else if is(option, "capa") {
             if is(value, "eof") {
-                conn.state.replica_hello.eof = true;
+                hello.eof = true;
             } else if is(value, "psync2") {
-                conn.state.replica_hello.psync2 = true;
+                hello.psync2 = true;
             }
         } else if is(option, "ack") || is(option, "getack") {
             // ACK is read by the link itself; GETACK is for a replica's link
@@ -108,16 +109,16 @@ pub async fn replconf(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
             // Accepted: the snapshot is sent and the stream follows anyway.
         } else if is(option, "ringdb-shards") {
             let shards = ringdb_engine::command::args::int(value)?;
-            conn.state.replica_hello.shards = usize::try_from(shards).ok();
+            hello.shards = usize::try_from(shards).ok();
         } else if is(option, "ringdb-flow") {
             let shard = ringdb_engine::command::args::int(value)?;
             let shard = usize::try_from(shard).map_err(|_| CmdError::new("ERR invalid flow"))?;
-            let token = conn.state.replica_hello.flow.take().map(|f| f.1).unwrap_or_default();
-            conn.state.replica_hello.flow = Some((shard, token));
+            let token = hello.flow.take().map(|f| f.1).unwrap_or_default();
+            hello.flow = Some((shard, token));
         } else if is(option, "ringdb-sync") {
             let token = String::from_utf8_lossy(value).into_owned();
-            let shard = conn.state.replica_hello.flow.take().map_or(usize::MAX, |f| f.0);
-            conn.state.replica_hello.flow = Some((shard, token));
+            let shard = hello.flow.take().map_or(usize::MAX, |f| f.0);
+            hello.flow = Some((shard, token));
         } else {
             return Err(CmdError::owned(format!(
                 "ERR Unrecognized REPLCONF option: {}",
@@ -125,7 +126,7 @@ pub async fn replconf(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
             )));
         }
     }
-    if let Some((shard, token)) = conn.state.replica_hello.flow.take() {
+    if let Some((shard, token)) = hello.flow.take() {
         return serve_flow(conn, shard, &token).await;
     }
     conn.reply().ok();
@@ -169,7 +170,7 @@ pub async fn sync(conn: &mut Connection, args: &[Bytes]) -> CmdResult {
         return Err(CmdError::new("ERR SYNC and PSYNC are invalid with pending output"));
     }
     let psync = args.len() == 3;
-    let hello = conn.state.replica_hello.clone();
+    let hello = conn.state.replica_hello.as_deref().cloned().unwrap_or_default();
     let ip = hello.ip.clone().unwrap_or_else(|| {
         conn.handle
             .addr

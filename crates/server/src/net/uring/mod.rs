@@ -690,6 +690,7 @@ impl Driver {
         if st.pending.is_empty() || st.in_flight.capacity() > KEEP_SEND_BUFFER {
             // Nothing more to send: an idle connection keeps no buffer.
             st.in_flight = Output::default();
+            st.vectored = None;
         }
         drop(st);
         // A writer waits for its own mark (`UringStream::drained_to`).
@@ -755,7 +756,7 @@ fn wake(cell: &Cell<Option<Waker>>) {
 /// vectored send of the buffer's runs and the values where they are.
 fn send_entry(shared: &Shared, st: &mut State) -> squeue::Entry {
     let entry = if st.in_flight.has_splices() {
-        let header = st.vectored.prepare(&st.in_flight, st.sent);
+        let header = st.vectored.get_or_insert_with(Box::default).prepare(&st.in_flight, st.sent);
         opcode::SendMsg::new(types::Fd(shared.fd), header).flags(libc::MSG_NOSIGNAL as u32).build()
     } else {
         let rest = st.in_flight.bytes_since(st.sent);

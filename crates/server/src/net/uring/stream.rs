@@ -66,8 +66,10 @@ pub struct State {
     /// many of their bytes are sent.
     pub in_flight: Output,
     pub sent: usize,
-    /// The iovecs and header of the send in the kernel when it is vectored.
-    pub vectored: Vectored,
+    /// The iovecs and header of the send in the kernel when it is vectored
+    /// (boxed, and kept only while sends go on: most connections never
+    /// make one).
+    pub vectored: Option<Box<Vectored>>,
     pub sending: bool,
     /// The connection is done: close once the replies are sent.
     pub closing: bool,
