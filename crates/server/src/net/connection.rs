@@ -103,8 +103,8 @@ pub struct ClientState {
     pub monitor: bool,
     /// SCRIPT DEBUG YES|SYNC: the next EVAL runs in a debugging session.
     pub debugger: Option<crate::route::debug::Mode>,
-    /// What a replica said with REPLCONF before PSYNC.
-    /// (Boxed, made by the first REPLCONF: most clients never send one.)
+    /// What a replica said with REPLCONF before PSYNC, from its first
+    /// REPLCONF on (boxed: most clients never send one).
     pub replica_hello: Option<Box<crate::repl::primary::Hello>>,
     /// This is the link to our primary: its writes pass a read-only
     /// replica, and nothing is answered.
