@@ -15,8 +15,15 @@
 //! time). After each, the bench runs 20,000 hops once more and prints the
 //! voluntary context switches per hop, from `/proc/self/status`, which is
 //! how often a side went to sleep and had to be woken.
+//!
+//! Syscalls per hop: `HOP_ONLY=parking` (or `spinning`) runs 100,000 hops
+//! of one kind without criterion, to be counted from outside:
+//!
+//! ```text
+//! HOP_ONLY=parking perf stat -e raw_syscalls:sys_enter target/release/deps/hop-<hash>
+//! ```
 
-use criterion::{criterion_group, criterion_main, Criterion};
+use criterion::{criterion_group, Criterion};
 use glommio::{LocalExecutorBuilder, Placement};
 use std::time::{Duration, Instant};
 
@@ -108,24 +115,49 @@ fn voluntary_switches() -> u64 {
         .sum()
 }
 
+/// The two ways the executors wait, by name.
+const VARIANTS: [(&str, Duration); 2] =
+    [("parking peers", Duration::ZERO), ("peers spinning 50us", Duration::from_micros(50))];
+
+/// Runs `hops` hops on a fresh pair and prints their time and voluntary
+/// context switches.
+fn count(name: &str, spin: Duration, hops: u64) {
+    let pair = Pair::start(spin);
+    pair.hops(1000);
+    let before = voluntary_switches();
+    let took = pair.hops(hops);
+    let switches = voluntary_switches() - before;
+    println!(
+        "{name}: {hops} hops, {:.0} ns each, {:.3} voluntary context switches per hop",
+        took.as_nanos() as f64 / hops as f64,
+        switches as f64 / hops as f64
+    );
+}
+
 fn hop(c: &mut Criterion) {
-    for (name, spin) in
-        [("parking peers", Duration::ZERO), ("peers spinning 50us", Duration::from_micros(50))]
-    {
+    for (name, spin) in VARIANTS {
         let pair = Pair::start(spin);
         pair.hops(1000);
         c.bench_function(&format!("one hop and back, {name}"), |b| b.iter_custom(|n| pair.hops(n)));
-        let hops = 20_000;
-        let before = voluntary_switches();
-        let took = pair.hops(hops);
-        let switches = voluntary_switches() - before;
-        println!(
-            "{name}: {hops} hops, {:.0} ns each, {:.3} voluntary context switches per hop",
-            took.as_nanos() as f64 / hops as f64,
-            switches as f64 / hops as f64
-        );
+        drop(pair);
+        count(name, spin, 20_000);
     }
 }
 
 criterion_group!(benches, hop);
-criterion_main!(benches);
+
+fn main() {
+    // `HOP_ONLY=parking` (or `spinning`): no criterion, just 100,000 hops
+    // of that kind, so that `perf stat -e raw_syscalls:sys_enter` around
+    // the run counts the syscalls of a hop.
+    if let Ok(only) = std::env::var("HOP_ONLY") {
+        let (name, spin) = VARIANTS
+            .into_iter()
+            .find(|(name, _)| name.contains(only.as_str()))
+            .expect("HOP_ONLY: parking or spinning");
+        count(name, spin, 100_000);
+        return;
+    }
+    benches();
+    Criterion::default().configure_from_args().final_summary();
+}
