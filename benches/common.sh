@@ -11,6 +11,17 @@ die() { log "error: $*"; exit 1; }
 cpu_ticks() { awk '{u += $14; s += $15} END {print u, s}' /proc/"$1"/task/*/stat; }
 cpu_ticks_total() { awk '{t += $14 + $15} END {print t}' /proc/"$1"/task/*/stat; }
 
+# Stops the server whose PID is in $PID (SIGTERM, SIGKILL after 10 s) and
+# clears PID; nothing when PID is empty.
+stop_server() {
+    [ -n "${PID:-}" ] || return 0
+    kill "$PID" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$PID" 2>/dev/null || true
+    wait "$PID" 2>/dev/null || true
+    PID=''
+}
+
 ensure_redis() {
     if command -v redis-server >/dev/null && command -v redis-benchmark >/dev/null \
         && command -v redis-cli >/dev/null; then

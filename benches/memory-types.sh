@@ -22,16 +22,7 @@ VALKEY=${2:-/work/valkey-8.0.1/src/valkey-server}
 SKIP_VALKEY=${SKIP_VALKEY:-0}
 WORK=$(mktemp -d)
 PID=''
-# Stops the server started last: SIGTERM, SIGKILL after 10 s.
-stop() {
-    [ -n "$PID" ] || return 0
-    kill "$PID" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$PID" 2>/dev/null || break; sleep 0.1; done
-    kill -9 "$PID" 2>/dev/null || true
-    wait "$PID" 2>/dev/null || true
-    PID=''
-}
-trap 'stop; rm -rf "$WORK"' EXIT
+trap 'stop_server; rm -rf "$WORK"' EXIT
 # shellcheck source=benches/common.sh
 . "$(dirname "$0")/common.sh"
 ensure_redis
@@ -196,7 +187,7 @@ measure() {
         RSS[$server,$FLUSHED]=$(rss_kb)
         USED[$server,$FLUSHED]=$(info_field memory used_memory)
     fi
-    stop
+    stop_server
     rm -rf "$dir"
 }
 

@@ -47,13 +47,7 @@ CLIENTS=${CLIENTS:-$((50 * THREADS))}
 PORT=7870
 DIR=$(mktemp -d)
 PID=''
-stop() {
-    [ -n "$PID" ] || return 0
-    kill "$PID" 2>/dev/null || true
-    wait "$PID" 2>/dev/null || true
-    PID=''
-}
-trap 'stop; rm -rf "$DIR"' EXIT
+trap 'stop_server; rm -rf "$DIR"' EXIT
 
 # start NAME CMD...: a fresh server on $PORT, filled with $KEYS keys.
 start() {
@@ -119,7 +113,7 @@ for test in $TESTS; do
                 eval "start \"\${names[$i]}\" ${cmds[$i]}"
                 read -r r l c < <(measure "$test" "$p")
                 rps[$i]+="$r "; p99[$i]+="$l "; per_cpu[$i]+="$c "
-                stop
+                stop_server
             done
         done
         base=''
